@@ -1,0 +1,28 @@
+#pragma once
+// A read-only memory map of a whole file. Tensor data is read straight from the mapping, so
+// loading a model copies nothing until a consumer asks for bytes.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace xlacel {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws Error naming path
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace xlacel

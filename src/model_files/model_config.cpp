@@ -1,0 +1,229 @@
+#include "model_files/model_config.h"
+
+#include <array>
+
+#include "common/error.h"
+#include "model_files/gguf_file.h"
+
+namespace xlacel {
+
+namespace {
+
+constexpr std::array<const char*, 3> kArchitectures = {"llama", "mistral", "qwen2"};
+
+void require_known_architecture(const std::string& architecture, const std::string& where) {
+  for (const char* known : kArchitectures) {
+    if (architecture == known) return;
+  }
+  fail(where, "unknown architecture '{}' (supported: llama, mistral, qwen2)", architecture);
+}
+
+int64_t json_int(const Json& object, const char* key, const std::string& path) {
+  if (!object.contains(key)) fail(path, "missing field '{}'", key);
+  const Json& value = object[key];
+  if (!value.is_number_integer()) fail(path, "field '{}' must be an integer", key);
+  return value.get<int64_t>();
+}
+
+std::optional<int64_t> json_optional_int(const Json& object, const char* key,
+                                         const std::string& path) {
+  if (!object.contains(key) || object[key].is_null()) return std::nullopt;
+  return json_int(object, key, path);
+}
+
+double json_number(const Json& object, const char* key, const std::string& path) {
+  if (!object.contains(key)) fail(path, "missing field '{}'", key);
+  if (!object[key].is_number()) fail(path, "field '{}' must be a number", key);
+  return object[key].get<double>();
+}
+
+// eos_token_id is an int or a list of ints in both config.json and generation_config.json.
+std::vector<int64_t> json_id_list(const Json& value, const char* key, const std::string& path) {
+  std::vector<int64_t> ids;
+  if (value.is_number_integer()) {
+    ids.push_back(value.get<int64_t>());
+  } else if (value.is_array()) {
+    for (const Json& item : value) {
+      if (!item.is_number_integer()) fail(path, "field '{}' must hold integers", key);
+      ids.push_back(item.get<int64_t>());
+    }
+  } else if (!value.is_null()) {
+    fail(path, "field '{}' must be an integer or a list of integers", key);
+  }
+  return ids;
+}
+
+RopeScaling rope_scaling_from_hf(const Json& config, const std::string& path) {
+  RopeScaling scaling;
+  if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return scaling;
+  const Json& rope = config["rope_scaling"];
+  if (!rope.is_object()) fail(path, "field 'rope_scaling' must be an object");
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    if (rope.contains(key) && rope[key].is_string()) {
+      type = rope[key].get<std::string>();
+      break;
+    }
+  }
+  if (type == "default") return scaling;
+  if (type != "llama3") {
+    fail(path, "rope_scaling type '{}' is not supported (supported: default, llama3)", type);
+  }
+  scaling.type = RopeScaling::Type::kLlama3;
+  scaling.factor = json_number(rope, "factor", path);
+  scaling.low_freq_factor = json_number(rope, "low_freq_factor", path);
+  scaling.high_freq_factor = json_number(rope, "high_freq_factor", path);
+  scaling.original_max_position_embeddings =
+      json_int(rope, "original_max_position_embeddings", path);
+  return scaling;
+}
+
+}  // namespace
+
+const char* rope_scaling_name(RopeScaling::Type type) {
+  switch (type) {
+    case RopeScaling::Type::kNone: return "default";
+    case RopeScaling::Type::kLlama3: return "llama3";
+    case RopeScaling::Type::kFrequencyFactors: return "frequency factors (rope_freqs.weight)";
+  }
+  return "?";
+}
+
+ModelConfig config_from_hf(const Json& config, const Json* generation_config,
+                           const std::string& path) {
+  if (!config.is_object()) fail(path, "config is not a JSON object");
+  ModelConfig result;
+  if (!config.contains("model_type") || !config["model_type"].is_string()) {
+    fail(path, "missing field 'model_type'");
+  }
+  result.architecture = config["model_type"].get<std::string>();
+  require_known_architecture(result.architecture, path);
+
+  result.vocab_size = json_int(config, "vocab_size", path);
+  result.hidden_size = json_int(config, "hidden_size", path);
+  result.intermediate_size = json_int(config, "intermediate_size", path);
+  result.num_layers = json_int(config, "num_hidden_layers", path);
+  result.num_heads = json_int(config, "num_attention_heads", path);
+  result.num_kv_heads =
+      json_optional_int(config, "num_key_value_heads", path).value_or(result.num_heads);
+  auto head_dim = json_optional_int(config, "head_dim", path);
+  result.head_dim = head_dim ? *head_dim
+                             : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
+  result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
+  result.rms_norm_eps = json_number(config, "rms_norm_eps", path);
+  if (config.contains("rope_theta")) result.rope_theta = json_number(config, "rope_theta", path);
+  result.rope_scaling = rope_scaling_from_hf(config, path);
+  // transformers' Llama, Mistral and Qwen2 configs default to an untied head.
+  if (config.contains("tie_word_embeddings")) {
+    if (!config["tie_word_embeddings"].is_boolean()) {
+      fail(path, "field 'tie_word_embeddings' must be a boolean");
+    }
+    result.tie_word_embeddings = config["tie_word_embeddings"].get<bool>();
+  }
+  if (result.architecture == "qwen2") {
+    result.attention_bias = true;
+  } else if (config.contains("attention_bias")) {
+    if (!config["attention_bias"].is_boolean()) {
+      fail(path, "field 'attention_bias' must be a boolean");
+    }
+    result.attention_bias = config["attention_bias"].get<bool>();
+  }
+  result.bos_token_id = json_optional_int(config, "bos_token_id", path);
+  result.pad_token_id = json_optional_int(config, "pad_token_id", path);
+  if (config.contains("eos_token_id")) {
+    result.eos_token_ids = json_id_list(config["eos_token_id"], "eos_token_id", path);
+  }
+  if (generation_config != nullptr && generation_config->is_object()) {
+    const Json& generation = *generation_config;
+    if (generation.contains("eos_token_id")) {
+      auto ids = json_id_list(generation["eos_token_id"], "eos_token_id", path);
+      if (!ids.empty()) result.eos_token_ids = ids;
+    }
+    if (generation.contains("bos_token_id") && generation["bos_token_id"].is_number_integer()) {
+      result.bos_token_id = generation["bos_token_id"].get<int64_t>();
+    }
+  }
+  validate_config(result, path);
+  return result;
+}
+
+ModelConfig config_from_gguf(const GgufFile& gguf) {
+  ModelConfig result;
+  result.architecture = gguf.get_string("general.architecture");
+  require_known_architecture(result.architecture, gguf.path());
+  const std::string prefix = result.architecture + ".";
+  auto key = [&](const char* suffix) { return prefix + suffix; };
+
+  result.hidden_size = gguf.get_int(key("embedding_length"));
+  result.intermediate_size = gguf.get_int(key("feed_forward_length"));
+  result.num_layers = gguf.get_int(key("block_count"));
+  result.num_heads = gguf.get_int(key("attention.head_count"));
+  result.num_kv_heads = gguf.has(key("attention.head_count_kv"))
+                            ? gguf.get_int(key("attention.head_count_kv"))
+                            : result.num_heads;
+  result.head_dim = gguf.has(key("attention.key_length"))
+                        ? gguf.get_int(key("attention.key_length"))
+                        : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
+  result.max_position_embeddings = gguf.get_int(key("context_length"));
+  result.rms_norm_eps = gguf.get_float(key("attention.layer_norm_rms_epsilon"));
+  if (gguf.has(key("rope.freq_base"))) result.rope_theta = gguf.get_float(key("rope.freq_base"));
+  if (gguf.find_tensor("rope_freqs.weight")) {
+    result.rope_scaling.type = RopeScaling::Type::kFrequencyFactors;
+  }
+  if (gguf.has(key("rope.scaling.type"))) {
+    std::string type = gguf.get_string(key("rope.scaling.type"));
+    if (type != "none") {
+      fail(gguf.path(), "rope scaling type '{}' is not supported", type);
+    }
+  }
+
+  // The vocabulary size is the token list's length when the architecture key is absent.
+  if (gguf.has(key("vocab_size"))) {
+    result.vocab_size = gguf.get_int(key("vocab_size"));
+  } else if (const GgufValue* tokens = gguf.find("tokenizer.ggml.tokens")) {
+    const auto* array = std::get_if<GgufArray>(&tokens->value);
+    if (array == nullptr) fail(gguf.path(), "metadata 'tokenizer.ggml.tokens' is not an array");
+    result.vocab_size = static_cast<int64_t>(array->items.size());
+  } else {
+    fail(gguf.path(), "cannot tell the vocabulary size (no {} and no tokenizer)", key("vocab_size"));
+  }
+  result.tie_word_embeddings = !gguf.find_tensor("output.weight").has_value();
+  result.attention_bias = gguf.find_tensor("blk.0.attn_q.bias").has_value();
+  if (gguf.has("tokenizer.ggml.bos_token_id")) {
+    result.bos_token_id = gguf.get_int("tokenizer.ggml.bos_token_id");
+  }
+  if (gguf.has("tokenizer.ggml.padding_token_id")) {
+    result.pad_token_id = gguf.get_int("tokenizer.ggml.padding_token_id");
+  }
+  if (gguf.has("tokenizer.ggml.eos_token_id")) {
+    result.eos_token_ids.push_back(gguf.get_int("tokenizer.ggml.eos_token_id"));
+  }
+  validate_config(result, gguf.path());
+  return result;
+}
+
+void validate_config(const ModelConfig& c, const std::string& where) {
+  auto positive = [&](int64_t value, const char* name) {
+    if (value <= 0 || value > (int64_t{1} << 32)) fail(where, "{} must be positive, got {}", name, value);
+  };
+  positive(c.vocab_size, "vocab_size");
+  positive(c.hidden_size, "hidden_size");
+  positive(c.intermediate_size, "intermediate_size");
+  positive(c.num_layers, "num_layers");
+  positive(c.num_heads, "num_heads");
+  positive(c.num_kv_heads, "num_kv_heads");
+  positive(c.head_dim, "head_dim");
+  positive(c.max_position_embeddings, "max_position_embeddings");
+  if (c.num_heads % c.num_kv_heads != 0) {
+    fail(where, "num_heads ({}) is not a multiple of num_kv_heads ({})", c.num_heads,
+         c.num_kv_heads);
+  }
+  if (c.head_dim % 2 != 0) fail(where, "head_dim ({}) must be even for RoPE", c.head_dim);
+  if (!(c.rms_norm_eps > 0)) fail(where, "rms_norm_eps must be positive");
+  if (!(c.rope_theta > 0)) fail(where, "rope_theta must be positive");
+  for (int64_t id : c.eos_token_ids) {
+    if (id < 0 || id >= c.vocab_size) fail(where, "eos token id {} is outside the vocabulary", id);
+  }
+}
+
+}  // namespace xlacel

@@ -1,0 +1,56 @@
+#pragma once
+// The one description of a model's shape that every later stage reads, built the same way from
+// an HF config.json (+ generation_config.json) or from GGUF metadata.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json_file.h"
+
+namespace xlacel {
+
+class GgufFile;
+
+struct RopeScaling {
+  // kNone: plain RoPE. kLlama3: Llama-3.1 frequency smoothing (factor, low/high freq factors,
+  // original context). kFrequencyFactors: per-frequency divisors stored as a GGUF tensor
+  // (rope_freqs.weight), which is how llama.cpp stores llama3 scaling.
+  enum class Type { kNone, kLlama3, kFrequencyFactors };
+  Type type = Type::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+};
+const char* rope_scaling_name(RopeScaling::Type type);
+
+struct ModelConfig {
+  std::string architecture;  // "llama", "mistral" or "qwen2"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 0;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry biases (Qwen2)
+  std::optional<int64_t> bos_token_id;
+  std::optional<int64_t> pad_token_id;
+  std::vector<int64_t> eos_token_ids;  // any of these ends generation
+};
+
+// `generation_config` may be null (file absent); its eos list, when present, wins.
+ModelConfig config_from_hf(const Json& config, const Json* generation_config,
+                           const std::string& path);
+ModelConfig config_from_gguf(const GgufFile& gguf);
+
+// Throws Error naming `where` when dims are inconsistent (heads not dividing, zero sizes...).
+void validate_config(const ModelConfig& config, const std::string& where);
+
+}  // namespace xlacel

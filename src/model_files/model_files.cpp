@@ -1,0 +1,180 @@
+#include "model_files/model_files.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/json_file.h"
+
+namespace xlacel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path.string(), "cannot open");
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// tokenizer_config.json holds special tokens as plain strings or as AddedToken objects.
+std::optional<std::string> special_token_text(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string()) {
+    return value["content"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// The template: chat_template.jinja beside the config (newer transformers), else the
+// tokenizer_config.json field, which is a string or a list of {name, template}.
+std::optional<ChatTemplateSource> find_hf_chat_template(const fs::path& dir,
+                                                        const Json* tokenizer_config) {
+  fs::path jinja = dir / "chat_template.jinja";
+  if (fs::exists(jinja)) return ChatTemplateSource{read_text_file(jinja), jinja.string()};
+  if (tokenizer_config == nullptr || !tokenizer_config->contains("chat_template")) {
+    return std::nullopt;
+  }
+  std::string origin = (dir / "tokenizer_config.json").string() + ": chat_template";
+  const Json& field = (*tokenizer_config)["chat_template"];
+  if (field.is_string()) return ChatTemplateSource{field.get<std::string>(), origin};
+  if (field.is_array()) {
+    for (const Json& entry : field) {
+      if (entry.is_object() && entry.value("name", "") == "default" &&
+          entry.contains("template") && entry["template"].is_string()) {
+        return ChatTemplateSource{entry["template"].get<std::string>(), origin + "[default]"};
+      }
+    }
+    fail(origin, "no template named 'default'");
+  }
+  if (field.is_null()) return std::nullopt;
+  fail(origin, "must be a string or a list of named templates");
+}
+
+std::vector<fs::path> safetensors_shards(const fs::path& dir) {
+  fs::path single = dir / "model.safetensors";
+  fs::path index_path = dir / "model.safetensors.index.json";
+  if (fs::exists(index_path)) {
+    Json index = read_json_file(index_path.string());
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+      fail(index_path.string(), "missing object 'weight_map'");
+    }
+    std::set<std::string> files;
+    for (const auto& [tensor, file] : index["weight_map"].items()) {
+      if (!file.is_string()) fail(index_path.string(), "weight_map['{}'] is not a string", tensor);
+      std::string name = file.get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+        fail(index_path.string(), "weight_map['{}'] names '{}', not a file beside the index",
+             tensor, name);
+      }
+      files.insert(name);
+    }
+    std::vector<fs::path> shards;
+    for (const std::string& name : files) shards.push_back(dir / name);
+    return shards;
+  }
+  if (fs::exists(single)) return {single};
+  return {};
+}
+
+}  // namespace
+
+ModelFiles ModelFiles::open(const std::string& path) {
+  std::error_code error;
+  if (fs::is_directory(path, error)) return open_hf_directory(path);
+  if (!fs::exists(path, error)) fail(path, "no such file or directory");
+  return open_gguf(path);
+}
+
+ModelFiles ModelFiles::open_gguf(const std::string& path) {
+  ModelFiles model;
+  model.format_ = Format::kGguf;
+  model.path_ = path;
+  model.gguf_ = std::make_shared<GgufFile>(path);
+  model.config_ = config_from_gguf(*model.gguf_);
+  for (const GgufTensorInfo& info : model.gguf_->tensor_infos()) {
+    model.tensors_.push_back(model.gguf_->tensor(info));
+  }
+  if (model.gguf_->has("tokenizer.chat_template")) {
+    model.chat_template_ = ChatTemplateSource{model.gguf_->get_string("tokenizer.chat_template"),
+                                              path + ": tokenizer.chat_template"};
+  }
+  if (model.gguf_->has("tokenizer.ggml.tokens")) {
+    auto tokens = model.gguf_->get_string_array("tokenizer.ggml.tokens");
+    auto name_token = [&](const char* name, const char* key) {
+      if (!model.gguf_->has(key)) return;
+      int64_t id = model.gguf_->get_int(key);
+      if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+        fail(path, "{} {} is outside the vocabulary", key, id);
+      }
+      model.special_token_strings_[name] = tokens[static_cast<std::size_t>(id)];
+    };
+    name_token("bos_token", "tokenizer.ggml.bos_token_id");
+    name_token("eos_token", "tokenizer.ggml.eos_token_id");
+    name_token("unk_token", "tokenizer.ggml.unknown_token_id");
+    name_token("pad_token", "tokenizer.ggml.padding_token_id");
+  }
+  return model;
+}
+
+ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
+  ModelFiles model;
+  model.format_ = Format::kHuggingFaceDirectory;
+  model.path_ = path;
+  fs::path dir(path);
+
+  fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path)) fail(config_path.string(), "missing (not an HF model directory?)");
+  Json config = read_json_file(config_path.string());
+  std::optional<Json> generation_config;
+  fs::path generation_path = dir / "generation_config.json";
+  if (fs::exists(generation_path)) generation_config = read_json_file(generation_path.string());
+  model.config_ = config_from_hf(config, generation_config ? &*generation_config : nullptr,
+                                 config_path.string());
+
+  std::set<std::string> seen;
+  for (const fs::path& shard_path : safetensors_shards(dir)) {
+    auto shard = std::make_shared<SafetensorsFile>(shard_path.string());
+    for (const TensorView& tensor : shard->tensors()) {
+      if (!seen.insert(tensor.name).second) {
+        fail(shard_path.string(), "tensor '{}' also appears in another shard", tensor.name);
+      }
+      model.tensors_.push_back(tensor);
+    }
+    model.shards_.push_back(std::move(shard));
+  }
+
+  fs::path tokenizer_json = dir / "tokenizer.json";
+  if (fs::exists(tokenizer_json)) model.tokenizer_json_path_ = tokenizer_json.string();
+  std::optional<Json> tokenizer_config;
+  fs::path tokenizer_config_path = dir / "tokenizer_config.json";
+  if (fs::exists(tokenizer_config_path)) {
+    tokenizer_config = read_json_file(tokenizer_config_path.string());
+    if (!tokenizer_config->is_object()) {
+      fail(tokenizer_config_path.string(), "not a JSON object");
+    }
+    for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+      if (!tokenizer_config->contains(name)) continue;
+      if (auto text = special_token_text((*tokenizer_config)[name])) {
+        model.special_token_strings_[name] = *text;
+      }
+    }
+  }
+  model.chat_template_ =
+      find_hf_chat_template(dir, tokenizer_config ? &*tokenizer_config : nullptr);
+  return model;
+}
+
+std::optional<TensorView> ModelFiles::find_tensor(const std::string& name) const {
+  for (const TensorView& tensor : tensors_) {
+    if (tensor.name == name) return tensor;
+  }
+  return std::nullopt;
+}
+
+}  // namespace xlacel

@@ -1,0 +1,345 @@
+// Model-file readers against the gguf Python package (bit-exact dequantization), the real
+// SmolLM2 GGUF, and corrupt inputs that must fail with one clear Error.
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/json_file.h"
+#include "model_files/gguf_file.h"
+#include "model_files/model_files.h"
+#include "model_files/safetensors_file.h"
+#include "test_paths.h"
+
+namespace xlacel {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::scratch_dir;
+using testing::test_data;
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Expects an Error whose message names `file` and contains `needle`.
+template <typename Fn>
+void expect_error(Fn&& fn, const std::string& file, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(file), std::string::npos) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "multi-line: " << message;
+  }
+}
+
+TEST(Gguf, ReadsEveryMetadataValueType) {
+  GgufFile gguf(test_data("model_files/quant_types.gguf").string());
+  EXPECT_EQ(gguf.version(), 3u);
+  EXPECT_EQ(gguf.get_uint("test.u8"), 200u);
+  EXPECT_EQ(gguf.get_int("test.i8"), -100);
+  EXPECT_EQ(gguf.get_uint("test.u16"), 60000u);
+  EXPECT_EQ(gguf.get_int("test.i16"), -30000);
+  EXPECT_EQ(gguf.get_uint("test.u32"), 4000000000u);
+  EXPECT_EQ(gguf.get_int("test.i32"), -2000000000);
+  EXPECT_EQ(gguf.get_float("test.f32"), 0.15625);
+  EXPECT_EQ(std::get<uint64_t>(gguf.find("test.u64")->value), (uint64_t{1} << 63) + 5);
+  EXPECT_EQ(gguf.get_int("test.i64"), -(int64_t{1} << 62));
+  EXPECT_EQ(gguf.get_float("test.f64"), -2.5e-300);
+  EXPECT_TRUE(gguf.get_bool("test.bool"));
+  EXPECT_EQ(gguf.get_string("test.string"), "héllo wörld ✓");
+  EXPECT_EQ(gguf.get_int_array("test.int_array"), (std::vector<int64_t>{1, -2, 3}));
+  EXPECT_EQ(gguf.get_string_array("test.string_array"), (std::vector<std::string>{"a", "ß", ""}));
+  const auto& nested = std::get<GgufArray>(gguf.find("test.nested_array")->value);
+  ASSERT_EQ(nested.items.size(), 2u);
+  EXPECT_EQ(std::get<GgufArray>(nested.items[1].value).items.size(), 1u);
+  expect_error([&] { gguf.get_string("test.u8"); }, gguf.path(), "expected string");
+  expect_error([&] { gguf.get_int("no.such.key"); }, gguf.path(), "'no.such.key' is missing");
+}
+
+TEST(Gguf, DequantizesBitExactlyLikeTheGgufPackage) {
+  GgufFile gguf(test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const auto& info : gguf.tensor_infos()) {
+    if (info.name.ends_with(".expected")) continue;
+    TensorView tensor = gguf.tensor(info);
+    auto expected_view = gguf.find_tensor(info.name + ".expected");
+    ASSERT_TRUE(expected_view.has_value()) << info.name;
+    std::vector<float> got = to_f32(tensor);
+    std::vector<float> expected = to_f32(*expected_view);
+    ASSERT_EQ(got.size(), expected.size()) << info.name;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&got[i], &expected[i], 4), 0)
+          << info.name << " (" << dtype_name(tensor.dtype) << ") element " << i << ": " << got[i]
+          << " vs " << expected[i];
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 11);  // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
+}
+
+TEST(Gguf, SmolLM2ConfigAndEveryTensorMatchTheReference) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model_path);
+  ModelFiles model = ModelFiles::open(model_path);
+  const ModelConfig& config = model.config();
+  EXPECT_EQ(config.architecture, "llama");
+  EXPECT_EQ(config.num_layers, 30);
+  EXPECT_EQ(config.hidden_size, 576);
+  EXPECT_EQ(config.intermediate_size, 1536);
+  EXPECT_EQ(config.num_heads, 9);
+  EXPECT_EQ(config.num_kv_heads, 3);
+  EXPECT_EQ(config.head_dim, 64);
+  EXPECT_EQ(config.vocab_size, 49152);
+  EXPECT_EQ(config.max_position_embeddings, 8192);
+  EXPECT_EQ(config.rope_theta, 100000.0);
+  EXPECT_FLOAT_EQ(static_cast<float>(config.rms_norm_eps), 1e-5f);
+  EXPECT_TRUE(config.tie_word_embeddings);
+  EXPECT_FALSE(config.attention_bias);
+  EXPECT_EQ(config.bos_token_id, 1);
+  EXPECT_EQ(config.eos_token_ids, (std::vector<int64_t>{2}));
+  ASSERT_TRUE(model.chat_template().has_value());
+  EXPECT_NE(model.chat_template()->text.find("<|im_start|>"), std::string::npos);
+  EXPECT_EQ(model.special_token_strings().at("eos_token"), "<|im_end|>");
+
+  Json reference = read_json_file(test_data("model_files/smollm2_dequant.json").string());
+  ASSERT_EQ(model.tensors().size(), reference.size());
+  for (const TensorView& tensor : model.tensors()) {
+    ASSERT_TRUE(reference.contains(tensor.name)) << tensor.name;
+    const Json& entry = reference[tensor.name];
+    EXPECT_EQ(entry["dtype"].get<std::string>(), dtype_name(tensor.dtype)) << tensor.name;
+    EXPECT_EQ(entry["shape"].get<std::vector<int64_t>>(), tensor.shape) << tensor.name;
+    std::vector<float> values = to_f32(tensor);
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  static_cast<unsigned long long>(XXH64(values.data(), values.size() * 4, 0)));
+    EXPECT_EQ(entry["xxh64"].get<std::string>(), hash) << tensor.name;
+  }
+}
+
+TEST(Gguf, EveryTruncationFailsCleanly) {
+  std::string bytes = read_bytes(test_data("model_files/quant_types.gguf"));
+  fs::path path = scratch_dir("gguf") / "truncated.gguf";
+  // Every cut inside the header and a stride through the data must raise, never crash.
+  for (std::size_t cut = 0; cut < bytes.size(); cut += (cut < 2048 ? 1 : 997)) {
+    write_bytes(path, bytes.substr(0, cut));
+    EXPECT_THROW(GgufFile{path.string()}, Error) << "cut at " << cut;
+  }
+}
+
+std::string gguf_header(uint32_t version, uint64_t tensors, uint64_t kvs) {
+  std::string bytes = "GGUF";
+  bytes.append(reinterpret_cast<const char*>(&version), 4);
+  bytes.append(reinterpret_cast<const char*>(&tensors), 8);
+  bytes.append(reinterpret_cast<const char*>(&kvs), 8);
+  return bytes;
+}
+
+void append_string(std::string& bytes, const std::string& text) {
+  uint64_t length = text.size();
+  bytes.append(reinterpret_cast<const char*>(&length), 8);
+  bytes += text;
+}
+
+TEST(Gguf, CorruptHeadersNameTheProblem) {
+  fs::path path = scratch_dir("gguf") / "corrupt.gguf";
+  auto check = [&](const std::string& bytes, const std::string& needle) {
+    write_bytes(path, bytes);
+    expect_error([&] { GgufFile{path.string()}; }, path.string(), needle);
+  };
+  check("GGML" + gguf_header(3, 0, 0).substr(4), "wrong magic");
+  check(gguf_header(1, 0, 0), "version 1");
+  check(gguf_header(0x03000000, 0, 0), "big-endian");
+  check(gguf_header(3, uint64_t{1} << 60, 0), "tensor count");
+  check(gguf_header(3, 0, uint64_t{1} << 60), "metadata count");
+
+  std::string absurd_key = gguf_header(3, 0, 1);
+  uint64_t huge = uint64_t{1} << 62;
+  absurd_key.append(reinterpret_cast<const char*>(&huge), 8);
+  absurd_key.append(16, '\0');
+  check(absurd_key, "absurd length");
+
+  std::string bad_utf8 = gguf_header(3, 0, 1);
+  append_string(bad_utf8, "bad\xff key");
+  check(bad_utf8, "not valid UTF-8");
+
+  std::string huge_array = gguf_header(3, 0, 1);
+  append_string(huge_array, "k");
+  uint32_t array_type = 9, element_type = 4;
+  huge_array.append(reinterpret_cast<const char*>(&array_type), 4);
+  huge_array.append(reinterpret_cast<const char*>(&element_type), 4);
+  huge_array.append(reinterpret_cast<const char*>(&huge), 8);
+  check(huge_array, "array length");
+
+  // One F32 tensor of 1024 elements whose data would lie past the end of the file.
+  std::string past_end = gguf_header(3, 1, 0);
+  append_string(past_end, "t");
+  uint32_t dims = 1, f32 = 0;
+  uint64_t extent = 1024, offset = 0;
+  past_end.append(reinterpret_cast<const char*>(&dims), 4);
+  past_end.append(reinterpret_cast<const char*>(&extent), 8);
+  past_end.append(reinterpret_cast<const char*>(&f32), 4);
+  past_end.append(reinterpret_cast<const char*>(&offset), 8);
+  past_end.resize(64, '\0');
+  check(past_end, "runs past the end");
+}
+
+// Writes a safetensors file from a header and data bytes.
+void write_safetensors(const fs::path& path, const std::string& header, const std::string& data) {
+  uint64_t length = header.size();
+  std::string bytes(reinterpret_cast<const char*>(&length), 8);
+  write_bytes(path, bytes + header + data);
+}
+
+TEST(Safetensors, ReadsF32F16Bf16) {
+  fs::path path = scratch_dir("safetensors") / "ok.safetensors";
+  float f32[2] = {1.5f, -2.0f};
+  uint16_t f16[2] = {0x3C00, 0xC000};   // 1, -2
+  uint16_t bf16[2] = {0x3FC0, 0x4040};  // 1.5, 3
+  std::string data(reinterpret_cast<const char*>(f32), 8);
+  data.append(reinterpret_cast<const char*>(f16), 4);
+  data.append(reinterpret_cast<const char*>(bf16), 4);
+  write_safetensors(path,
+                    R"({"__metadata__":{"format":"pt"},)"
+                    R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                    R"("b":{"dtype":"F16","shape":[1,2],"data_offsets":[8,12]},)"
+                    R"("c":{"dtype":"BF16","shape":[2],"data_offsets":[12,16]}})",
+                    data);
+  SafetensorsFile file(path.string());
+  ASSERT_EQ(file.tensors().size(), 3u);
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& t : file.tensors()) values[t.name] = to_f32(t);
+  EXPECT_EQ(values["a"], (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(values["b"], (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(values["c"], (std::vector<float>{1.5f, 3.0f}));
+}
+
+TEST(Safetensors, CorruptHeadersNameTheProblem) {
+  fs::path path = scratch_dir("safetensors") / "bad.safetensors";
+  auto check = [&](const std::string& header, const std::string& data, const std::string& needle) {
+    write_safetensors(path, header, data);
+    expect_error([&] { SafetensorsFile{path.string()}; }, path.string(), needle);
+  };
+  std::string eight(8, '\0');
+  check(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", eight, "outside");
+  check(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight, "need 12");
+  check(R"({"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", eight, "dtype 'I64'");
+  check(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+        R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+        eight, "overlap");
+  check(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight, "gap");
+  check(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight, "cover 4 of the 8");
+  check(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})", eight, "invalid JSON");
+  check(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", eight, "non-integer");
+  check(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})",
+        eight, "overflows");
+  check(R"([1,2])", "", "not a JSON object");
+
+  uint64_t absurd = uint64_t{1} << 60;
+  write_bytes(path, std::string(reinterpret_cast<const char*>(&absurd), 8));
+  expect_error([&] { SafetensorsFile{path.string()}; }, path.string(), "absurd");
+  write_bytes(path, "abc");
+  expect_error([&] { SafetensorsFile{path.string()}; }, path.string(), "truncated");
+}
+
+// A minimal HF directory: config, generation config, two safetensors shards with an index.
+fs::path make_hf_directory(const std::string& name, const std::string& config) {
+  fs::path dir = scratch_dir("hf") / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_bytes(dir / "config.json", config);
+  write_bytes(dir / "generation_config.json", R"({"eos_token_id": [2, 7]})");
+  write_bytes(dir / "tokenizer_config.json",
+              R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "chat_template": "{{ x }}"})");
+  float one = 1.0f;
+  std::string four(reinterpret_cast<const char*>(&one), 4);
+  write_safetensors(dir / "part-1.safetensors",
+                    R"({"w1":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four);
+  write_safetensors(dir / "part-2.safetensors",
+                    R"({"w2":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four);
+  write_bytes(dir / "model.safetensors.index.json",
+              R"({"weight_map": {"w1": "part-1.safetensors", "w2": "part-2.safetensors"}})");
+  return dir;
+}
+
+const char* kLlama3Config = R"({
+  "model_type": "llama", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 128,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+  "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+  "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2})";
+
+TEST(HfDirectory, ReadsConfigShardsAndTokenizerConfig) {
+  fs::path dir = make_hf_directory("llama3", kLlama3Config);
+  ModelFiles model = ModelFiles::open(dir.string());
+  const ModelConfig& config = model.config();
+  EXPECT_EQ(config.architecture, "llama");
+  EXPECT_EQ(config.head_dim, 16);
+  EXPECT_EQ(config.num_kv_heads, 2);
+  EXPECT_EQ(config.rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(config.rope_scaling.factor, 32.0);
+  EXPECT_EQ(config.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(config.tie_word_embeddings);
+  EXPECT_EQ(config.eos_token_ids, (std::vector<int64_t>{2, 7}));  // generation_config wins
+  EXPECT_EQ(model.tensors().size(), 2u);
+  EXPECT_TRUE(model.find_tensor("w2").has_value());
+  EXPECT_EQ(model.special_token_strings().at("bos_token"), "<s>");
+  EXPECT_EQ(model.special_token_strings().at("eos_token"), "</s>");
+  ASSERT_TRUE(model.chat_template().has_value());
+  EXPECT_EQ(model.chat_template()->text, "{{ x }}");
+}
+
+TEST(HfDirectory, Qwen2HasAttentionBias) {
+  Json config = Json::parse(kLlama3Config);
+  config["model_type"] = "qwen2";
+  config.erase("rope_scaling");
+  ModelFiles model = ModelFiles::open(make_hf_directory("qwen2", config.dump()).string());
+  EXPECT_TRUE(model.config().attention_bias);
+  EXPECT_EQ(model.config().rope_scaling.type, RopeScaling::Type::kNone);
+}
+
+TEST(HfDirectory, BadConfigsNameTheProblem) {
+  auto check = [](Json config, const std::string& needle) {
+    fs::path dir = make_hf_directory("bad", config.dump());
+    expect_error([&] { ModelFiles::open(dir.string()); }, (dir / "config.json").string(), needle);
+  };
+  Json base = Json::parse(kLlama3Config);
+  Json unknown = base;
+  unknown["model_type"] = "gpt_neox";
+  check(unknown, "unknown architecture 'gpt_neox'");
+  Json missing = base;
+  missing.erase("hidden_size");
+  check(missing, "missing field 'hidden_size'");
+  Json wrong_type = base;
+  wrong_type["num_hidden_layers"] = "two";
+  check(wrong_type, "'num_hidden_layers' must be an integer");
+  Json heads = base;
+  heads["num_key_value_heads"] = 3;
+  check(heads, "not a multiple");
+  Json rope = base;
+  rope["rope_scaling"]["rope_type"] = "yarn";
+  check(rope, "rope_scaling type 'yarn'");
+
+  fs::path dir = make_hf_directory("escape", kLlama3Config);
+  write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"w": "../x"}})");
+  expect_error([&] { ModelFiles::open(dir.string()); }, "model.safetensors.index.json",
+               "not a file beside the index");
+  write_bytes(dir / "config.json", "{ not json");
+  expect_error([&] { ModelFiles::open(dir.string()); }, "config.json", "invalid JSON");
+  expect_error([] { ModelFiles::open("/nonexistent/model.gguf"); }, "/nonexistent/model.gguf",
+               "no such file");
+}
+
+}  // namespace
+}  // namespace xlacel
