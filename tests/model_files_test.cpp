@@ -224,6 +224,15 @@ TEST(Safetensors, ReadsF32F16Bf16) {
   EXPECT_EQ(values["c"], (std::vector<float>{1.5f, 3.0f}));
 }
 
+TEST(Safetensors, EmptyTensorsAreValid) {
+  // Found by fuzzing: a zero-element tensor once reached memcpy with a null pointer.
+  fs::path path = scratch_dir("safetensors") / "empty.safetensors";
+  write_safetensors(path, R"({"a":{"dtype":"F32","shape":[0,3],"data_offsets":[0,0]}})", "");
+  SafetensorsFile file(path.string());
+  ASSERT_EQ(file.tensors().size(), 1u);
+  EXPECT_TRUE(to_f32(file.tensors()[0]).empty());
+}
+
 TEST(Safetensors, CorruptHeadersNameTheProblem) {
   fs::path path = scratch_dir("safetensors") / "bad.safetensors";
   auto check = [&](const std::string& header, const std::string& data, const std::string& needle) {
@@ -244,6 +253,8 @@ TEST(Safetensors, CorruptHeadersNameTheProblem) {
   check(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})",
         eight, "overflows");
   check(R"([1,2])", "", "not a JSON object");
+  // Found by fuzzing: a number out of double range is a JSON error, not an escaped exception.
+  check(R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})", eight, "invalid JSON");
 
   uint64_t absurd = uint64_t{1} << 60;
   write_bytes(path, std::string(reinterpret_cast<const char*>(&absurd), 8));

@@ -187,7 +187,7 @@ float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t{bi
 void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out) {
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(out.data(), in.data(), out.size() * sizeof(float));
+      if (!out.empty()) std::memcpy(out.data(), in.data(), out.size() * sizeof(float));
       return;
     case DType::kF16:
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(load_u16(&in[2 * i]));

@@ -1,0 +1,90 @@
+// `xlacel inspect [MODEL]`: configuration, tensors by dtype and size, tokenizer and template.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+
+namespace xlacel::cli {
+
+namespace {
+
+std::string optional_id(const std::optional<int64_t>& id) {
+  return id ? std::to_string(*id) : "none";
+}
+
+std::string mebibytes(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+void run_inspect(const std::string& path) {
+  ModelFiles model = open_model(path);
+  const ModelConfig& c = model.config();
+  if (model.gguf() != nullptr) {
+    fmt::print("model: {} (GGUF v{})\n", model.path(), model.gguf()->version());
+  } else {
+    fmt::print("model: {} (Hugging Face directory)\n", model.path());
+  }
+  fmt::print("architecture: {}\n", c.architecture);
+  fmt::print("layers: {}  hidden: {}  intermediate: {}\n", c.num_layers, c.hidden_size,
+             c.intermediate_size);
+  fmt::print("heads: {}  kv heads: {}  head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
+  fmt::print("vocab: {}  context: {}\n", c.vocab_size, c.max_position_embeddings);
+  fmt::print("rms norm eps: {:g}  rope theta: {:g}  rope scaling: {}", c.rms_norm_eps,
+             c.rope_theta, rope_scaling_name(c.rope_scaling.type));
+  if (c.rope_scaling.type == RopeScaling::Type::kLlama3) {
+    fmt::print(" (factor {:g}, low {:g}, high {:g}, original context {})", c.rope_scaling.factor,
+               c.rope_scaling.low_freq_factor, c.rope_scaling.high_freq_factor,
+               c.rope_scaling.original_max_position_embeddings);
+  }
+  fmt::print("\n");
+  fmt::print("tied embeddings: {}  attention bias: {}\n", c.tie_word_embeddings ? "yes" : "no",
+             c.attention_bias ? "yes" : "no");
+  std::string eos;
+  for (int64_t id : c.eos_token_ids) eos += (eos.empty() ? "" : ",") + std::to_string(id);
+  fmt::print("bos: {}  eos: {}  pad: {}\n", optional_id(c.bos_token_id),
+             eos.empty() ? "none" : eos, optional_id(c.pad_token_id));
+
+  struct Totals {
+    int count = 0;
+    uint64_t bytes = 0;
+    int64_t elements = 0;
+  };
+  std::map<std::string, Totals> by_dtype;
+  uint64_t total_bytes = 0;
+  for (const TensorView& tensor : model.tensors()) {
+    Totals& totals = by_dtype[dtype_name(tensor.dtype)];
+    ++totals.count;
+    totals.bytes += tensor.data.size();
+    totals.elements += tensor.element_count();
+    total_bytes += tensor.data.size();
+  }
+  fmt::print("tensors: {}, {}\n", model.tensors().size(), mebibytes(total_bytes));
+  for (const auto& [dtype, totals] : by_dtype) {
+    fmt::print("  {:<5} {:>4} tensors  {:>12} elements  {:>10}\n", dtype, totals.count,
+               totals.elements, mebibytes(totals.bytes));
+  }
+  fmt::print("tokenizer: {}\n", load_tokenizer(model)->describe());
+  if (model.chat_template()) {
+    const std::string& text = model.chat_template()->text;
+    long lines = std::count(text.begin(), text.end(), '\n') + 1;
+    load_chat_template(model);  // parse now so a broken template shows up here
+    fmt::print("chat template: {} chars, {} lines, from {}\n", text.size(), lines,
+               model.chat_template()->origin);
+  } else {
+    fmt::print("chat template: none\n");
+  }
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto* command = app.add_subcommand("inspect", "Show a model's configuration, tensors, "
+                                                "tokenizer and chat template");
+  auto path = std::make_shared<std::string>();
+  command->add_option("model", *path, "GGUF file or HF model directory (default: setup's model)");
+  command->callback([path] { run_inspect(*path); });
+}
+
+}  // namespace xlacel::cli

@@ -1,0 +1,57 @@
+#include "cli/model_loading.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace xlacel::cli {
+
+std::string default_model_path() {
+  if (const char* path = std::getenv("XLACEL_MODEL"); path != nullptr && *path != '\0') {
+    return path;
+  }
+  std::string cache;
+  if (const char* dir = std::getenv("XLACEL_CACHE"); dir != nullptr && *dir != '\0') {
+    cache = dir;
+  } else {
+    const char* home = std::getenv("HOME");
+    cache = std::string(home != nullptr ? home : ".") + "/.cache/xlacel";
+  }
+  return cache + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+ModelFiles open_model(const std::string& path) {
+  if (path.empty()) {
+    std::string fallback = default_model_path();
+    if (!std::filesystem::exists(fallback)) {
+      fail(fallback, "default model not found; run scripts/setup or pass -m MODEL");
+    }
+    return ModelFiles::open(fallback);
+  }
+  return ModelFiles::open(path);
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model) {
+  if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
+  if (model.tokenizer_json_path().empty()) {
+    fail(model.path(), "no tokenizer.json in the model directory");
+  }
+  return Tokenizer::from_tokenizer_json(model.tokenizer_json_path());
+}
+
+ChatTemplate load_chat_template(const ModelFiles& model) {
+  if (!model.chat_template()) fail(model.path(), "the model has no chat template");
+  return ChatTemplate(model.chat_template()->text, model.chat_template()->origin);
+}
+
+ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_generation_prompt) {
+  ChatTemplateOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  for (const auto& [name, text] : model.special_token_strings()) {
+    options.special_tokens[name] = text;
+  }
+  return options;
+}
+
+}  // namespace xlacel::cli
