@@ -127,6 +127,19 @@ TEST(Gguf, SmolLM2ConfigAndEveryTensorMatchTheReference) {
   }
 }
 
+TEST(Gguf, ReadsVersion2) {
+  // v2 and v3 share one layout (v3 only added big-endian files), so the same bytes with the
+  // version field set to 2 must read identically.
+  std::string bytes = read_bytes(test_data("model_files/quant_types.gguf"));
+  bytes[4] = 2;
+  fs::path path = scratch_dir("gguf") / "v2.gguf";
+  write_bytes(path, bytes);
+  GgufFile gguf(path.string());
+  EXPECT_EQ(gguf.version(), 2u);
+  EXPECT_EQ(gguf.tensor_infos().size(), 22u);
+  EXPECT_EQ(gguf.get_string("test.string"), "héllo wörld ✓");
+}
+
 TEST(Gguf, EveryTruncationFailsCleanly) {
   std::string bytes = read_bytes(test_data("model_files/quant_types.gguf"));
   fs::path path = scratch_dir("gguf") / "truncated.gguf";

@@ -9,6 +9,9 @@ Writes (checked in, small, deterministic):
   tests/data/tokenizer/tiny_llama_bpe.gguf   a small synthetic GGUF (gpt2 vocabulary cut from
       SmolLM2's, tokenizer.ggml.pre = llama-bpe, add_bos_token = true, user-defined and
       mislabelled control tokens) to check the Llama-3 style GGUF route
+  tests/data/tokenizer/tiny_llama_bpe.tokenizer.json  the tokenizer.json transformers builds
+      from it (checked through the tokenizer.json route against `tokenizers`)
+  tests/data/tokenizer/unsupported_llama_spm.gguf  a sentencepiece vocabulary (not supported)
   tests/data/tokenizer/expected.json         per route/variant: ids for every corpus entry with
       add_special_tokens true and false, and the decoded text
 Usage: .venv/bin/python tools/reference/tokenizer.py [MODEL.gguf]
@@ -188,8 +191,8 @@ def load_transformers_gguf(directory, name):
 
 
 def load_backend_gguf(directory, name):
-    """The class AutoTokenizer resolves to for llama GGUFs, without needing a model config."""
-    load_transformers_gguf  # ensure the torch stub exists
+    """The class AutoTokenizer resolves to for llama GGUFs, without needing a model config
+    (call after load_transformers_gguf, which installs the torch stub)."""
     from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
     return TokenizersBackend.from_pretrained(str(directory), gguf_file=name)
@@ -323,6 +326,21 @@ def write_tiny_gguf(path, smollm_json):
     writer.close()
 
 
+def write_unsupported_gguf(path):
+    """A sentencepiece ("llama") vocabulary, which the C++ side rejects with an Error."""
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_string("tokenizer.ggml.model", "llama")
+    writer.add_array("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "\u2581a"])
+    writer.add_array("tokenizer.ggml.scores", [0.0, 0.0, 0.0, -1.0])
+    writer.add_array("tokenizer.ggml.token_type", [2, 3, 3, 1])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main():
     import tokenizers
 
@@ -349,6 +367,7 @@ def main():
         tok = tokenizers.Tokenizer.from_str(json.dumps(apply_patch(base, patch)))
         expected["json_" + name] = reference_tokenizers(tok, corpus)
 
+    write_unsupported_gguf(OUT / "unsupported_llama_spm.gguf")
     tiny = OUT / "tiny_llama_bpe.gguf"
     write_tiny_gguf(tiny, base)
     with tempfile.TemporaryDirectory() as scratch:
@@ -357,7 +376,9 @@ def main():
         tok = load_backend_gguf(scratch, tiny.name)
         expected["tiny_gguf"] = reference_transformers(tok, corpus)
         expected["tiny_gguf"]["vocab_size"] = len(tok)
-        (OUT / "tiny_llama_bpe.reference.json").write_text(tok.backend_tokenizer.to_str() + "\n", encoding="utf-8")
+        tiny_json = OUT / "tiny_llama_bpe.tokenizer.json"
+        tiny_json.write_text(tok.backend_tokenizer.to_str() + "\n", encoding="utf-8")
+    expected["json_tiny"] = reference_tokenizers(tokenizers.Tokenizer.from_file(str(tiny_json)), corpus)
 
     lines = ["{"]
     items = list(expected.items())

@@ -1,0 +1,50 @@
+#include "stablehlo/module.h"
+
+#include "stablehlo/printer.h"
+
+namespace xlacel::stablehlo {
+namespace {
+
+void check_calls(const Module& module, const Function& f, const Block& block) {
+  for (const Operation& op : block.operations()) {
+    if (op.name == "func.call") {
+      std::string callee = op.attributes.at("callee").substr(1);
+      if (module.find(callee) == nullptr) {
+        build_fail("func.call", "@{} calls @{}, which is not in module @{}", f.name(), callee,
+                   module.name());
+      }
+    }
+    for (const auto& region : op.regions) check_calls(module, f, *region);
+  }
+}
+
+}  // namespace
+
+Module::Module(std::string name) : name_(std::move(name)) {
+  if (!is_identifier(name_)) build_fail("module", "bad module name '{}'", name_);
+}
+
+Function& Module::add_function(std::string name, Visibility visibility) {
+  if (find(name) != nullptr) build_fail("module", "@{} already has a function @{}", name_, name);
+  functions_.push_back(std::make_unique<Function>(std::move(name), visibility));
+  return *functions_.back();
+}
+
+Function* Module::find(std::string_view name) const {
+  for (const auto& f : functions_) {
+    if (f->name() == name) return f.get();
+  }
+  return nullptr;
+}
+
+std::string Module::to_text() const {
+  std::string text = fmt::format("module @{} {{\n", name_);
+  for (const auto& f : functions_) {
+    check_calls(*this, *f, f->body());
+    text += print_function(*f, 2);
+  }
+  text += "}\n";
+  return text;
+}
+
+}  // namespace xlacel::stablehlo

@@ -1,0 +1,11 @@
+#pragma once
+// Everything needed to author a model graph: types, functions, modules and all op families.
+#include "stablehlo/constant.h"
+#include "stablehlo/data_movement.h"
+#include "stablehlo/dot.h"
+#include "stablehlo/elementwise.h"
+#include "stablehlo/function.h"
+#include "stablehlo/module.h"
+#include "stablehlo/printer.h"
+#include "stablehlo/reduce.h"
+#include "stablehlo/types.h"

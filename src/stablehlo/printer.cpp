@@ -1,0 +1,126 @@
+#include "stablehlo/printer.h"
+
+#include <unordered_map>
+
+#include "stablehlo/detail.h"
+
+namespace xlacel::stablehlo {
+namespace {
+
+class Printer {
+ public:
+  explicit Printer(std::string& out) : out_(out) {}
+
+  void function(const Function& f, int indent) {
+    if (!f.finished()) build_fail("func.func", "@{} is not finished (call finish())", f.name());
+    std::vector<std::string>& names = names_[&f.body()];
+    names.resize(f.arguments().size());
+    std::string signature;
+    for (size_t i = 0; i < f.arguments().size(); ++i) {
+      const Argument& arg = f.arguments()[i];
+      names[static_cast<size_t>(arg.value.index())] = "%" + arg.name;
+      if (i > 0) signature += ", ";
+      signature += fmt::format("%{}: {}", arg.name, arg.value.type().str());
+      if (!arg.attributes.empty()) signature += " " + dictionary(arg.attributes);
+    }
+    std::vector<TensorType> results = f.result_types();
+    std::string result_text;
+    if (results.size() == 1) {
+      result_text = " -> " + results.front().str();
+    } else if (!results.empty()) {
+      result_text = fmt::format(" -> ({})", join_types(results));
+    }
+    out_ += fmt::format("{:{}}func.func {}@{}({}){} {{\n", "", indent,
+                        f.visibility() == Visibility::kPrivate ? "private " : "", f.name(),
+                        signature, result_text);
+    block_body(f.body(), indent + 2);
+    out_ += fmt::format("{:{}}}}\n", "", indent);
+  }
+
+ private:
+  static std::string dictionary(const std::map<std::string, std::string>& attributes) {
+    std::string text = "{";
+    bool first = true;
+    for (const auto& [name, value] : attributes) {
+      text += fmt::format("{}{} = {}", first ? "" : ", ", name, value);
+      first = false;
+    }
+    return text + "}";
+  }
+
+  std::string fresh() { return fmt::format("%{}", next_++); }
+
+  const std::string& name_of(const Value& v) {
+    return names_.at(&v.block()).at(static_cast<size_t>(v.index()));
+  }
+
+  std::string operand_list(const std::vector<Value>& values) {
+    std::string text;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) text += ", ";
+      text += name_of(values[i]);
+    }
+    return text;
+  }
+
+  static std::string types(const std::vector<Value>& values) { return detail::types_of(values); }
+
+  void block_body(const Block& block, int indent) {
+    std::vector<std::string>& names = names_[&block];
+    names.resize(static_cast<size_t>(block.arguments().size()));
+    for (const Operation& op : block.operations()) operation(op, names, indent);
+    out_ += fmt::format("{:{}}\"{}\"({}) : ({}) -> ()\n", "", indent, block.terminator(),
+                        operand_list(block.returned()), types(block.returned()));
+  }
+
+  void operation(const Operation& op, std::vector<std::string>& names, int indent) {
+    std::string lhs;
+    if (!op.results.empty()) {
+      std::string base = fresh();
+      if (op.results.size() == 1) {
+        names.push_back(base);
+        lhs = base + " = ";
+      } else {
+        for (size_t i = 0; i < op.results.size(); ++i)
+          names.push_back(fmt::format("{}#{}", base, i));
+        lhs = fmt::format("{}:{} = ", base, op.results.size());
+      }
+    }
+    out_ += fmt::format("{:{}}{}\"{}\"({})", "", indent, lhs, op.name, operand_list(op.operands));
+    if (!op.regions.empty()) {
+      out_ += " (";
+      for (size_t r = 0; r < op.regions.size(); ++r) {
+        const Block& region = *op.regions[r];
+        std::vector<std::string>& region_names = names_[&region];
+        std::string arguments;
+        for (size_t i = 0; i < region.arguments().size(); ++i) {
+          region_names.push_back(fresh());
+          arguments += fmt::format("{}{}: {}", i > 0 ? ", " : "", region_names.back(),
+                                   region.arguments()[i].type().str());
+        }
+        out_ += fmt::format("{}{{\n{:{}}^bb0({}):\n", r > 0 ? ", " : "", "", indent, arguments);
+        block_body(region, indent + 2);
+        out_ += fmt::format("{:{}}}}", "", indent);
+      }
+      out_ += ")";
+    }
+    if (!op.attributes.empty()) out_ += " " + dictionary(op.attributes);
+    std::string result_types = types(op.results);
+    if (op.results.size() != 1) result_types = "(" + result_types + ")";
+    out_ += fmt::format(" : ({}) -> {}\n", types(op.operands), result_types);
+  }
+
+  std::string& out_;
+  std::unordered_map<const Block*, std::vector<std::string>> names_;
+  int next_ = 0;
+};
+
+}  // namespace
+
+std::string print_function(const Function& function, int indent) {
+  std::string out;
+  Printer(out).function(function, indent);
+  return out;
+}
+
+}  // namespace xlacel::stablehlo

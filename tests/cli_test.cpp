@@ -1,0 +1,115 @@
+// The xlacel program as a user runs it: real model in, text out; bad input -> one line, exit 1.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "test_paths.h"
+
+namespace xlacel {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Runs build/xlacel with shell-quoted arguments.
+Result run_xlacel(const std::vector<std::string>& args) {
+  fs::path scratch = testing::scratch_dir("cli");
+  std::string command = std::string(XLACEL_BINARY_DIR) + "/xlacel";
+  for (const std::string& arg : args) {
+    std::string quoted = "'";
+    for (char c : arg) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+    command += " " + quoted + "'";
+  }
+  fs::path out = scratch / "stdout", err = scratch / "stderr";
+  command += " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  int status = std::system(command.c_str());
+  Result result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = slurp(out);
+  result.err = slurp(err);
+  return result;
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+TEST(Cli, InspectShowsTheRealConfig) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  Result result = run_xlacel({"inspect", model});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("architecture: llama"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("layers: 30  hidden: 576"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("heads: 9  kv heads: 3"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("vocab: 49152"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("Q4_1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("tensors: 272"), std::string::npos) << result.out;
+}
+
+TEST(Cli, TokenizeIdsPrintsOnlyIds) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  Result result = run_xlacel({"tokenize", "-m", model, "--ids", "Hello, world!"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_FALSE(result.out.empty());
+  for (char c : result.out) EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(c)) || c == ' ' || c == '\n') << result.out;
+}
+
+TEST(Cli, ChatTemplateRendersMessages) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  fs::path messages = testing::scratch_dir("cli") / "messages.json";
+  write_file(messages, R"([{"role": "user", "content": "What is 2+2?"}])");
+  Result result =
+      run_xlacel({"chat-template", "-m", model, "--messages", messages.string(),
+                  "--add-generation-prompt"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// Every bad input: exit status 1, one line on stderr naming the file.
+void expect_one_line_error(const std::vector<std::string>& args, const std::string& file) {
+  Result result = run_xlacel(args);
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_NE(result.err.find(file), std::string::npos) << result.err;
+}
+
+TEST(Cli, BadInputIsOneLineAndExitOne) {
+  fs::path scratch = testing::scratch_dir("cli");
+  fs::path truncated = scratch / "truncated.gguf";
+  write_file(truncated, "GGUF\x03\x00\x00\x00");
+  expect_one_line_error({"inspect", truncated.string()}, truncated.string());
+  fs::path not_gguf = scratch / "not-a-model.gguf";
+  write_file(not_gguf, "hello");
+  expect_one_line_error({"inspect", not_gguf.string()}, not_gguf.string());
+  expect_one_line_error({"inspect", "/nonexistent/dir/model.gguf"}, "/nonexistent/dir/model.gguf");
+  fs::path empty_dir = scratch / "empty-hf-dir";
+  fs::create_directories(empty_dir);
+  expect_one_line_error({"inspect", empty_dir.string()}, "config.json");
+
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  fs::path bad_messages = scratch / "bad-messages.json";
+  write_file(bad_messages, "[{\"role\": ");
+  expect_one_line_error({"chat-template", "-m", model, "--messages", bad_messages.string()},
+                        bad_messages.string());
+  write_file(bad_messages, R"([{"content": "no role"}])");
+  expect_one_line_error({"chat-template", "-m", model, "--messages", bad_messages.string()},
+                        bad_messages.string());
+}
+
+}  // namespace
+}  // namespace xlacel
