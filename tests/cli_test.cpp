@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/json_file.h"
+#include "model_files/model_files.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -78,6 +80,54 @@ TEST(Cli, ChatTemplateRendersMessages) {
   EXPECT_EQ(result.out,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
             "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// An HF directory built from the same tokenizer (the tokenizer.json transformers makes from the
+// GGUF) and template gives the same ids and prompt as the GGUF itself.
+TEST(Cli, HfDirectoryMatchesTheGgufRoute) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  fs::path dir = testing::scratch_dir("cli") / "hf-smollm2";
+  fs::create_directories(dir);
+  fs::copy_file(testing::test_data("tokenizer/smollm2_tokenizer.json"), dir / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  ModelFiles gguf = ModelFiles::open(model);
+  Json tokenizer_config = {{"chat_template", gguf.chat_template()->text},
+                           {"bos_token", "<|im_start|>"},
+                           {"eos_token", "<|im_end|>"}};
+  write_file(dir / "tokenizer_config.json", tokenizer_config.dump());
+  write_file(dir / "config.json", R"({"model_type": "llama", "vocab_size": 49152,
+    "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+    "num_attention_heads": 9, "num_key_value_heads": 3, "max_position_embeddings": 8192,
+    "rms_norm_eps": 1e-5, "rope_theta": 100000.0, "tie_word_embeddings": true,
+    "bos_token_id": 1, "eos_token_id": 2})");
+  std::string header = R"({"model.norm.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  uint64_t length = header.size();
+  write_file(dir / "model.safetensors",
+             std::string(reinterpret_cast<const char*>(&length), 8) + header + std::string(4, '\0'));
+
+  Result inspect = run_xlacel({"inspect", dir.string()});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("Hugging Face directory"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("layers: 30  hidden: 576"), std::string::npos) << inspect.out;
+
+  const std::string text = "Hi <|im_start|>user 12345 naïve café 🙂\n\n  x";
+  Result from_dir = run_xlacel({"tokenize", "-m", dir.string(), "--ids", text});
+  Result from_gguf = run_xlacel({"tokenize", "-m", model, "--ids", text});
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.err;
+  EXPECT_EQ(from_dir.out, from_gguf.out);
+
+  fs::path messages = testing::scratch_dir("cli") / "messages.json";
+  write_file(messages, R"([{"role": "system", "content": "Be brief."},
+                          {"role": "user", "content": "Hi"}])");
+  Result render_dir = run_xlacel({"chat-template", "-m", dir.string(), "--messages",
+                                  messages.string(), "--add-generation-prompt"});
+  Result render_gguf = run_xlacel({"chat-template", "-m", model, "--messages", messages.string(),
+                                   "--add-generation-prompt"});
+  ASSERT_EQ(render_dir.exit_code, 0) << render_dir.err;
+  EXPECT_EQ(render_dir.out, render_gguf.out);
+  EXPECT_EQ(render_dir.out,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
 }
 
 // Every bad input: exit status 1, one line on stderr naming the file.

@@ -52,7 +52,8 @@ std::string ChatTemplate::render(const Json& messages, const ChatTemplateOptions
   try {
     std::vector<Value> chat;
     for (const Json& message : messages) {
-      if (!message.is_object()) fail(where_, "chat messages must be objects, got {}", message.dump());
+      if (!message.is_object())
+        fail(where_, "chat messages must be objects, got {}", message.dump());
       chat.push_back(alias_reasoning(jinja::from_json(message)));
     }
     vars.set(Value::string("messages"), Value::list(std::move(chat)));

@@ -11,12 +11,12 @@ namespace xlacel::jinja {
 enum class ExprKind {
   kConst,
   kName,
-  kGetAttr,   // children[0].name
-  kGetItem,   // children[0][children[1]]
-  kSlice,     // children: start, stop, step (each may be null)
-  kCall,      // children[0](children[1..], keywords)
-  kFilter,    // children[0] (null in filter blocks) | name(children[1..], keywords)
-  kTest,      // children[0] is name(children[1..], keywords)
+  kGetAttr,  // children[0].name
+  kGetItem,  // children[0][children[1]]
+  kSlice,    // children: start, stop, step (each may be null)
+  kCall,     // children[0](children[1..], keywords)
+  kFilter,   // children[0] (null in filter blocks) | name(children[1..], keywords)
+  kTest,     // children[0] is name(children[1..], keywords)
   kNeg,
   kPos,
   kNot,
@@ -28,8 +28,8 @@ enum class ExprKind {
   kCondExpr,  // children: test, then, else (else may be null)
   kList,
   kTuple,
-  kDict,      // children: key0, value0, key1, value1, ...
-  kNSRef,     // name.attr as an assignment target
+  kDict,   // children: key0, value0, key1, value1, ...
+  kNSRef,  // name.attr as an assignment target
 };
 
 struct Expr;
@@ -53,18 +53,18 @@ struct Expr {
 
 enum class StmtKind {
   kText,
-  kPrint,      // expr
-  kIf,         // expr, body, else_body (elif chains nest an If in else_body)
-  kFor,        // target, expr (iterable), filter (loop `if`), body, else_body
-  kSet,        // target = expr
-  kSetBlock,   // target, filter (may be null), body
-  kMacro,      // name, params, defaults (aligned to the last params), body
-  kCallBlock,  // params/defaults for caller, expr (the call), body
+  kPrint,        // expr
+  kIf,           // expr, body, else_body (elif chains nest an If in else_body)
+  kFor,          // target, expr (iterable), filter (loop `if`), body, else_body
+  kSet,          // target = expr
+  kSetBlock,     // target, filter (may be null), body
+  kMacro,        // name, params, defaults (aligned to the last params), body
+  kCallBlock,    // params/defaults for caller, expr (the call), body
   kFilterBlock,  // filter (with null input), body
   kBreak,
   kContinue,
-  kWith,       // targets/values in with_targets/with_values, body
-  kScope,      // body (the {% generation %} extension)
+  kWith,   // targets/values in with_targets/with_values, body
+  kScope,  // body (the {% generation %} extension)
 };
 
 struct Stmt;

@@ -21,8 +21,7 @@ std::vector<std::optional<Value>> bind_args(std::string_view function, CallArgs&
 // Throws RuntimeError for unknown (or known but unsupported) names.
 Value apply_filter(Interpreter& interp, const std::string& name, const Value& input,
                    CallArgs& args);
-bool apply_test(Interpreter& interp, const std::string& name, const Value& input,
-                CallArgs& args);
+bool apply_test(Interpreter& interp, const std::string& name, const Value& input, CallArgs& args);
 
 // The bound method `obj.name` of a str, dict or list; nullopt when the type has no such
 // attribute. Methods the immutable sandbox forbids come back as an Undefined whose use fails.

@@ -19,7 +19,9 @@ namespace {
 
 using Filter = std::function<Value(Interpreter&, const Value&, CallArgs&)>;
 
-std::string soft_str(const Value& v) { return to_str(v); }
+std::string soft_str(const Value& v) {
+  return to_str(v);
+}
 
 Value str_result(const Value& input, std::string s) {
   return Value::string(std::move(s), input.is_string() && input.is_markup());
@@ -33,7 +35,8 @@ Value get_path(Interpreter& interp, const Value& item, const Value& attribute) {
   std::size_t start = 0;
   while (true) {
     std::size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
                                                [](char c) { return c >= '0' && c <= '9'; });
     v = interp.getitem(v, digits ? Value::integer(std::stoll(part)) : Value::string(part));
@@ -43,7 +46,9 @@ Value get_path(Interpreter& interp, const Value& item, const Value& attribute) {
   return v;
 }
 
-Value lowered(const Value& v) { return v.is_string() ? Value::string(py_lower(v.as_string())) : v; }
+Value lowered(const Value& v) {
+  return v.is_string() ? Value::string(py_lower(v.as_string())) : v;
+}
 
 void sort_values(std::vector<Value>& items, const std::function<Value(const Value&)>& key,
                  bool reverse) {
@@ -60,7 +65,8 @@ Value do_int(const Value& v, const Value& dflt, std::int64_t base) {
     std::string t = py_strip(text, std::nullopt, StripSide::kBoth);
     std::string cleaned;
     for (std::size_t i = 0; i < t.size(); ++i) {
-      if (t[i] == '_' && i > 0 && i + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[i - 1])) &&
+      if (t[i] == '_' && i > 0 && i + 1 < t.size() &&
+          std::isdigit(static_cast<unsigned char>(t[i - 1])) &&
           std::isdigit(static_cast<unsigned char>(t[i + 1]))) {
         continue;
       }
@@ -121,8 +127,10 @@ Value do_float(const Value& v, const Value& dflt) {
   if (v.is_string()) {
     std::string t = py_strip(v.as_string(), std::nullopt, StripSide::kBoth);
     std::string lower = py_lower(t);
-    std::string body = (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) ? lower.substr(1) : lower;
-    if (body == "inf" || body == "infinity") return Value::floating(lower[0] == '-' ? -INFINITY : INFINITY);
+    std::string body =
+        (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) ? lower.substr(1) : lower;
+    if (body == "inf" || body == "infinity")
+      return Value::floating(lower[0] == '-' ? -INFINITY : INFINITY);
     if (body == "nan") return Value::floating(NAN);
     if (t.empty() || lower.find_first_not_of("0123456789.e+-_") != std::string::npos) return dflt;
     std::string cleaned;
@@ -162,8 +170,11 @@ Value do_round(const Value& v, std::int64_t precision, const std::string& method
 }
 
 std::string do_indent(const std::string& s, const Value& width, bool first, bool blank) {
-  std::string indention = width.is_string() ? width.as_string()
-                                            : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
+  if (width.is_integral() && width.as_int() > 4096) throw RuntimeError("indent width too large");
+  std::string indention =
+      width.is_string()
+          ? width.as_string()
+          : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
   std::vector<std::string> lines = py_splitlines(s + "\n", false);
   std::string rv;
   if (blank) {
@@ -191,7 +202,9 @@ std::int64_t word_count(const std::string& s) {
     bool word = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                 c == '_' ||
                 (c >= 0x80 && !is_python_space(c) && !(c >= 0x2000 && c <= 0x206f) &&
-                 !(c >= 0x3000 && c <= 0x303f) && c != 0xa0 && !(c >= 0xa1 && c <= 0xbf && c != 0xaa && c != 0xb5 && c != 0xba) && c != 0xd7 && c != 0xf7);
+                 !(c >= 0x3000 && c <= 0x303f) && c != 0xa0 &&
+                 !(c >= 0xa1 && c <= 0xbf && c != 0xaa && c != 0xb5 && c != 0xba) && c != 0xd7 &&
+                 c != 0xf7);
     if (word && !in_word) ++n;
     in_word = word;
   }
@@ -253,6 +266,17 @@ const std::map<std::string, Filter>& filters() {
       }
       return interp.getattr(v, a[0]->as_string());
     };
+    t["center"] = [](Interpreter&, const Value& v, CallArgs& args) {
+      auto a = bind_args("center", args, {"width"});
+      std::int64_t width = a[0] && a[0]->is_integral() ? a[0]->as_int() : 80;
+      if (width > 4096) throw RuntimeError("center width too large");
+      std::u32string cps = to_u32(soft_str(v));
+      std::int64_t marg = width - static_cast<std::int64_t>(cps.size());
+      if (marg <= 0) return Value::string(soft_str(v));
+      std::int64_t left = marg / 2 + (marg & width & 1);
+      return Value::string(std::string(static_cast<std::size_t>(left), ' ') + soft_str(v) +
+                           std::string(static_cast<std::size_t>(marg - left), ' '));
+    };
     t["capitalize"] = [](Interpreter&, const Value& v, CallArgs& args) {
       bind_args("capitalize", args, {});
       return str_result(v, py_capitalize(soft_str(v)));
@@ -280,10 +304,13 @@ const std::map<std::string, Filter>& filters() {
       std::vector<Value> items;
       for (const auto& [k, val] : v.dict_data().entries) items.push_back(Value::tuple({k, val}));
       std::size_t pos = by == "key" ? 0 : 1;
-      sort_values(items, [&](const Value& item) {
-        const Value& x = item.list_data().items[pos];
-        return case_sensitive ? x : lowered(x);
-      }, a[2] && truthy(*a[2]));
+      sort_values(
+          items,
+          [&](const Value& item) {
+            const Value& x = item.list_data().items[pos];
+            return case_sensitive ? x : lowered(x);
+          },
+          a[2] && truthy(*a[2]));
       return Value::list(std::move(items));
     };
     t["escape"] = [](Interpreter&, const Value& v, CallArgs& args) {
@@ -296,7 +323,8 @@ const std::map<std::string, Filter>& filters() {
       bind_args("first", args, {});
       if (v.is_iterator()) {
         IteratorData& it = v.iterator_data();
-        if (it.position >= it.items.size()) return Value::undefined("No first item, sequence was empty.");
+        if (it.position >= it.items.size())
+          return Value::undefined("No first item, sequence was empty.");
         return it.items[it.position++];
       }
       std::vector<Value> items = iterate(v);
@@ -325,8 +353,10 @@ const std::map<std::string, Filter>& filters() {
     t["indent"] = [](Interpreter&, const Value& v, CallArgs& args) {
       auto a = bind_args("indent", args, {"width", "first", "blank"});
       Value width = a[0] ? *a[0] : Value::integer(4);
-      if (!width.is_string() && !width.is_integral()) throw RuntimeError("indent width must be int or str");
-      return str_result(v, do_indent(soft_str(v), width, a[1] && truthy(*a[1]), a[2] && truthy(*a[2])));
+      if (!width.is_string() && !width.is_integral())
+        throw RuntimeError("indent width must be int or str");
+      return str_result(
+          v, do_indent(soft_str(v), width, a[1] && truthy(*a[1]), a[2] && truthy(*a[2])));
     };
     t["items"] = [](Interpreter&, const Value& v, CallArgs& args) {
       bind_args("items", args, {});
@@ -450,10 +480,11 @@ const std::map<std::string, Filter>& filters() {
       std::vector<Value> items = iterate(v);
       std::reverse(items.begin(), items.end());
       if (v.is_iterator()) return Value::list(std::move(items));
-      std::string type = v.is_dict() ? "dict_reversekeyiterator"
-                         : (v.is_list() && v.list_data().kind == ListKind::kRange) ? "range_iterator"
-                         : (v.is_list() && v.list_data().kind == ListKind::kTuple) ? "reversed"
-                                                                                    : "list_reverseiterator";
+      std::string type =
+          v.is_dict()                                               ? "dict_reversekeyiterator"
+          : (v.is_list() && v.list_data().kind == ListKind::kRange) ? "range_iterator"
+          : (v.is_list() && v.list_data().kind == ListKind::kTuple) ? "reversed"
+                                                                    : "list_reverseiterator";
       return Value::iterator(type, std::move(items));
     };
     t["round"] = [](Interpreter&, const Value& v, CallArgs& args) {
@@ -480,15 +511,18 @@ const std::map<std::string, Filter>& filters() {
           attrs.push_back(*a[2]);
         }
       }
-      sort_values(items, [&](const Value& item) {
-        if (attrs.empty()) return case_sensitive ? item : lowered(item);
-        std::vector<Value> keys;
-        for (const Value& attr : attrs) {
-          Value k = get_path(interp, item, attr);
-          keys.push_back(case_sensitive ? k : lowered(k));
-        }
-        return Value::list(std::move(keys));
-      }, a[0] && truthy(*a[0]));
+      sort_values(
+          items,
+          [&](const Value& item) {
+            if (attrs.empty()) return case_sensitive ? item : lowered(item);
+            std::vector<Value> keys;
+            for (const Value& attr : attrs) {
+              Value k = get_path(interp, item, attr);
+              keys.push_back(case_sensitive ? k : lowered(k));
+            }
+            return Value::list(std::move(keys));
+          },
+          a[0] && truthy(*a[0]));
       return Value::list(std::move(items));
     };
     t["string"] = [](Interpreter&, const Value& v, CallArgs& args) {
@@ -500,7 +534,8 @@ const std::map<std::string, Filter>& filters() {
       auto a = bind_args("sum", args, {"attribute", "start"});
       Value total = a[1] ? *a[1] : Value::integer(0);
       for (const Value& item : iterate(v)) {
-        total = binary_op("+", total, a[0] && !a[0]->is_none() ? get_path(interp, item, *a[0]) : item);
+        total =
+            binary_op("+", total, a[0] && !a[0]->is_none() ? get_path(interp, item, *a[0]) : item);
       }
       return total;
     };
@@ -518,10 +553,8 @@ const std::map<std::string, Filter>& filters() {
         bool b = boundary(cps[i]);
         while (j < cps.size() && boundary(cps[j]) == b) ++j;
         std::u32string piece = cps.substr(i, j - i);
-        for (std::size_t k = 0; k < piece.size(); ++k) {
-          piece[k] = k == 0 ? to_upper(piece[k]) : to_lower(piece[k]);
-        }
-        out += piece;
+        out += upper_of(piece[0]);
+        out += to_u32(py_lower(from_u32(std::u32string_view(piece).substr(1))));
         i = j;
       }
       return str_result(v, from_u32(out));
@@ -570,7 +603,8 @@ const std::map<std::string, Filter>& filters() {
         interp.count_iterations(1);
         Value k = a[1] && !a[1]->is_none() ? get_path(interp, item, *a[1]) : item;
         if (!case_sensitive) k = lowered(k);
-        if (k.is_list() || k.is_dict()) throw RuntimeError(fmt::format("unhashable type: '{}'", type_name(k)));
+        if (k.is_list() || k.is_dict())
+          throw RuntimeError(fmt::format("unhashable type: '{}'", type_name(k)));
         bool found = false;
         for (const Value& s : seen) {
           if (equals(s, k)) {
@@ -596,9 +630,8 @@ const std::map<std::string, Filter>& filters() {
 
 const std::set<std::string>& known_unsupported() {
   static const std::set<std::string> names = {
-      "batch",    "center",   "filesizeformat", "forceescape", "format",    "groupby",
-      "pprint",   "random",   "slice",          "striptags",   "truncate",  "urlencode",
-      "urlize",   "wordwrap", "xmlattr"};
+      "batch", "filesizeformat", "forceescape", "format",    "groupby", "pprint",   "random",
+      "slice", "striptags",      "truncate",    "urlencode", "urlize",  "wordwrap", "xmlattr"};
   return names;
 }
 

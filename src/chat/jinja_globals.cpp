@@ -16,8 +16,8 @@ Value range_function(CallArgs& args) {
   std::vector<std::int64_t> n;
   for (const Value& v : args.positional) {
     if (!v.is_integral()) {
-      throw RuntimeError(fmt::format("'{}' object cannot be interpreted as an integer",
-                                     type_name(v)));
+      throw RuntimeError(
+          fmt::format("'{}' object cannot be interpreted as an integer", type_name(v)));
     }
     n.push_back(v.as_int());
   }
@@ -43,8 +43,7 @@ Value range_function(CallArgs& args) {
     span = diff / s + (diff % s != 0);
   }
   if (span > static_cast<std::uint64_t>(kMaxRange)) {
-    throw RuntimeError(
-        "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    throw RuntimeError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   }
   return Value::range(start, stop, step);
 }
@@ -52,8 +51,8 @@ Value range_function(CallArgs& args) {
 // dict(*args, **kwargs) into d
 void fill_dict(DictData& d, CallArgs& args, std::string_view function) {
   if (args.positional.size() > 1) {
-    throw RuntimeError(fmt::format("{} expected at most 1 argument, got {}", function,
-                                   args.positional.size()));
+    throw RuntimeError(
+        fmt::format("{} expected at most 1 argument, got {}", function, args.positional.size()));
   }
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
@@ -62,7 +61,8 @@ void fill_dict(DictData& d, CallArgs& args, std::string_view function) {
     } else {
       for (const Value& pair : iterate(src)) {
         std::vector<Value> kv = iterate(pair);
-        if (kv.size() != 2) throw RuntimeError("dictionary update sequence element has wrong length");
+        if (kv.size() != 2)
+          throw RuntimeError("dictionary update sequence element has wrong length");
         d.set(kv[0], kv[1]);
       }
     }
@@ -115,12 +115,14 @@ DictData make_globals() {
           }
           return Value::object("Namespace", true, std::move(d));
         }));
-  g.set(Value::string("raise_exception"),
-        Value::function("raise_exception", [](CallArgs& args) -> Value {
-          auto a = bind_args("raise_exception", args, {"message"});
-          if (!a[0]) throw RuntimeError("raise_exception() missing 1 required positional argument: 'message'");
-          throw TemplateRaised(to_str(*a[0]));
-        }));
+  g.set(
+      Value::string("raise_exception"),
+      Value::function("raise_exception", [](CallArgs& args) -> Value {
+        auto a = bind_args("raise_exception", args, {"message"});
+        if (!a[0])
+          throw RuntimeError("raise_exception() missing 1 required positional argument: 'message'");
+        throw TemplateRaised(to_str(*a[0]));
+      }));
   g.set(Value::string("strftime_now"), Value::function("strftime_now", strftime_now));
   for (const char* name : {"lipsum", "cycler", "joiner"}) {
     g.set(Value::string(name), unsupported_global(name));

@@ -9,6 +9,35 @@
 namespace xlacel::jinja {
 namespace {
 
+bool expr_uses(const Expr* e, const std::string& name) {
+  if (!e) return false;
+  if (e->kind == ExprKind::kName && e->name == name) return true;
+  for (const auto& c : e->children) {
+    if (expr_uses(c.get(), name)) return true;
+  }
+  for (const auto& k : e->keywords) {
+    if (expr_uses(k.value.get(), name)) return true;
+  }
+  return false;
+}
+
+// Whether a macro body reads `name` (jinja2 then lets the macro take extra arguments).
+bool body_uses(const Body& body, const std::string& name) {
+  for (const auto& s : body) {
+    if (expr_uses(s->expr.get(), name) || expr_uses(s->filter.get(), name) ||
+        body_uses(s->body, name) || body_uses(s->else_body, name)) {
+      return true;
+    }
+    for (const auto& d : s->defaults) {
+      if (expr_uses(d.get(), name)) return true;
+    }
+    for (const auto& v : s->with_values) {
+      if (expr_uses(v.get(), name)) return true;
+    }
+  }
+  return false;
+}
+
 std::string object_type_repr(const Value& v) {
   if (v.is_none()) return "None";
   return type_name(v) + " object";
@@ -56,6 +85,16 @@ std::string Interpreter::render(const Template& tmpl, const DictData& globals,
   root->parent = global_frame;
   for (const auto& [k, v] : variables.entries) root->vars[k.as_string()] = v;
   std::string out;
+  struct BreakCycles {
+    Interpreter& self;
+    ~BreakCycles() {
+      for (const FramePtr& f : self.macro_frames_) f->vars.clear();
+      for (const Value& ns : self.namespaces_) ns.object_data().attributes.entries.clear();
+      self.macro_frames_.clear();
+      self.namespaces_.clear();
+      self.namespace_ids_.clear();
+    }
+  } break_cycles{*this};
   try {
     exec(tmpl.body, root, out);
   } catch (const TemplateRaised& e) {
@@ -69,8 +108,7 @@ std::string Interpreter::render(const Template& tmpl, const DictData& globals,
 void Interpreter::emit(std::string& out, std::string_view text) {
   output_bytes_ += text.size();
   if (output_bytes_ > limits_.max_output_bytes) {
-    throw RuntimeError(
-        fmt::format("output too large (limit {} bytes)", limits_.max_output_bytes));
+    throw RuntimeError(fmt::format("output too large (limit {} bytes)", limits_.max_output_bytes));
   }
   out += text;
 }
@@ -78,8 +116,8 @@ void Interpreter::emit(std::string& out, std::string_view text) {
 void Interpreter::count_iterations(std::int64_t n) {
   iterations_ += n;
   if (iterations_ > limits_.max_iterations) {
-    throw RuntimeError(fmt::format("too many loop iterations or calls (limit {})",
-                                   limits_.max_iterations));
+    throw RuntimeError(
+        fmt::format("too many loop iterations or calls (limit {})", limits_.max_iterations));
   }
 }
 
@@ -95,7 +133,9 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const FramePtr& frame
                                          std::string& out) {
   line_ = stmt.line;
   switch (stmt.kind) {
-    case StmtKind::kText: emit(out, stmt.text); break;
+    case StmtKind::kText:
+      emit(out, stmt.text);
+      break;
     case StmtKind::kPrint: {
       Value v = eval(*stmt.expr, frame);
       emit(out, to_str(v));
@@ -105,8 +145,12 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const FramePtr& frame
       if (truthy(eval(*stmt.expr, frame))) return exec(stmt.body, frame, out);
       return exec(stmt.else_body, frame, out);
     }
-    case StmtKind::kFor: exec_for(stmt, frame, out); break;
-    case StmtKind::kSet: assign(*stmt.target, eval(*stmt.expr, frame), frame); break;
+    case StmtKind::kFor:
+      exec_for(stmt, frame, out);
+      break;
+    case StmtKind::kSet:
+      assign(*stmt.target, eval(*stmt.expr, frame), frame);
+      break;
     case StmtKind::kSetBlock: {
       std::string captured;
       exec(stmt.body, frame, captured);
@@ -123,7 +167,9 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const FramePtr& frame
       emit(out, to_str(v));
       break;
     }
-    case StmtKind::kMacro: frame->vars[stmt.name] = make_macro(stmt, frame, stmt.name); break;
+    case StmtKind::kMacro:
+      frame->vars[stmt.name] = make_macro(stmt, frame, stmt.name);
+      break;
     case StmtKind::kCallBlock: {
       const Expr& call = *stmt.expr;
       Value callee = eval(*call.children[0], frame);
@@ -133,17 +179,21 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const FramePtr& frame
       emit(out, to_str(this->call(callee, args)));
       break;
     }
-    case StmtKind::kBreak: return Flow::kBreak;
-    case StmtKind::kContinue: return Flow::kContinue;
+    case StmtKind::kBreak:
+      return Flow::kBreak;
+    case StmtKind::kContinue:
+      return Flow::kContinue;
     case StmtKind::kWith: {
       auto inner = std::make_shared<Frame>();
       inner->parent = frame;
       std::vector<Value> values;
       for (const auto& value : stmt.with_values) values.push_back(eval(*value, frame));
-      for (std::size_t i = 0; i < values.size(); ++i) assign(*stmt.with_targets[i], values[i], inner);
+      for (std::size_t i = 0; i < values.size(); ++i)
+        assign(*stmt.with_targets[i], values[i], inner);
       return exec(stmt.body, inner, out);
     }
-    case StmtKind::kScope: return exec(stmt.body, frame, out);
+    case StmtKind::kScope:
+      return exec(stmt.body, frame, out);
   }
   return Flow::kNormal;
 }
@@ -167,8 +217,17 @@ void Interpreter::exec_for(const Stmt& stmt, const FramePtr& frame, std::string&
     count_iterations(1);
     line_ = stmt.line;
     const Value& item = items[static_cast<std::size_t>(i)];
+    static const Value kKeys[] = {
+        Value::string("index"),     Value::string("index0"),  Value::string("revindex"),
+        Value::string("revindex0"), Value::string("first"),   Value::string("last"),
+        Value::string("length"),    Value::string("depth"),   Value::string("depth0"),
+        Value::string("previtem"),  Value::string("nextitem")};
     DictData attrs;
-    auto put = [&](const char* key, Value v) { attrs.entries.emplace_back(Value::string(key), std::move(v)); };
+    attrs.entries.reserve(11);
+    std::size_t key = 0;
+    auto put = [&](const char*, Value v) {
+      attrs.entries.emplace_back(kKeys[key++], std::move(v));
+    };
     put("index", Value::integer(i + 1));
     put("index0", Value::integer(i));
     put("revindex", Value::integer(n - i));
@@ -182,17 +241,13 @@ void Interpreter::exec_for(const Stmt& stmt, const FramePtr& frame, std::string&
                           : Value::undefined("there is no previous item"));
     put("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
                               : Value::undefined("there is no next item"));
-    put("cycle", Value::function("cycle", [i](CallArgs& args) -> Value {
-          if (!args.keyword.empty()) throw RuntimeError("loop.cycle() takes no keyword arguments");
-          if (args.positional.empty()) throw RuntimeError("no items for cycling given");
-          return args.positional[static_cast<std::size_t>(i) % args.positional.size()];
-        }));
-    put("changed", Value::function("changed", [](CallArgs&) -> Value {
-          throw RuntimeError("unsupported: loop.changed()");
-        }));
-    loop_frame->vars["loop"] = Value::object("LoopContext", false, std::move(attrs));
-    assign(*stmt.target, item, loop_frame);
-    Flow flow = exec(stmt.body, loop_frame, out);
+    // Every iteration starts from the enclosing scope again: a {% set %} in the body does not
+    // carry over to the next iteration (nor out of the loop).
+    auto iteration = std::make_shared<Frame>();
+    iteration->parent = frame;
+    iteration->vars["loop"] = Value::object("LoopContext", false, std::move(attrs));
+    assign(*stmt.target, item, iteration);
+    Flow flow = exec(stmt.body, iteration, out);
     if (flow == Flow::kBreak) break;
   }
   if (n == 0) exec(stmt.else_body, frame, out);
@@ -201,62 +256,84 @@ void Interpreter::exec_for(const Stmt& stmt, const FramePtr& frame, std::string&
 Value Interpreter::make_macro(const Stmt& stmt, const FramePtr& frame, const std::string& name) {
   const Stmt* s = &stmt;
   FramePtr defining = frame;
-  return Value::function(name, [this, s, defining, name](CallArgs& args) -> Value {
-    if (++call_depth_ > limits_.max_call_depth) {
-      --call_depth_;
-      throw RuntimeError(fmt::format("maximum call depth ({}) exceeded", limits_.max_call_depth));
-    }
-    struct Depth {
-      int& d;
-      ~Depth() { --d; }
-    } depth{call_depth_};
-    count_iterations(1);
-    int saved_line = line_;
-    auto inner = std::make_shared<Frame>();
-    inner->parent = defining;
-    const auto& params = s->params;
-    if (args.positional.size() > params.size()) {
-      throw RuntimeError(fmt::format("macro '{}' takes not more than {} argument(s)", name,
-                                     params.size()));
-    }
-    std::vector<bool> given(params.size(), false);
-    for (std::size_t i = 0; i < args.positional.size(); ++i) {
-      inner->vars[params[i]] = args.positional[i];
-      given[i] = true;
-    }
-    for (auto& [key, value] : args.keyword) {
-      bool found = false;
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        if (params[i] == key) {
-          if (given[i]) throw RuntimeError(fmt::format("macro '{}' got multiple values for argument '{}'", name, key));
-          inner->vars[key] = value;
+  if (macro_frames_.empty() || macro_frames_.back() != frame) {
+    if (macro_frames_.size() >= 100000) throw RuntimeError("too many macro definitions");
+    macro_frames_.push_back(frame);
+  }
+  bool uses_varargs = body_uses(stmt.body, "varargs");
+  bool uses_kwargs = body_uses(stmt.body, "kwargs");
+  return Value::function(
+      name, [this, s, defining, name, uses_varargs, uses_kwargs](CallArgs& args) -> Value {
+        if (++call_depth_ > limits_.max_call_depth) {
+          --call_depth_;
+          throw RuntimeError(
+              fmt::format("maximum call depth ({}) exceeded", limits_.max_call_depth));
+        }
+        struct Depth {
+          int& d;
+          ~Depth() { --d; }
+        } depth{call_depth_};
+        count_iterations(1);
+        int saved_line = line_;
+        auto inner = std::make_shared<Frame>();
+        inner->parent = defining;
+        const auto& params = s->params;
+        std::vector<Value> varargs;
+        if (args.positional.size() > params.size()) {
+          if (!uses_varargs) {
+            throw RuntimeError(
+                fmt::format("macro '{}' takes not more than {} argument(s)", name, params.size()));
+          }
+          varargs.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(params.size()),
+                         args.positional.end());
+          args.positional.resize(params.size());
+        }
+        DictData kwargs;
+        std::vector<bool> given(params.size(), false);
+        for (std::size_t i = 0; i < args.positional.size(); ++i) {
+          inner->vars[params[i]] = args.positional[i];
           given[i] = true;
-          found = true;
         }
-      }
-      if (!found) {
-        if (key == "caller") {
-          inner->vars["caller"] = value;
-        } else {
-          throw RuntimeError(fmt::format("macro '{}' takes no keyword argument '{}'", name, key));
+        for (auto& [key, value] : args.keyword) {
+          bool found = false;
+          for (std::size_t i = 0; i < params.size(); ++i) {
+            if (params[i] == key) {
+              if (given[i])
+                throw RuntimeError(
+                    fmt::format("macro '{}' got multiple values for argument '{}'", name, key));
+              inner->vars[key] = value;
+              given[i] = true;
+              found = true;
+            }
+          }
+          if (!found) {
+            if (key == "caller") {
+              inner->vars["caller"] = value;
+            } else if (uses_kwargs) {
+              kwargs.set(Value::string(key), value);
+            } else {
+              throw RuntimeError(
+                  fmt::format("macro '{}' takes no keyword argument '{}'", name, key));
+            }
+          }
         }
-      }
-    }
-    std::size_t first_default = params.size() - s->defaults.size();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (given[i]) continue;
-      if (i >= first_default) {
-        inner->vars[params[i]] = eval(*s->defaults[i - first_default], inner);
-      } else {
-        inner->vars[params[i]] =
-            Value::undefined(fmt::format("parameter '{}' was not provided", params[i]));
-      }
-    }
-    std::string out;
-    exec(s->body, inner, out);
-    line_ = saved_line;
-    return Value::string(std::move(out));
-  });
+        std::size_t first_default = params.size() - s->defaults.size();
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          if (given[i]) continue;
+          if (i >= first_default) {
+            inner->vars[params[i]] = eval(*s->defaults[i - first_default], inner);
+          } else {
+            inner->vars[params[i]] =
+                Value::undefined(fmt::format("parameter '{}' was not provided", params[i]));
+          }
+        }
+        inner->vars["varargs"] = Value::tuple(std::move(varargs));
+        inner->vars["kwargs"] = Value::dict(std::move(kwargs));
+        std::string out;
+        exec(s->body, inner, out);
+        line_ = saved_line;
+        return Value::string(std::move(out));
+      });
 }
 
 Value Interpreter::lookup(const std::string& name, const FramePtr& frame) const {
@@ -269,13 +346,15 @@ Value Interpreter::lookup(const std::string& name, const FramePtr& frame) const 
 
 void Interpreter::assign(const Expr& target, const Value& value, const FramePtr& frame) {
   switch (target.kind) {
-    case ExprKind::kName: frame->vars[target.name] = value; return;
+    case ExprKind::kName:
+      frame->vars[target.name] = value;
+      return;
     case ExprKind::kTuple: {
       std::vector<Value> items = iterate(value);
       std::size_t n = target.children.size();
       if (items.size() < n) {
-        throw RuntimeError(fmt::format("not enough values to unpack (expected {}, got {})", n,
-                                       items.size()));
+        throw RuntimeError(
+            fmt::format("not enough values to unpack (expected {}, got {})", n, items.size()));
       }
       if (items.size() > n) {
         throw RuntimeError(fmt::format("too many values to unpack (expected {})", n));
@@ -295,9 +374,11 @@ void Interpreter::assign(const Expr& target, const Value& value, const FramePtr&
             target.attr));
       }
       ns.object_data().attributes.set(Value::string(target.attr), value);
+      if (namespace_ids_.insert(ns.identity()).second) namespaces_.push_back(ns);
       return;
     }
-    default: throw RuntimeError("invalid assignment target");
+    default:
+      throw RuntimeError("invalid assignment target");
   }
 }
 
@@ -321,10 +402,28 @@ Value Interpreter::call(const Value& callee, CallArgs& args) {
 Value Interpreter::getattr(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) fail_undefined(obj);
   if (obj.is_object()) {
+    if (!obj.object_data().is_namespace && (name == "cycle" || name == "changed")) {
+      if (name == "changed") {
+        return Value::function("changed", [](CallArgs&) -> Value {
+          throw RuntimeError("unsupported: loop.changed()");
+        });
+      }
+      std::int64_t i = obj.object_data().attributes.find(Value::string("index0"))->as_int();
+      return Value::function("cycle", [i](CallArgs& args) -> Value {
+        if (!args.keyword.empty()) throw RuntimeError("loop.cycle() takes no keyword arguments");
+        if (args.positional.empty()) throw RuntimeError("no items for cycling given");
+        return args.positional[static_cast<std::size_t>(i) % args.positional.size()];
+      });
+    }
     const Value* v = obj.object_data().attributes.find(Value::string(name));
     return v ? *v : no_attribute(obj, name);
   }
   if (auto method = get_method(obj, name)) return *method;
+  if (obj.is_number() && (name == "real" || name == "imag" || name == "numerator" ||
+                          name == "denominator" || name == "conjugate" || name == "bit_length" ||
+                          name == "is_integer" || name == "hex" || name == "as_integer_ratio")) {
+    throw RuntimeError(fmt::format("unsupported: attribute '{}' of a number", name));
+  }
   if (obj.is_dict()) {
     const Value* v = obj.dict_data().find(Value::string(name));
     if (v) return *v;
@@ -343,18 +442,17 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
         return *method;
       }
     }
-    return Value::undefined(fmt::format("'{}' has no attribute '{}'", object_type_repr(obj),
-                                        to_str(key)));
+    return Value::undefined(
+        fmt::format("'{}' has no attribute '{}'", object_type_repr(obj), to_str(key)));
   };
   if (obj.is_dict()) {
     if (key.is_list() || key.is_dict()) return fallback();  // unhashable: TypeError
     const Value* v = obj.dict_data().find(key);
     return v ? *v : fallback();
   }
-  bool indexable = obj.is_string() ||
-                   (obj.is_list() && (obj.list_data().kind == ListKind::kList ||
-                                      obj.list_data().kind == ListKind::kTuple ||
-                                      obj.list_data().kind == ListKind::kRange));
+  bool indexable = obj.is_string() || (obj.is_list() && (obj.list_data().kind == ListKind::kList ||
+                                                         obj.list_data().kind == ListKind::kTuple ||
+                                                         obj.list_data().kind == ListKind::kRange));
   if (indexable && key.is_integral()) {
     std::int64_t i = key.as_int();
     if (obj.is_string()) {
@@ -362,7 +460,8 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
       std::int64_t n = static_cast<std::int64_t>(cps.size());
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined("string index out of range");
-      return Value::string(from_u32(std::u32string_view(cps).substr(static_cast<std::size_t>(i), 1)));
+      return Value::string(
+          from_u32(std::u32string_view(cps).substr(static_cast<std::size_t>(i), 1)));
     }
     const auto& items = obj.list_data().items;
     std::int64_t n = static_cast<std::int64_t>(items.size());
@@ -455,8 +554,10 @@ Value Interpreter::eval_compare(const Expr& expr, const FramePtr& frame) {
 Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
   line_ = expr.line;
   switch (expr.kind) {
-    case ExprKind::kConst: return expr.constant;
-    case ExprKind::kName: return lookup(expr.name, frame);
+    case ExprKind::kConst:
+      return expr.constant;
+    case ExprKind::kName:
+      return lookup(expr.name, frame);
     case ExprKind::kGetAttr: {
       Value obj = eval(*expr.children[0], frame);
       line_ = expr.line;
@@ -470,23 +571,28 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       line_ = expr.line;
       return getitem(obj, key);
     }
-    case ExprKind::kSlice: throw RuntimeError("slice outside of a subscript");
+    case ExprKind::kSlice:
+      throw RuntimeError("slice outside of a subscript");
     case ExprKind::kCall: {
       Value callee = eval(*expr.children[0], frame);
       CallArgs args = eval_args(expr, 1, frame);
       line_ = expr.line;
       return call(callee, args);
     }
-    case ExprKind::kFilter: return eval_filter(expr, Value::undefined("no filter input"), frame);
+    case ExprKind::kFilter:
+      return eval_filter(expr, Value::undefined("no filter input"), frame);
     case ExprKind::kTest: {
       Value subject = eval(*expr.children[0], frame);
       CallArgs args = eval_args(expr, 1, frame);
       line_ = expr.line;
       return Value::boolean(apply_test(*this, expr.name, subject, args));
     }
-    case ExprKind::kNeg: return negate(eval(*expr.children[0], frame));
-    case ExprKind::kPos: return positive(eval(*expr.children[0], frame));
-    case ExprKind::kNot: return Value::boolean(!truthy(eval(*expr.children[0], frame)));
+    case ExprKind::kNeg:
+      return negate(eval(*expr.children[0], frame));
+    case ExprKind::kPos:
+      return positive(eval(*expr.children[0], frame));
+    case ExprKind::kNot:
+      return Value::boolean(!truthy(eval(*expr.children[0], frame)));
     case ExprKind::kAnd: {
       Value left = eval(*expr.children[0], frame);
       return truthy(left) ? eval(*expr.children[1], frame) : left;
@@ -509,7 +615,8 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       }
       return Value::string(std::move(out));
     }
-    case ExprKind::kCompare: return eval_compare(expr, frame);
+    case ExprKind::kCompare:
+      return eval_compare(expr, frame);
     case ExprKind::kCondExpr: {
       if (truthy(eval(*expr.children[0], frame))) return eval(*expr.children[1], frame);
       if (expr.children[2]) return eval(*expr.children[2], frame);
@@ -537,7 +644,8 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       }
       return Value::dict(std::move(d));
     }
-    case ExprKind::kNSRef: throw RuntimeError("namespace reference outside of an assignment");
+    case ExprKind::kNSRef:
+      throw RuntimeError("namespace reference outside of an assignment");
   }
   return Value();
 }

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "chat/jinja_ast.h"
 #include "chat/jinja_value.h"
@@ -16,7 +18,7 @@ namespace xlacel::jinja {
 
 struct Limits {
   std::size_t max_output_bytes = 32u << 20;  // everything written, including captured blocks
-  std::int64_t max_iterations = 2'000'000;   // loop iterations and macro calls together
+  std::int64_t max_iterations = 1'000'000;   // loop iterations and macro calls together
   int max_call_depth = 64;                   // nested macro/caller calls
 };
 
@@ -57,6 +59,11 @@ class Interpreter {
 
   std::string where_;
   Limits limits_;
+  // Macros hold their defining frame, which holds them; namespaces may hold themselves. These
+  // reference cycles are broken when rendering ends.
+  std::vector<FramePtr> macro_frames_;
+  std::vector<Value> namespaces_;
+  std::unordered_set<const void*> namespace_ids_;
   std::size_t output_bytes_ = 0;
   std::int64_t iterations_ = 0;
   int call_depth_ = 0;

@@ -10,11 +10,18 @@
 namespace xlacel::jinja {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
-int count_newlines(std::string_view s, std::size_t from = 0, std::size_t to = std::string_view::npos) {
+int count_newlines(std::string_view s, std::size_t from = 0,
+                   std::size_t to = std::string_view::npos) {
   int n = 0;
   to = std::min(to, s.size());
   for (std::size_t i = from; i < to; ++i) n += s[i] == '\n';
@@ -155,15 +162,15 @@ class Lexer {
   }
 
   void lex_tag(bool block) {
-    tokens_.push_back(Token{block ? TokenType::kBlockBegin : TokenType::kVariableBegin, "", 0,
-                            0.0, line_});
+    tokens_.push_back(
+        Token{block ? TokenType::kBlockBegin : TokenType::kVariableBegin, "", 0, 0.0, line_});
     std::vector<char> balance;
     while (true) {
       if (pos_ >= src_.size()) return;  // the parser reports the missing end
       std::size_t end = 0;
       if (balance.empty() && match_end(block, end)) {
-        tokens_.push_back(Token{block ? TokenType::kBlockEnd : TokenType::kVariableEnd, "", 0,
-                                0.0, line_});
+        tokens_.push_back(
+            Token{block ? TokenType::kBlockEnd : TokenType::kVariableEnd, "", 0, 0.0, line_});
         line_ += count_newlines(src_, pos_, end);
         line_starting_ = src_[end - 1] == '\n';
         pos_ = end;
@@ -254,8 +261,8 @@ class Lexer {
     if (base == 10) {
       if (src_[start] == '0') {  // 0(_?0)*
         p = start + 1;
-        while (p < src_.size() && (src_[p] == '0' || (src_[p] == '_' && p + 1 < src_.size() &&
-                                                       src_[p + 1] == '0'))) {
+        while (p < src_.size() &&
+               (src_[p] == '0' || (src_[p] == '_' && p + 1 < src_.size() && src_[p + 1] == '0'))) {
           ++p;
         }
         text = "0";
@@ -272,8 +279,8 @@ class Lexer {
         if (base == 8) return ch >= '0' && ch <= '7';
         return is_digit(ch) || (ch >= 'a' && ch <= 'f');
       };
-      while (p < src_.size() && (valid(src_[p]) || (src_[p] == '_' && p + 1 < src_.size() &&
-                                                    valid(src_[p + 1])))) {
+      while (p < src_.size() &&
+             (valid(src_[p]) || (src_[p] == '_' && p + 1 < src_.size() && valid(src_[p + 1])))) {
         if (src_[p] != '_') text += src_[p];
         ++p;
       }
@@ -282,7 +289,8 @@ class Lexer {
     errno = 0;
     long long value = std::strtoll(text.c_str(), nullptr, base);
     if (errno == ERANGE) error("integer literal too large: " + text);
-    tokens_.push_back(Token{TokenType::kInteger, text, static_cast<std::int64_t>(value), 0.0, line_});
+    tokens_.push_back(
+        Token{TokenType::kInteger, text, static_cast<std::int64_t>(value), 0.0, line_});
     pos_ = p;
   }
 
@@ -337,21 +345,49 @@ class Lexer {
         utf8::append(out, v);
       };
       switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': hex(2); break;
-        case 'u': hex(4); break;
-        case 'U': hex(8); break;
-        case 'N': error("\\N{...} escapes are not supported");
+        case '\n':
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+          hex(2);
+          break;
+        case 'u':
+          hex(4);
+          break;
+        case 'U':
+          hex(8);
+          break;
+        case 'N':
+          error("\\N{...} escapes are not supported");
         default:
           if (e >= '0' && e <= '7') {
             std::uint32_t v = static_cast<std::uint32_t>(e - '0');
@@ -486,17 +522,28 @@ std::vector<Token> tokenize(std::string_view source, std::string_view where) {
 
 std::string describe(const Token& token) {
   switch (token.type) {
-    case TokenType::kData: return "template data / text";
-    case TokenType::kVariableBegin: return "begin of print statement";
-    case TokenType::kVariableEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kName: return token.value;
-    case TokenType::kString: return "string";
-    case TokenType::kInteger: return "integer";
-    case TokenType::kFloat: return "float";
-    case TokenType::kOperator: return token.value;
-    case TokenType::kEof: return "end of template";
+    case TokenType::kData:
+      return "template data / text";
+    case TokenType::kVariableBegin:
+      return "begin of print statement";
+    case TokenType::kVariableEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kName:
+      return token.value;
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInteger:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    case TokenType::kOperator:
+      return token.value;
+    case TokenType::kEof:
+      return "end of template";
   }
   return "token";
 }

@@ -57,8 +57,8 @@ std::string need_string(const std::optional<Value>& v, std::string_view what) {
 std::int64_t opt_int(const std::optional<Value>& v, std::int64_t dflt) {
   if (!v || v->is_none()) return dflt;
   if (!v->is_integral()) {
-    throw RuntimeError(fmt::format("'{}' object cannot be interpreted as an integer",
-                                   type_name(*v)));
+    throw RuntimeError(
+        fmt::format("'{}' object cannot be interpreted as an integer", type_name(*v)));
   }
   return v->as_int();
 }
@@ -74,13 +74,13 @@ Value string_list(const std::vector<std::string>& parts) {
 bool affix_match(const std::string& s, const Value& affix, bool prefix) {
   auto one = [&](const Value& a) {
     if (!a.is_string()) {
-      throw RuntimeError(fmt::format(
-          "{} first arg must be str or a tuple of str, not {}", prefix ? "startswith" : "endswith",
-          type_name(a)));
+      throw RuntimeError(fmt::format("{} first arg must be str or a tuple of str, not {}",
+                                     prefix ? "startswith" : "endswith", type_name(a)));
     }
     const std::string& x = a.as_string();
     if (x.size() > s.size()) return false;
-    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+    return prefix ? s.compare(0, x.size(), x) == 0
+                  : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
   if (affix.is_list() && affix.list_data().kind == ListKind::kTuple) {
     for (const Value& a : affix.list_data().items) {
@@ -110,9 +110,11 @@ std::string str_format(const std::string& fmt_string, CallArgs& args) {
       }
       Value v;
       if (field.empty()) {
-        if (auto_index >= args.positional.size()) throw RuntimeError("Replacement index out of range");
+        if (auto_index >= args.positional.size())
+          throw RuntimeError("Replacement index out of range");
         v = args.positional[auto_index++];
-      } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      } else if (std::all_of(field.begin(), field.end(),
+                             [](char d) { return d >= '0' && d <= '9'; })) {
         std::size_t idx = std::stoul(field);
         if (idx >= args.positional.size()) throw RuntimeError("Replacement index out of range");
         v = args.positional[idx];
@@ -143,7 +145,7 @@ Value string_method(const Value& self, const std::string& name, CallArgs& args) 
   const std::string& s = self.as_string();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     auto a = bind_args(name, args, {"chars"});
-    StripSide side = name == "strip" ? StripSide::kBoth
+    StripSide side = name == "strip"    ? StripSide::kBoth
                      : name == "lstrip" ? StripSide::kLeft
                                         : StripSide::kRight;
     return Value::string(py_strip(s, opt_string(a[0], "strip arg"), side));
@@ -193,8 +195,8 @@ Value string_method(const Value& self, const std::string& name, CallArgs& args) 
     bool first = true;
     for (const Value& item : iterate(*a[0])) {
       if (!item.is_string()) {
-        throw RuntimeError(fmt::format("sequence item: expected str instance, {} found",
-                                       type_name(item)));
+        throw RuntimeError(
+            fmt::format("sequence item: expected str instance, {} found", type_name(item)));
       }
       if (!first) out += s;
       out += item.as_string();
@@ -318,14 +320,14 @@ Value list_method(const Value& self, const std::string& name, CallArgs& args) {
 
 const std::set<std::string>& str_methods() {
   static const std::set<std::string> names = {
-      "capitalize", "casefold",   "center",       "count",      "encode",     "endswith",
-      "expandtabs", "find",       "format",       "format_map", "index",      "isalnum",
-      "isalpha",    "isascii",    "isdecimal",    "isdigit",    "isidentifier", "islower",
-      "isnumeric",  "isprintable", "isspace",     "istitle",    "isupper",    "join",
-      "ljust",      "lower",      "lstrip",       "maketrans",  "partition",  "removeprefix",
-      "removesuffix", "replace",  "rfind",        "rindex",     "rjust",      "rpartition",
-      "rsplit",     "rstrip",     "split",        "splitlines", "startswith", "strip",
-      "swapcase",   "title",      "translate",    "upper",      "zfill"};
+      "capitalize",   "casefold",    "center",    "count",      "encode",       "endswith",
+      "expandtabs",   "find",        "format",    "format_map", "index",        "isalnum",
+      "isalpha",      "isascii",     "isdecimal", "isdigit",    "isidentifier", "islower",
+      "isnumeric",    "isprintable", "isspace",   "istitle",    "isupper",      "join",
+      "ljust",        "lower",       "lstrip",    "maketrans",  "partition",    "removeprefix",
+      "removesuffix", "replace",     "rfind",     "rindex",     "rjust",        "rpartition",
+      "rsplit",       "rstrip",      "split",     "splitlines", "startswith",   "strip",
+      "swapcase",     "title",       "translate", "upper",      "zfill"};
   return names;
 }
 
@@ -339,10 +341,9 @@ std::optional<Value> get_method(const Value& obj, const std::string& name) {
     kind = "str";
     fn = [obj, name](CallArgs& args) { return string_method(obj, name, args); };
   } else if (obj.is_dict()) {
-    static const std::set<std::string> safe = {"items", "keys", "values", "get", "copy",
-                                               "fromkeys"};
-    static const std::set<std::string> unsafe = {"clear", "pop", "popitem", "setdefault",
-                                                 "update"};
+    static const std::set<std::string> safe = {"items", "keys", "values",
+                                               "get",   "copy", "fromkeys"};
+    static const std::set<std::string> unsafe = {"clear", "pop", "popitem", "setdefault", "update"};
     if (unsafe.count(name)) {
       return Value::undefined(
           fmt::format("access to attribute '{}' of 'dict' object is unsafe.", name));
@@ -353,7 +354,7 @@ std::optional<Value> get_method(const Value& obj, const std::string& name) {
   } else if (obj.is_list() && (obj.list_data().kind == ListKind::kList ||
                                obj.list_data().kind == ListKind::kTuple)) {
     bool is_list = obj.list_data().kind == ListKind::kList;
-    static const std::set<std::string> unsafe = {"append", "clear", "pop",  "reverse",
+    static const std::set<std::string> unsafe = {"append", "clear", "pop",    "reverse",
                                                  "insert", "sort",  "extend", "remove"};
     if (is_list && unsafe.count(name)) {
       return Value::undefined(

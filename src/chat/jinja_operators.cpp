@@ -94,12 +94,23 @@ std::string html_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -122,8 +133,7 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
       }
       return Value::string(a.as_string() + b.as_string());
     }
-    if (is_sequence_list(a) && is_sequence_list(b) &&
-        a.list_data().kind == b.list_data().kind) {
+    if (is_sequence_list(a) && is_sequence_list(b) && a.list_data().kind == b.list_data().kind) {
       if (a.list_data().items.size() + b.list_data().items.size() > kMaxListItems) {
         throw RuntimeError("list too large");
       }
@@ -217,16 +227,15 @@ bool contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string()) {
       if (item.is_undefined()) fail_undefined(item);
-      throw RuntimeError(fmt::format("'in <string>' requires string as left operand, not {}",
-                                     type_name(item)));
+      throw RuntimeError(
+          fmt::format("'in <string>' requires string as left operand, not {}", type_name(item)));
     }
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
   if (container.is_dict()) return container.dict_data().find(item) != nullptr;
   if (container.is_object() || container.is_function() || container.is_none() ||
       container.is_number()) {
-    throw RuntimeError(
-        fmt::format("argument of type '{}' is not iterable", type_name(container)));
+    throw RuntimeError(fmt::format("argument of type '{}' is not iterable", type_name(container)));
   }
   for (const Value& v : iterate(container)) {
     if (equals(v, item)) return true;

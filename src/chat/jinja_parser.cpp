@@ -126,7 +126,8 @@ class Parser {
     }
     if (end_tokens.size() > 0) {
       std::string looking;
-      for (const char* end : end_tokens) looking += (looking.empty() ? "" : " or ") + std::string(end);
+      for (const char* end : end_tokens)
+        looking += (looking.empty() ? "" : " or ") + std::string(end);
       error("Unexpected end of template. Jinja was looking for the following tags: " + looking);
     }
     return body;

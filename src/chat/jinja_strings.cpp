@@ -113,44 +113,43 @@ std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
 }
 
 std::string py_upper(std::string_view s) {
-  std::u32string cps = to_u32(s);
   std::u32string out;
-  for (char32_t c : cps) {
-    if (c == 0xdf) {
-      out += U"SS";
-    } else {
-      out += to_upper(c);
-    }
-  }
+  for (char32_t c : to_u32(s)) out += upper_of(c);
   return from_u32(out);
 }
 
 std::string py_lower(std::string_view s) {
   std::u32string cps = to_u32(s);
-  for (char32_t& c : cps) c = to_lower(c);
-  return from_u32(cps);
+  std::u32string out;
+  for (std::size_t i = 0; i < cps.size(); ++i) {
+    char32_t c = cps[i];
+    if (c == 0x3a3) {  // Final_Sigma: after a cased letter and not before one
+      bool before = i > 0 && is_cased(cps[i - 1]);
+      bool after = i + 1 < cps.size() && is_cased(cps[i + 1]);
+      out += (before && !after) ? U'\u03c2' : U'\u03c3';
+      continue;
+    }
+    out += lower_of(c);
+  }
+  return from_u32(out);
 }
 
-static bool is_cased(char32_t c) { return is_cased_upper(c) || is_cased_lower(c); }
-
 std::string py_title(std::string_view s) {
-  std::u32string cps = to_u32(s);
+  std::u32string out;
   bool previous_cased = false;
-  for (char32_t& c : cps) {
-    if (is_cased(c)) {
-      c = previous_cased ? to_lower(c) : to_upper(c);
-      previous_cased = true;
-    } else {
-      previous_cased = false;
-    }
+  for (char32_t c : to_u32(s)) {
+    out += previous_cased ? lower_of(c) : title_of(c);
+    previous_cased = is_cased(c);
   }
-  return from_u32(cps);
+  return from_u32(out);
 }
 
 std::string py_capitalize(std::string_view s) {
   std::u32string cps = to_u32(s);
-  for (std::size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? to_upper(cps[i]) : to_lower(cps[i]);
-  return from_u32(cps);
+  if (cps.empty()) return "";
+  std::u32string out = title_of(cps[0]);
+  out += to_u32(py_lower(from_u32(std::u32string_view(cps).substr(1))));
+  return from_u32(out);
 }
 
 std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement,

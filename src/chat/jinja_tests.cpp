@@ -19,7 +19,9 @@ Value one_arg(std::string_view name, CallArgs& args) {
   return *a[0];
 }
 
-Value int_mod(const Value& v, const Value& m) { return binary_op("%", v, m); }
+Value int_mod(const Value& v, const Value& m) {
+  return binary_op("%", v, m);
+}
 
 const std::map<std::string, Test>& tests() {
   static const std::map<std::string, Test> table = [] {
@@ -50,10 +52,10 @@ const std::map<std::string, Test>& tests() {
       ListKind k = v.list_data().kind;
       return k == ListKind::kList || k == ListKind::kTuple || k == ListKind::kRange;
     });
-    t["callable"] = no_args("callable", [](const Value& v) {
-      return v.is_function() || v.is_undefined();
-    });
-    t["escaped"] = no_args("escaped", [](const Value& v) { return v.is_string() && v.is_markup(); });
+    t["callable"] =
+        no_args("callable", [](const Value& v) { return v.is_function() || v.is_undefined(); });
+    t["escaped"] =
+        no_args("escaped", [](const Value& v) { return v.is_string() && v.is_markup(); });
     t["lower"] = no_args("lower", [](const Value& v) { return py_islower(to_str(v)); });
     t["upper"] = no_args("upper", [](const Value& v) { return py_isupper(to_str(v)); });
     t["odd"] = no_args("odd", [](const Value& v) {
@@ -85,8 +87,12 @@ const std::map<std::string, Test>& tests() {
     auto ne = [](const Value& v, CallArgs& args) { return !equals(v, one_arg("ne", args)); };
     auto lt = [](const Value& v, CallArgs& args) { return less_than(v, one_arg("lt", args), "<"); };
     auto gt = [](const Value& v, CallArgs& args) { return less_than(one_arg("gt", args), v, ">"); };
-    auto le = [](const Value& v, CallArgs& args) { return !less_than(one_arg("le", args), v, "<="); };
-    auto ge = [](const Value& v, CallArgs& args) { return !less_than(v, one_arg("ge", args), ">="); };
+    auto le = [](const Value& v, CallArgs& args) {
+      return !less_than(one_arg("le", args), v, "<=");
+    };
+    auto ge = [](const Value& v, CallArgs& args) {
+      return !less_than(v, one_arg("ge", args), ">=");
+    };
     t["=="] = t["eq"] = t["equalto"] = eq;
     t["!="] = t["ne"] = ne;
     t["<"] = t["lt"] = t["lessthan"] = lt;

@@ -49,12 +49,28 @@ Value Value::string(std::string s, bool markup) {
   v.markup_ = markup;
   return v;
 }
+static int nesting_of(const Value& v) {
+  if (v.is_list()) return v.list_data().depth;
+  if (v.is_dict()) return v.dict_data().depth;
+  return 0;
+}
+
+static int checked_depth(int depth) {
+  if (depth > kMaxNesting) {
+    throw RuntimeError(fmt::format("value nested too deeply (limit {})", kMaxNesting));
+  }
+  return depth;
+}
+
 Value Value::list(std::vector<Value> items, ListKind kind) {
+  int depth = 0;
+  for (const Value& item : items) depth = std::max(depth, nesting_of(item));
   Value v;
   v.kind_ = Kind::kList;
   v.list_ = std::make_shared<ListData>();
   v.list_->kind = kind;
   v.list_->items = std::move(items);
+  v.list_->depth = checked_depth(depth + 1);
   return v;
 }
 Value Value::range(std::int64_t start, std::int64_t stop, std::int64_t step) {
@@ -71,6 +87,10 @@ Value Value::range(std::int64_t start, std::int64_t stop, std::int64_t step) {
   return v;
 }
 Value Value::dict(DictData data) {
+  int depth = 0;
+  for (const auto& [k, item] : data.entries)
+    depth = std::max({depth, nesting_of(k), nesting_of(item)});
+  data.depth = checked_depth(depth + 1);
   Value v;
   v.kind_ = Kind::kDict;
   v.dict_ = std::make_shared<DictData>(std::move(data));
@@ -107,12 +127,18 @@ double Value::as_double() const {
 
 const void* Value::identity() const {
   switch (kind_) {
-    case Kind::kList: return list_.get();
-    case Kind::kDict: return dict_.get();
-    case Kind::kObject: return object_.get();
-    case Kind::kFunction: return function_.get();
-    case Kind::kIterator: return iterator_.get();
-    default: return nullptr;
+    case Kind::kList:
+      return list_.get();
+    case Kind::kDict:
+      return dict_.get();
+    case Kind::kObject:
+      return object_.get();
+    case Kind::kFunction:
+      return function_.get();
+    case Kind::kIterator:
+      return iterator_.get();
+    default:
+      return nullptr;
   }
 }
 
@@ -163,74 +189,50 @@ std::string from_u32(std::u32string_view s) {
 
 bool is_python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
-
-// Simple case mapping for ASCII, Latin-1, Latin Extended-A pairs, Greek and Cyrillic.
-char32_t to_upper(char32_t c) {
-  if (c >= 'a' && c <= 'z') return c - 32;
-  if (c < 0x80) return c;
-  if (c == 0xb5) return 0x39c;
-  if (c >= 0xe0 && c <= 0xfe && c != 0xf7) return c - 32;
-  if (c == 0xff) return 0x178;
-  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
-      c != 0x17f) {
-    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
-    if (odd_upper) return (c % 2 == 0) ? c - 1 : c;
-    return (c % 2 == 1) ? c - 1 : c;
-  }
-  if (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) return c - 32;
-  if (c == 0x3c2) return 0x3a3;
-  if (c >= 0x430 && c <= 0x44f) return c - 32;
-  if (c >= 0x450 && c <= 0x45f) return c - 80;
-  return c;
-}
-
-char32_t to_lower(char32_t c) {
-  if (c >= 'A' && c <= 'Z') return c + 32;
-  if (c < 0x80) return c;
-  if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;
-  if (c == 0x178) return 0xff;
-  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
-      c != 0x17f) {
-    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
-    if (odd_upper) return (c % 2 == 1) ? c + 1 : c;
-    return (c % 2 == 0) ? c + 1 : c;
-  }
-  if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
-  if (c >= 0x410 && c <= 0x42f) return c + 32;
-  if (c >= 0x400 && c <= 0x40f) return c + 80;
-  return c;
-}
-
-bool is_cased_upper(char32_t c) { return to_lower(c) != c; }
-bool is_cased_lower(char32_t c) { return to_upper(c) != c || c == 0xdf; }
 
 // ---- Python semantics -----------------------------------------------------------------------
 
 std::string type_name(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return v.is_markup() ? "Markup" : "str";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return v.is_markup() ? "Markup" : "str";
     case Kind::kList:
       switch (v.list_data().kind) {
-        case ListKind::kList: return "list";
-        case ListKind::kTuple: return "tuple";
-        case ListKind::kRange: return "range";
-        case ListKind::kDictKeys: return "dict_keys";
-        case ListKind::kDictValues: return "dict_values";
-        case ListKind::kDictItems: return "dict_items";
+        case ListKind::kList:
+          return "list";
+        case ListKind::kTuple:
+          return "tuple";
+        case ListKind::kRange:
+          return "range";
+        case ListKind::kDictKeys:
+          return "dict_keys";
+        case ListKind::kDictValues:
+          return "dict_values";
+        case ListKind::kDictItems:
+          return "dict_items";
       }
       return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kObject: return v.object_data().type_name;
-    case Kind::kFunction: return "function";
-    case Kind::kIterator: return v.iterator_data().type_name;
+    case Kind::kDict:
+      return "dict";
+    case Kind::kObject:
+      return v.object_data().type_name;
+    case Kind::kFunction:
+      return "function";
+    case Kind::kIterator:
+      return v.iterator_data().type_name;
   }
   return "object";
 }
@@ -238,20 +240,27 @@ std::string type_name(const Value& v) {
 bool truthy(const Value& v) {
   switch (v.kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return v.as_bool();
-    case Kind::kInt: return v.as_int() != 0;
-    case Kind::kFloat: return v.as_double() != 0.0;
-    case Kind::kString: return !v.as_string().empty();
-    case Kind::kList: return !v.list_data().items.empty();
-    case Kind::kDict: return !v.dict_data().entries.empty();
-    default: return true;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return v.as_bool();
+    case Kind::kInt:
+      return v.as_int() != 0;
+    case Kind::kFloat:
+      return v.as_double() != 0.0;
+    case Kind::kString:
+      return !v.as_string().empty();
+    case Kind::kList:
+      return !v.list_data().items.empty();
+    case Kind::kDict:
+      return !v.dict_data().entries.empty();
+    default:
+      return true;
   }
 }
 
 void fail_undefined(const Value& v) {
-  throw RuntimeError(v.as_string().empty() ? std::string("'undefined' value used")
-                                           : v.as_string());
+  throw RuntimeError(v.as_string().empty() ? std::string("'undefined' value used") : v.as_string());
 }
 
 std::string python_float_repr(double d) {
@@ -350,51 +359,78 @@ static std::string dict_repr(const DictData& d) {
 }
 
 std::string repr(const Value& v) {
+  // Namespaces are references and may contain themselves; containers are depth-limited.
+  static thread_local int depth = 0;
+  struct Guard {
+    Guard() {
+      if (++depth > 2 * kMaxNesting) {
+        --depth;
+        throw RuntimeError("value nested too deeply to print (or contains itself)");
+      }
+    }
+    ~Guard() { --depth; }
+  } guard;
   switch (v.kind()) {
-    case Kind::kUndefined: return "Undefined";
+    case Kind::kUndefined:
+      return "Undefined";
     case Kind::kString:
       return v.is_markup() ? "Markup(" + python_string_repr(v.as_string()) + ")"
                            : python_string_repr(v.as_string());
     case Kind::kList: {
       const ListData& l = v.list_data();
       switch (l.kind) {
-        case ListKind::kList: return "[" + join_repr(l.items) + "]";
+        case ListKind::kList:
+          return "[" + join_repr(l.items) + "]";
         case ListKind::kTuple:
           if (l.items.size() == 1) return "(" + repr(l.items[0]) + ",)";
           return "(" + join_repr(l.items) + ")";
         case ListKind::kRange:
           if (l.range_step == 1) return fmt::format("range({}, {})", l.range_start, l.range_stop);
           return fmt::format("range({}, {}, {})", l.range_start, l.range_stop, l.range_step);
-        case ListKind::kDictKeys: return "dict_keys([" + join_repr(l.items) + "])";
-        case ListKind::kDictValues: return "dict_values([" + join_repr(l.items) + "])";
-        case ListKind::kDictItems: return "dict_items([" + join_repr(l.items) + "])";
+        case ListKind::kDictKeys:
+          return "dict_keys([" + join_repr(l.items) + "])";
+        case ListKind::kDictValues:
+          return "dict_values([" + join_repr(l.items) + "])";
+        case ListKind::kDictItems:
+          return "dict_items([" + join_repr(l.items) + "])";
       }
       return "";
     }
-    case Kind::kDict: return dict_repr(v.dict_data());
+    case Kind::kDict:
+      return dict_repr(v.dict_data());
     case Kind::kObject:
       if (v.object_data().is_namespace) {
         return "<Namespace " + dict_repr(v.object_data().attributes) + ">";
       }
-      throw RuntimeError(fmt::format("printing a {} object is not supported (its text is an address)",
-                                     v.object_data().type_name));
+      throw RuntimeError(
+          fmt::format("printing a {} object is not supported (its text is an address)",
+                      v.object_data().type_name));
     case Kind::kFunction:
     case Kind::kIterator:
-      throw RuntimeError(fmt::format(
-          "printing a {} object is not supported (jinja2 prints its memory address)", type_name(v)));
-    default: return to_str(v);
+      throw RuntimeError(
+          fmt::format("printing a {} object is not supported (jinja2 prints its memory address)",
+                      type_name(v)));
+    default:
+      return to_str(v);
   }
 }
 
 std::string to_str(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return v.as_bool() ? "True" : "False";
-    case Kind::kInt: return std::to_string(v.as_int());
-    case Kind::kFloat: return python_float_repr(v.as_double());
-    case Kind::kString: return v.as_string();
-    default: return repr(v);
+    case Kind::kUndefined:
+      return "";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return v.as_bool() ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(v.as_int());
+    case Kind::kFloat:
+      return python_float_repr(v.as_double());
+    case Kind::kString:
+      return v.as_string();
+    default:
+      return repr(v);
   }
 }
 
@@ -406,8 +442,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return true;
-    case Kind::kString: return a.as_string() == b.as_string();
+    case Kind::kNone:
+      return true;
+    case Kind::kString:
+      return a.as_string() == b.as_string();
     case Kind::kList: {
       const ListData& x = a.list_data();
       const ListData& y = b.list_data();
@@ -444,7 +482,8 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    default: return a.identity() == b.identity();
+    default:
+      return a.identity() == b.identity();
   }
 }
 
@@ -471,13 +510,15 @@ bool less_than(const Value& a, const Value& b, std::string_view op) {
 
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return {};
+    case Kind::kUndefined:
+      return {};
     case Kind::kString: {
       std::vector<Value> out;
       for (char32_t c : to_u32(v.as_string())) out.push_back(Value::string(from_u32({&c, 1})));
       return out;
     }
-    case Kind::kList: return v.list_data().items;
+    case Kind::kList:
+      return v.list_data().items;
     case Kind::kDict: {
       std::vector<Value> out;
       for (const auto& entry : v.dict_data().entries) out.push_back(entry.first);
@@ -490,25 +531,34 @@ std::vector<Value> iterate(const Value& v) {
       it.position = it.items.size();
       return out;
     }
-    default: throw RuntimeError(fmt::format("'{}' object is not iterable", type_name(v)));
+    default:
+      throw RuntimeError(fmt::format("'{}' object is not iterable", type_name(v)));
   }
 }
 
 std::int64_t length(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return 0;
-    case Kind::kString: return static_cast<std::int64_t>(to_u32(v.as_string()).size());
-    case Kind::kList: return static_cast<std::int64_t>(v.list_data().items.size());
-    case Kind::kDict: return static_cast<std::int64_t>(v.dict_data().entries.size());
-    default: throw RuntimeError(fmt::format("object of type '{}' has no len()", type_name(v)));
+    case Kind::kUndefined:
+      return 0;
+    case Kind::kString:
+      return static_cast<std::int64_t>(to_u32(v.as_string()).size());
+    case Kind::kList:
+      return static_cast<std::int64_t>(v.list_data().items.size());
+    case Kind::kDict:
+      return static_cast<std::int64_t>(v.dict_data().entries.size());
+    default:
+      throw RuntimeError(fmt::format("object of type '{}' has no len()", type_name(v)));
   }
 }
 
 Value from_json(const Json& json) {
   switch (json.type()) {
-    case Json::value_t::null: return Value::none();
-    case Json::value_t::boolean: return Value::boolean(json.get<bool>());
-    case Json::value_t::number_integer: return Value::integer(json.get<std::int64_t>());
+    case Json::value_t::null:
+      return Value::none();
+    case Json::value_t::boolean:
+      return Value::boolean(json.get<bool>());
+    case Json::value_t::number_integer:
+      return Value::integer(json.get<std::int64_t>());
     case Json::value_t::number_unsigned: {
       auto u = json.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX)) {
@@ -516,8 +566,10 @@ Value from_json(const Json& json) {
       }
       return Value::integer(static_cast<std::int64_t>(u));
     }
-    case Json::value_t::number_float: return Value::floating(json.get<double>());
-    case Json::value_t::string: return Value::string(json.get<std::string>());
+    case Json::value_t::number_float:
+      return Value::floating(json.get<double>());
+    case Json::value_t::string:
+      return Value::string(json.get<std::string>());
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -531,7 +583,8 @@ Value from_json(const Json& json) {
       }
       return Value::dict(std::move(d));
     }
-    default: throw RuntimeError("unsupported JSON value (binary)");
+    default:
+      throw RuntimeError("unsupported JSON value (binary)");
   }
 }
 
@@ -540,13 +593,27 @@ static void json_string(std::string& out, std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -566,18 +633,28 @@ static std::string json_float(double d) {
 
 static void json_dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level,
                       int depth) {
-  if (depth > 200) throw RuntimeError("tojson: value nested too deeply");
+  if (depth > 2 * kMaxNesting) throw RuntimeError("tojson: value nested too deeply");
   auto newline = [&](int lvl) {
     if (!o.has_indent) return;
     out += '\n';
     for (int i = 0; i < lvl; ++i) out += o.indent;
   };
   switch (v.kind()) {
-    case Kind::kNone: out += "null"; return;
-    case Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
-    case Kind::kInt: out += std::to_string(v.as_int()); return;
-    case Kind::kFloat: out += json_float(v.as_double()); return;
-    case Kind::kString: json_string(out, v.as_string()); return;
+    case Kind::kNone:
+      out += "null";
+      return;
+    case Kind::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Kind::kInt:
+      out += std::to_string(v.as_int());
+      return;
+    case Kind::kFloat:
+      out += json_float(v.as_double());
+      return;
+    case Kind::kString:
+      json_string(out, v.as_string());
+      return;
     case Kind::kList: {
       const ListData& l = v.list_data();
       if (l.kind != ListKind::kList && l.kind != ListKind::kTuple) break;
@@ -605,14 +682,24 @@ static void json_dump(std::string& out, const Value& v, const JsonDumpOptions& o
       for (const auto& [key, item] : d.entries) {
         std::string k;
         switch (key.kind()) {
-          case Kind::kString: k = key.as_string(); break;
-          case Kind::kInt: k = std::to_string(key.as_int()); break;
-          case Kind::kFloat: k = json_float(key.as_double()); break;
-          case Kind::kBool: k = key.as_bool() ? "true" : "false"; break;
-          case Kind::kNone: k = "null"; break;
+          case Kind::kString:
+            k = key.as_string();
+            break;
+          case Kind::kInt:
+            k = std::to_string(key.as_int());
+            break;
+          case Kind::kFloat:
+            k = json_float(key.as_double());
+            break;
+          case Kind::kBool:
+            k = key.as_bool() ? "true" : "false";
+            break;
+          case Kind::kNone:
+            k = "null";
+            break;
           default:
-            throw RuntimeError(fmt::format(
-                "keys must be str, int, float, bool or None, not {}", type_name(key)));
+            throw RuntimeError(
+                fmt::format("keys must be str, int, float, bool or None, not {}", type_name(key)));
         }
         entries.emplace_back(std::move(k), &item);
       }
@@ -632,7 +719,8 @@ static void json_dump(std::string& out, const Value& v, const JsonDumpOptions& o
       out += '}';
       return;
     }
-    default: break;
+    default:
+      break;
   }
   throw RuntimeError(fmt::format("Object of type {} is not JSON serializable", type_name(v)));
 }

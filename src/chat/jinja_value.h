@@ -54,14 +54,19 @@ enum class Kind : std::uint8_t {
 
 enum class ListKind : std::uint8_t { kList, kTuple, kRange, kDictKeys, kDictValues, kDictItems };
 
+// Containers may nest at most this deep (recursive printing, comparison and destruction).
+inline constexpr int kMaxNesting = 500;
+
 struct ListData {
   ListKind kind = ListKind::kList;
+  int depth = 1;
   std::vector<Value> items;
   std::int64_t range_start = 0, range_stop = 0, range_step = 1;
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> entries;
+  int depth = 1;  // set by Value::dict
   const Value* find(const Value& key) const;
   Value* find(const Value& key);
   void set(Value key, Value value);
@@ -179,9 +184,12 @@ std::string json_dumps(const Value& v, const JsonDumpOptions& options);
 std::u32string to_u32(std::string_view s);
 std::string from_u32(std::u32string_view s);
 bool is_python_space(char32_t c);
-char32_t to_upper(char32_t c);
-char32_t to_lower(char32_t c);
-bool is_cased_upper(char32_t c);
+// Python's full case mappings of one code point (jinja_unicode.cpp).
+std::u32string upper_of(char32_t c);
+std::u32string lower_of(char32_t c);
+std::u32string title_of(char32_t c);
+bool is_cased(char32_t c);        // Unicode "Cased"
+bool is_cased_upper(char32_t c);  // an uppercase or titlecase letter
 bool is_cased_lower(char32_t c);
 
 }  // namespace xlacel::jinja

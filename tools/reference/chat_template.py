@@ -102,7 +102,9 @@ def main():
                         case["error"] = {"type": type(e).__name__, "message": str(e)}
                     cases.append(case)
     out = DATA / "expected.json"
-    out.write_text(json.dumps({"cases": cases}, ensure_ascii=False, indent=1) + "\n")
+    # One case per line keeps the file small and its diffs readable.
+    lines = ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases)
+    out.write_text('{"cases": [\n' + lines + "\n]}\n")
     errors = sum("error" in c for c in cases)
     print(f"wrote {out.relative_to(ROOT)}: {len(cases)} cases ({errors} expected errors)", file=sys.stderr)
 
