@@ -324,6 +324,31 @@ TEST(HfDirectory, ReadsConfigShardsAndTokenizerConfig) {
   EXPECT_EQ(model.chat_template()->text, "{{ x }}");
 }
 
+TEST(HfDirectory, ReadsTransformers5RopeParameters) {
+  // transformers 5 saves rope settings as `rope_parameters`, with rope_theta inside.
+  Json config = Json::parse(kLlama3Config);
+  config.erase("rope_scaling");
+  config.erase("rope_theta");
+  config["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0},
+                               {"factor", 8.0}, {"low_freq_factor", 1.0},
+                               {"high_freq_factor", 4.0},
+                               {"original_max_position_embeddings", 64}};
+  ModelFiles model = ModelFiles::open(make_hf_directory("rope_parameters", config.dump()).string());
+  EXPECT_EQ(model.config().rope_theta, 250000.0);
+  EXPECT_EQ(model.config().rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(model.config().rope_scaling.factor, 8.0);
+  EXPECT_EQ(model.config().rope_scaling.original_max_position_embeddings, 64);
+}
+
+TEST(HfDirectory, TinyLlama3ReferenceModelReads) {
+  ModelFiles model = ModelFiles::open(test_data("models/tiny_llama3").string());
+  EXPECT_EQ(model.config().num_kv_heads, 2);
+  EXPECT_EQ(model.config().rope_theta, 500000.0);
+  EXPECT_EQ(model.config().rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_FALSE(model.config().tie_word_embeddings);
+  EXPECT_TRUE(model.find_tensor("lm_head.weight").has_value());
+}
+
 TEST(HfDirectory, Qwen2HasAttentionBias) {
   Json config = Json::parse(kLlama3Config);
   config["model_type"] = "qwen2";

@@ -65,7 +65,11 @@ void run_inspect(const std::string& path) {
     fmt::print("  {:<5} {:>4} tensors  {:>12} elements  {:>10}\n", dtype, totals.count,
                totals.elements, mebibytes(totals.bytes));
   }
-  fmt::print("tokenizer: {}\n", load_tokenizer(model)->describe());
+  if (model.gguf() != nullptr || !model.tokenizer_json_path().empty()) {
+    fmt::print("tokenizer: {}\n", load_tokenizer(model)->describe());
+  } else {
+    fmt::print("tokenizer: none (no tokenizer.json)\n");
+  }
   if (model.chat_template()) {
     const std::string& text = model.chat_template()->text;
     long lines = std::count(text.begin(), text.end(), '\n') + 1;

@@ -53,21 +53,28 @@ std::vector<int64_t> json_id_list(const Json& value, const char* key, const std:
   return ids;
 }
 
-RopeScaling rope_scaling_from_hf(const Json& config, const std::string& path) {
+// transformers 5 writes `rope_parameters` (rope_theta inside it); older configs carry a
+// top-level rope_theta and an optional `rope_scaling`. Either form is read.
+RopeScaling rope_from_hf(const Json& config, double& rope_theta, const std::string& path) {
   RopeScaling scaling;
-  if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return scaling;
-  const Json& rope = config["rope_scaling"];
-  if (!rope.is_object()) fail(path, "field 'rope_scaling' must be an object");
-  std::string type;
-  for (const char* key : {"rope_type", "type"}) {
-    if (rope.contains(key) && rope[key].is_string()) {
-      type = rope[key].get<std::string>();
+  const char* key = config.contains("rope_parameters") && !config["rope_parameters"].is_null()
+                        ? "rope_parameters"
+                        : "rope_scaling";
+  if (config.contains("rope_theta")) rope_theta = json_number(config, "rope_theta", path);
+  if (!config.contains(key) || config[key].is_null()) return scaling;
+  const Json& rope = config[key];
+  if (!rope.is_object()) fail(path, "field '{}' must be an object", key);
+  if (rope.contains("rope_theta")) rope_theta = json_number(rope, "rope_theta", path);
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (rope.contains(type_key) && rope[type_key].is_string()) {
+      type = rope[type_key].get<std::string>();
       break;
     }
   }
   if (type == "default") return scaling;
   if (type != "llama3") {
-    fail(path, "rope_scaling type '{}' is not supported (supported: default, llama3)", type);
+    fail(path, "{} type '{}' is not supported (supported: default, llama3)", key, type);
   }
   scaling.type = RopeScaling::Type::kLlama3;
   scaling.factor = json_number(rope, "factor", path);
@@ -111,8 +118,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
                              : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
   result.rms_norm_eps = json_number(config, "rms_norm_eps", path);
-  if (config.contains("rope_theta")) result.rope_theta = json_number(config, "rope_theta", path);
-  result.rope_scaling = rope_scaling_from_hf(config, path);
+  result.rope_scaling = rope_from_hf(config, result.rope_theta, path);
   // transformers' Llama, Mistral and Qwen2 configs default to an untied head.
   if (config.contains("tie_word_embeddings")) {
     if (!config["tie_word_embeddings"].is_boolean()) {
