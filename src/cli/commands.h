@@ -7,5 +7,7 @@ namespace xlacel::cli {
 void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
+void add_emit_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 
 }  // namespace xlacel::cli

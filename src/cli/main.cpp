@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   xlacel::cli::add_inspect_command(app);
   xlacel::cli::add_tokenize_command(app);
   xlacel::cli::add_chat_template_command(app);
+  xlacel::cli::add_emit_command(app);
+  xlacel::cli::add_compile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

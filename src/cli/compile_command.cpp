@@ -1,0 +1,120 @@
+// `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
+//  [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80] [--opt-level O3]
+//  [--output-format text|json]`, or `xlacel compile --mlir FILE [--target ...]`: one module
+// compiled with iree-compile through the compile cache ($XLACEL_CACHE/compiled). Prints the
+// artifact's path, hit or miss, and the compile time.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "cli/commands.h"
+#include "cli/graph_flags.h"
+#include "cli/model_loading.h"
+#include "common/error.h"
+#include "compile_cache/compile_cache.h"
+#include "compile_cache/iree_compiler.h"
+#include "models/graph_options.h"
+
+namespace xlacel::cli {
+
+namespace {
+
+struct CompileOptions {
+  GraphFlags graph;
+  std::string mlir;  // an existing StableHLO file instead of an emitted graph
+  compile_cache::IreeTargetOptions target;
+  std::string output_format = "text";
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open");
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (in.bad()) fail(path, "cannot read");
+  return text;
+}
+
+// "SmolLM2-135M-Instruct.Q4_1" for a GGUF file, the directory's name for an HF directory.
+std::string model_name(const std::string& path) {
+  std::filesystem::path normal = std::filesystem::path(path).lexically_normal();
+  if (!normal.has_filename()) normal = normal.parent_path();
+  return std::filesystem::is_directory(normal) ? normal.filename().string()
+                                               : normal.stem().string();
+}
+
+void run_compile(const CompileOptions& options) {
+  if (options.output_format != "text" && options.output_format != "json") {
+    fail("--output-format", "unknown format '{}' (text, json)", options.output_format);
+  }
+  compile_cache::CompileTarget target = compile_cache::iree_target(options.target);
+  compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
+
+  std::string mlir;
+  std::string source;
+  if (!options.mlir.empty()) {
+    mlir = read_text(options.mlir);
+    source = options.mlir;
+  } else {
+    models::GraphOptions graph = graph_options(options.graph);
+    ModelFiles model = open_model(options.graph.model);
+    mlir = models::emit_graph(model.config(), graph);
+    // Named like a file, as diagnostics print it: "<model>.<graph>.mlir:LINE:COL: error: ...".
+    source = fmt::format("{}.{}.mlir", model_name(model.path()), graph_name(graph));
+  }
+
+  const std::string target_name = target.name;
+  compile_cache::CompileCache cache;
+  compile_cache::CompileResult result =
+      cache.get_or_compile(compiler, {mlir, source, std::move(target)});
+
+  if (options.output_format == "json") {
+    nlohmann::json json = {{"artifact", result.artifact.string()},
+                           {"key", result.key},
+                           {"cache", result.hit ? "hit" : "miss"},
+                           {"compile_seconds", result.compile_seconds},
+                           {"seconds", result.seconds},
+                           {"target", target_name},
+                           {"source", source}};
+    if (!result.discarded.empty()) json["discarded"] = result.discarded;
+    fmt::print("{}\n", json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  // "compile time" is this call's wall time: the compile on a miss, the verified lookup on a hit.
+  fmt::print("artifact: {}\n", result.artifact.string());
+  if (result.hit) {
+    fmt::print("cache: hit\n");
+    fmt::print("compile time: {:.3f} s (cached; the compile took {:.3f} s)\n", result.seconds,
+               result.compile_seconds);
+  } else {
+    fmt::print("cache: miss{}\n",
+               result.discarded.empty() ? "" : " (rebuilt: " + result.discarded + ")");
+    fmt::print("compile time: {:.3f} s\n", result.seconds);
+  }
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "compile",
+      "Compile a model graph (or a StableHLO file) with iree-compile, through the cache");
+  auto options = std::make_shared<CompileOptions>();
+  std::vector<CLI::Option*> graph_flags = add_graph_flags(command, options->graph);
+  auto* mlir = command->add_option("--mlir", options->mlir,
+                                   "compile this StableHLO file instead of a model graph");
+  for (CLI::Option* flag : graph_flags) mlir->excludes(flag);
+  command->add_option("--target", options->target.backend, "llvm-cpu (this machine) or cuda")
+      ->capture_default_str();
+  command->add_option("--cuda-sm", options->target.cuda_sm, "CUDA architecture for --target cuda")
+      ->capture_default_str();
+  command->add_option("--opt-level", options->target.opt_level, "O0, O1, O2 or O3")
+      ->capture_default_str();
+  command->add_option("--output-format", options->output_format, "text or json")
+      ->capture_default_str();
+  command->callback([options] { run_compile(*options); });
+}
+
+}  // namespace xlacel::cli

@@ -1,0 +1,52 @@
+// `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
+//  [--weights f32|bf16|f16] -o FILE.mlir`: the StableHLO text of one graph.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/graph_flags.h"
+#include "cli/model_loading.h"
+#include "common/error.h"
+
+namespace xlacel::cli {
+
+namespace {
+
+struct EmitOptions {
+  GraphFlags graph;
+  std::string output;
+};
+
+void run_emit(const EmitOptions& options) {
+  models::GraphOptions graph = graph_options(options.graph);
+  ModelFiles model = open_model(options.graph.model);
+  std::string text = models::emit_graph(model.config(), graph);
+  if (options.output.empty() || options.output == "-") {
+    fmt::print("{}", text);
+    return;
+  }
+  // Written beside the target and renamed, so a failed write never leaves a partial module.
+  std::string partial = options.output + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary);
+    if (!out) fail(options.output, "cannot write");
+    out << text;
+    if (!out.flush()) fail(options.output, "write failed");
+  }
+  std::filesystem::rename(partial, options.output);
+  fmt::print(stderr, "wrote {} ({} bytes)\n", options.output, text.size());
+}
+
+}  // namespace
+
+void add_emit_command(CLI::App& app) {
+  auto* command = app.add_subcommand("emit", "Write one model graph as StableHLO text");
+  auto options = std::make_shared<EmitOptions>();
+  add_graph_flags(command, options->graph);
+  command->add_option("-o,--output", options->output, "output file (default: stdout)");
+  command->callback([options] { run_emit(*options); });
+}
+
+}  // namespace xlacel::cli

@@ -1,0 +1,41 @@
+#include "cli/graph_flags.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace xlacel::cli {
+
+std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) {
+  return {
+      command->add_option("-m,--model", flags.model, "GGUF file or HF model directory"),
+      command->add_option("--graph", flags.graph, "prefill, decode or decode-logits")
+          ->capture_default_str(),
+      command->add_option("--bucket", flags.bucket,
+                          "tokens per call (default: 64 for prefill, 1 for decode)"),
+      command->add_option("--capacity", flags.capacity, "KV-cache positions")
+          ->capture_default_str(),
+      command->add_option("--weights", flags.weights, "weight element type: f32, bf16 or f16")
+          ->capture_default_str(),
+  };
+}
+
+models::GraphOptions graph_options(const GraphFlags& flags) {
+  models::GraphOptions graph;
+  auto kind = models::parse_graph_kind(flags.graph);
+  if (!kind) fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits)", flags.graph);
+  graph.kind = *kind;
+  auto weights = models::parse_weight_type(flags.weights);
+  if (!weights) fail("--weights", "unknown weight type '{}' (f32, bf16, f16)", flags.weights);
+  graph.weights = *weights;
+  graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
+  graph.capacity = flags.capacity;
+  return graph;
+}
+
+std::string graph_name(const models::GraphOptions& options) {
+  return fmt::format("{}-b{}-c{}-{}", models::graph_kind_name(options.kind), options.bucket,
+                     options.capacity, models::weight_type_name(options.weights));
+}
+
+}  // namespace xlacel::cli

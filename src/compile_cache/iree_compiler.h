@@ -1,0 +1,57 @@
+#pragma once
+// IREE's iree-compile (pip package iree-base-compiler) as a Compiler: StableHLO text in, a
+// .vmfb module out, run as a subprocess.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "compile_cache/compiler.h"
+
+namespace xlacel::compile_cache {
+
+// The install hint every "iree-compile not found" Error carries.
+inline constexpr const char* kIreeInstallHint =
+    "run scripts/setup (pip package iree-base-compiler)";
+
+// Looks for iree-compile, first match wins: $XLACEL_IREE_COMPILE (when set, it must name an
+// executable: an Error otherwise, no fallback), $XLACEL_VENV/bin, $VIRTUAL_ENV/bin, a .venv/bin
+// found walking up from the current directory and then from the running program's directory,
+// then PATH. Throws Error "iree-compile not found ...; run scripts/setup ..." when none is.
+std::filesystem::path find_iree_compile();
+
+class IreeCompiler : public Compiler {
+ public:
+  // An explicit iree-compile; throws the not-found Error unless it is an executable file.
+  explicit IreeCompiler(std::filesystem::path executable);
+  static IreeCompiler from_environment() { return IreeCompiler(find_iree_compile()); }
+
+  const std::filesystem::path& executable() const { return executable_; }
+  // What actually runs: the executable, or for pip's Python wrapper script the binary it
+  // would spawn (see iree_compiler.cpp).
+  const std::filesystem::path& program() const { return program_; }
+
+  std::string name() const override { return "iree-compile"; }
+  std::string artifact_extension() const override { return ".vmfb"; }
+  // `iree-compile --version` (compiler version, commit and LLVM version), run once per
+  // executable per process. Thread-safe, as is compile().
+  const std::string& identity() override;
+  void compile(const CompileJob& job) override;
+
+ private:
+  std::filesystem::path executable_;
+  std::filesystem::path program_;
+  std::optional<std::string> identity_;
+};
+
+struct IreeTargetOptions {
+  std::string backend = "llvm-cpu";  // "llvm-cpu" (this machine's CPU) or "cuda"
+  std::string cuda_sm = "sm_80";     // the CUDA architecture, for backend "cuda"
+  std::string opt_level = "O3";      // O0..O3, as --iree-opt-level
+};
+
+// The flags for one target, always with --iree-input-type=stablehlo. llvm-cpu targets
+// cpu=host, so its identity names the host CPU (host_cpu.h). Throws Error naming the option
+// for an unknown backend, a malformed CUDA architecture or optimization level.
+CompileTarget iree_target(const IreeTargetOptions& options);
+
+}  // namespace xlacel::compile_cache

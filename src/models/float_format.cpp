@@ -1,0 +1,42 @@
+#include "models/float_format.h"
+
+#include <bit>
+
+namespace xlacel::models {
+
+uint16_t float_to_bfloat16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+uint16_t float_to_half(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
+  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
+  int32_t exponent = static_cast<int32_t>(magnitude >> 23) - 127;
+  uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;  // 24 significant bits
+  uint32_t result;
+  if (exponent < -25) {
+    result = 0;  // below half the smallest subnormal (2^-25): rounds to zero
+  } else {
+    // Normal halves keep 11 significant bits; subnormals (exponent < -14) keep fewer.
+    int32_t shift = exponent >= -14 ? 13 : 13 + (-14 - exponent);
+    uint32_t kept = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1u))) ++kept;
+    if (exponent >= -14) {
+      // kept is in [2^10, 2^11]; a carry to 2^11 moves into the next exponent naturally.
+      result = (static_cast<uint32_t>(exponent + 14) << 10) + kept;
+    } else {
+      result = kept;  // subnormal (a carry to 2^10 becomes the smallest normal)
+    }
+  }
+  return static_cast<uint16_t>(sign | result);
+}
+
+}  // namespace xlacel::models

@@ -1,0 +1,43 @@
+#include "models/graph_options.h"
+
+namespace xlacel::models {
+
+const char* graph_kind_name(GraphKind kind) {
+  switch (kind) {
+    case GraphKind::kPrefill:
+      return "prefill";
+    case GraphKind::kDecode:
+      return "decode";
+    case GraphKind::kDecodeLogits:
+      return "decode-logits";
+  }
+  return "?";
+}
+
+std::optional<GraphKind> parse_graph_kind(std::string_view name) {
+  for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits}) {
+    if (name == graph_kind_name(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+const char* weight_type_name(WeightType type) {
+  switch (type) {
+    case WeightType::kF32:
+      return "f32";
+    case WeightType::kBF16:
+      return "bf16";
+    case WeightType::kF16:
+      return "f16";
+  }
+  return "?";
+}
+
+std::optional<WeightType> parse_weight_type(std::string_view name) {
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
+    if (name == weight_type_name(type)) return type;
+  }
+  return std::nullopt;
+}
+
+}  // namespace xlacel::models

@@ -1,0 +1,121 @@
+#include "models/llama_layers.h"
+
+#include <cmath>
+#include <limits>
+
+namespace xlacel::models {
+
+using namespace stablehlo;
+
+namespace {
+
+Value to_f32(Value x) {
+  return x.element() == ElementType::kF32 ? x : convert(x, ElementType::kF32);
+}
+
+// A matmul of an f32 activation with `other` (weights or cache) in other's element type,
+// accumulating in f32. f32 x f32 asks for HIGHEST precision (no TF32 on GPUs), like torch.
+Value dot_f32(Value lhs, Value rhs, const DotDimensions& dims) {
+  if (rhs.element() == ElementType::kF32) {
+    return dot_general(lhs, rhs, dims, {.precision = {{Precision::kHighest, Precision::kHighest}}});
+  }
+  return dot_general(convert(lhs, rhs.element()), rhs, dims, {.result_element = ElementType::kF32});
+}
+
+Value broadcast_like(Value x, const std::vector<int64_t>& shape, std::vector<int64_t> dims) {
+  return broadcast_in_dim(x, shape, std::move(dims));
+}
+
+}  // namespace
+
+Value linear(Value x, Value weight, std::optional<Value> bias) {
+  Value y = dot_f32(x, weight, {.lhs_contracting = {1}, .rhs_contracting = {1}});
+  if (bias) y = y + broadcast_like(to_f32(*bias), y.shape(), {1});
+  return y;
+}
+
+Value rms_norm(Value x, Value weight, double eps) {
+  Block& b = x.block();
+  const int64_t tokens = x.shape()[0];
+  const int64_t hidden = x.shape()[1];
+  Value sum = reduce_sum(x * x, {1});
+  Value mean = sum / constant(b, sum.type(), static_cast<double>(hidden));
+  Value inv = rsqrt(mean + constant(b, sum.type(), eps));
+  Value normed = x * broadcast_like(inv, {tokens, hidden}, {0});
+  return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
+}
+
+Rotary rotary(Value positions, Value inv_freq) {
+  const int64_t tokens = positions.shape()[0];
+  const int64_t half = inv_freq.shape()[0];
+  Value pos = broadcast_like(convert(positions, ElementType::kF32), {tokens, half}, {0});
+  Value freqs = pos * broadcast_like(inv_freq, {tokens, half}, {1});
+  Value emb = concatenate({freqs, freqs}, 1);
+  return {cosine(emb), sine(emb)};
+}
+
+Value apply_rotary(Value x, const Rotary& r) {
+  const std::vector<int64_t> shape = x.shape();  // [T, heads, D]
+  const int64_t d = shape[2];
+  Value x1 = slice(x, {0, 0, 0}, {shape[0], shape[1], d / 2});
+  Value x2 = slice(x, {0, 0, d / 2}, {shape[0], shape[1], d});
+  Value rotated = concatenate({-x2, x1}, 2);
+  Value cos = broadcast_like(r.cos, shape, {0, 2});
+  Value sin = broadcast_like(r.sin, shape, {0, 2});
+  return x * cos + rotated * sin;
+}
+
+Value attention(const AttentionInputs& in) {
+  Block& b = in.q.block();
+  const int64_t tokens = in.q.shape()[0];
+  const int64_t heads = in.q.shape()[1];
+  const int64_t d = in.q.shape()[2];
+  const int64_t kv_heads = in.k_cache.shape()[0];
+  const int64_t capacity = in.k_cache.shape()[1];
+  const int64_t group = heads / kv_heads;
+
+  // [T, H, D] -> [Hkv, G*T, D]: head h = kv * G + g (repeat_kv's order).
+  Value q = reshape(in.q, {tokens, kv_heads, group, d});
+  q = reshape(transpose(q, {1, 2, 0, 3}), {kv_heads, group * tokens, d});
+  Value scores = dot_f32(q, in.k_cache,
+                         {.lhs_batching = {0},
+                          .rhs_batching = {0},
+                          .lhs_contracting = {2},
+                          .rhs_contracting = {2}});  // [Hkv, G*T, C]
+  const TensorType score_type(ElementType::kF32, {kv_heads, group, tokens, capacity});
+  scores = reshape(scores, score_type.shape());
+  scores = scores * constant(b, score_type, 1.0 / std::sqrt(static_cast<double>(d)));
+
+  // Key c is visible to the query at position p when c <= p and c < end.
+  const TensorType mask_type(ElementType::kI32, {tokens, capacity});
+  Value key = iota(b, mask_type, 1);
+  Value query = broadcast_like(in.positions, mask_type.shape(), {0});
+  Value end = broadcast_like(in.end, mask_type.shape(), {});
+  Value visible =
+      logical_and(compare(key, query, Direction::kLE), compare(key, end, Direction::kLT));
+  visible = broadcast_like(visible, score_type.shape(), {2, 3});
+  // The lowest finite float rather than -inf: a fully masked row stays finite (never NaN).
+  Value lowest = constant(b, score_type, static_cast<double>(std::numeric_limits<float>::lowest()));
+  scores = select(visible, scores, lowest);
+
+  Value max = broadcast_like(reduce_max(scores, {3}), score_type.shape(), {0, 1, 2});
+  Value e = exponential(scores - max);
+  Value sum = broadcast_like(reduce_sum(e, {3}), score_type.shape(), {0, 1, 2});
+  Value probs = reshape(e / sum, {kv_heads, group * tokens, capacity});
+
+  Value out = dot_f32(probs, in.v_cache,
+                      {.lhs_batching = {0},
+                       .rhs_batching = {0},
+                       .lhs_contracting = {2},
+                       .rhs_contracting = {1}});  // [Hkv, G*T, D]
+  out = transpose(reshape(out, {kv_heads, group, tokens, d}), {2, 0, 1, 3});
+  return reshape(out, {tokens, heads * d});
+}
+
+Value mlp(Value x, Value gate, Value up, Value down) {
+  Value g = linear(x, gate);
+  Value u = linear(x, up);
+  return linear(g * logistic(g) * u, down);
+}
+
+}  // namespace xlacel::models

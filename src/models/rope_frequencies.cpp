@@ -1,0 +1,50 @@
+#include "models/rope_frequencies.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "common/error.h"
+
+namespace xlacel::models {
+
+std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
+                                            std::span<const float> frequency_factors) {
+  const int64_t half = config.head_dim / 2;
+  const auto dim = static_cast<float>(config.head_dim);
+  const auto base = static_cast<float>(config.rope_theta);
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    // torch: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all float32.
+    float exponent = static_cast<float>(2 * i) / dim;
+    inv_freq[static_cast<size_t>(i)] = 1.0f / std::pow(base, exponent);
+  }
+  const RopeScaling& s = config.rope_scaling;
+  if (s.type == RopeScaling::Type::kLlama3) {
+    // _compute_llama3_parameters: float32 tensors with Python scalars promoted to float32.
+    const auto factor = static_cast<float>(s.factor);
+    const auto low = static_cast<float>(s.low_freq_factor);
+    const double old_context = static_cast<double>(s.original_max_position_embeddings);
+    const auto low_freq_wavelen = static_cast<float>(old_context / s.low_freq_factor);
+    const auto high_freq_wavelen = static_cast<float>(old_context / s.high_freq_factor);
+    const auto two_pi = static_cast<float>(2 * std::numbers::pi);
+    const auto old_context_f = static_cast<float>(old_context);
+    const auto high_minus_low = static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+    for (float& f : inv_freq) {
+      float wavelen = two_pi / f;
+      float scaled = wavelen > low_freq_wavelen ? f / factor : f;
+      float smooth = (old_context_f / wavelen - low) / high_minus_low;
+      float smoothed = (1.0f - smooth) * scaled / factor + smooth * scaled;
+      bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+      f = medium ? smoothed : scaled;
+    }
+  } else if (s.type == RopeScaling::Type::kFrequencyFactors) {
+    if (frequency_factors.size() != inv_freq.size()) {
+      fail(config.architecture, "rope_freqs.weight has {} values, expected head_dim/2 = {}",
+           frequency_factors.size(), inv_freq.size());
+    }
+    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = inv_freq[i] / frequency_factors[i];
+  }
+  return inv_freq;
+}
+
+}  // namespace xlacel::models

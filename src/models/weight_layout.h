@@ -1,0 +1,69 @@
+#pragma once
+// The weight arguments of the Llama-family graphs: names, shapes and element types, in argument
+// order. This list is THE one definition shared by the graph emitter (llama_graph.cpp declares
+// exactly these function arguments, in this order) and the weight loader (weight_loader.h
+// produces host tensors in this order), so the two cannot drift apart.
+//
+// Argument order of every graph's `main` (see graph_options.h for the inputs and results):
+//
+//   inputs            prefill: tokens i32[bucket], start i32[], valid_length i32[]
+//                     decode, decode-logits: tokens i32[1], position i32[]
+//   weights           the list below, in order
+//   KV cache          k_cache_0, v_cache_0, k_cache_1, v_cache_1, ... (one pair per layer), each
+//                     [num_kv_heads, capacity, head_dim] of cache_element(weights), each aliased
+//                     (tf.aliasing_output) to the result that returns its updated value
+//
+// Weights (HF layout: linear weights are [out_features, in_features]; GGUF files are mapped to
+// HF names and their Q/K rows un-permuted as transformers does when it loads a GGUF):
+//
+//   rope_inv_freq            f32 [head_dim/2]  RoPE inverse frequencies, computed on the host
+//                            exactly as transformers does (llama3 scaling included; divided
+//                            by rope_freqs.weight for GGUF frequency factors). Always f32.
+//   embed_tokens             [vocab, hidden]          model.embed_tokens.weight
+//   per layer L (0..num_layers-1):
+//     l{L}_input_norm        [hidden]                 model.layers.L.input_layernorm.weight
+//     l{L}_q_proj            [heads*head_dim, hidden] model.layers.L.self_attn.q_proj.weight
+//     l{L}_q_bias            [heads*head_dim]         ...q_proj.bias (attention_bias only)
+//     l{L}_k_proj            [kv_heads*head_dim, hidden]
+//     l{L}_k_bias            [kv_heads*head_dim]      (attention_bias only)
+//     l{L}_v_proj            [kv_heads*head_dim, hidden]
+//     l{L}_v_bias            [kv_heads*head_dim]      (attention_bias only)
+//     l{L}_o_proj            [hidden, heads*head_dim]
+//     l{L}_post_norm         [hidden]                 ...post_attention_layernorm.weight
+//     l{L}_gate_proj         [intermediate, hidden]   ...mlp.gate_proj.weight
+//     l{L}_up_proj           [intermediate, hidden]
+//     l{L}_down_proj         [hidden, intermediate]
+//   final_norm               [hidden]                 model.norm.weight
+//   lm_head                  [vocab, hidden]          lm_head.weight (untied models only; tied
+//                                                     models use embed_tokens)
+//
+// Every tensor but rope_inv_freq has the graph's WeightType (norm weights and biases included;
+// the graph widens them to f32 where it computes in f32).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_files/model_config.h"
+#include "models/graph_options.h"
+#include "stablehlo/types.h"
+
+namespace xlacel::models {
+
+struct WeightSpec {
+  std::string name;                // argument name: "l3_q_proj"
+  std::string hf_name;             // "model.layers.3.self_attn.q_proj.weight"
+  std::string gguf_name;           // "blk.3.attn_q.weight"
+  std::vector<int64_t> shape;      // outermost first
+  stablehlo::ElementType element;  // the graph argument's element type
+  bool rope_inv_freq = false;      // computed from the config, not read from the files
+};
+
+stablehlo::ElementType element_of(WeightType type);
+// The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).
+stablehlo::ElementType cache_element(WeightType weights);
+
+// Every weight argument, in argument order.
+std::vector<WeightSpec> weight_specs(const ModelConfig& config, WeightType weights);
+
+}  // namespace xlacel::models

@@ -1,0 +1,148 @@
+#include "models/weight_loader.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "models/float_format.h"
+#include "models/rope_frequencies.h"
+
+namespace xlacel::models {
+
+namespace {
+
+using stablehlo::ElementType;
+
+bool gguf_permutes_qk(const ModelConfig& config) {
+  // llama.cpp's converter permutes Q/K rows for the llama architecture (Mistral GGUFs are
+  // "llama" too); transformers' GGUF loader reverses it for the same architecture.
+  return config.architecture == "llama" || config.architecture == "mistral";
+}
+
+const char* numpy_dtype(ElementType element) {
+  switch (element) {
+    case ElementType::kF32:
+      return "float32";
+    case ElementType::kBF16:
+      return "bfloat16";
+    case ElementType::kF16:
+      return "float16";
+    default:
+      return "?";
+  }
+}
+
+}  // namespace
+
+std::vector<float> reverse_permute_rows(const std::vector<float>& rows, int64_t n_head,
+                                        int64_t columns) {
+  const int64_t total_rows = static_cast<int64_t>(rows.size()) / columns;
+  const int64_t head_rows = total_rows / n_head;
+  const int64_t half = head_rows / 2;
+  std::vector<float> out(rows.size());
+  for (int64_t h = 0; h < n_head; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      for (int64_t r = 0; r < 2; ++r) {
+        const int64_t from = h * head_rows + 2 * i + r;
+        const int64_t to = h * head_rows + r * half + i;
+        std::memcpy(&out[static_cast<size_t>(to * columns)],
+                    &rows[static_cast<size_t>(from * columns)],
+                    static_cast<size_t>(columns) * sizeof(float));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& spec) {
+  const ModelConfig& config = files.config();
+  const bool gguf = files.format() == ModelFiles::Format::kGguf;
+  if (spec.rope_inv_freq) {
+    std::vector<float> factors;
+    if (config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors) {
+      auto tensor = files.find_tensor("rope_freqs.weight");
+      if (!tensor) fail(files.path(), "tensor 'rope_freqs.weight' not found");
+      factors = to_f32(*tensor);
+    }
+    return rope_inverse_frequencies(config, factors);
+  }
+  const std::string& name = gguf ? spec.gguf_name : spec.hf_name;
+  auto tensor = files.find_tensor(name);
+  if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
+  if (tensor->shape != spec.shape) {
+    fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
+         fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
+  }
+  std::vector<float> values = to_f32(*tensor);
+  if (gguf && gguf_permutes_qk(config) && spec.shape.size() == 2) {
+    const bool q = name.ends_with(".attn_q.weight");
+    const bool k = name.ends_with(".attn_k.weight");
+    if (q || k) {
+      values =
+          reverse_permute_rows(values, q ? config.num_heads : config.num_kv_heads, spec.shape[1]);
+    }
+  }
+  return values;
+}
+
+HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
+  std::vector<float> values = load_weight_f32(files, spec);
+  HostTensor result{spec, {}};
+  if (spec.element == ElementType::kF32) {
+    result.bytes.resize(values.size() * sizeof(float));
+    std::memcpy(result.bytes.data(), values.data(), result.bytes.size());
+    return result;
+  }
+  std::vector<uint16_t> narrow(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
+                                                   : float_to_half(values[i]);
+  }
+  result.bytes.resize(narrow.size() * sizeof(uint16_t));
+  std::memcpy(result.bytes.data(), narrow.data(), result.bytes.size());
+  return result;
+}
+
+void for_each_weight(const ModelFiles& files, WeightType type,
+                     const std::function<void(const HostTensor&)>& callback) {
+  for (const WeightSpec& spec : weight_specs(files.config(), type)) {
+    callback(prepare_weight(files, spec));
+  }
+}
+
+std::vector<HostTensor> prepare_weights(const ModelFiles& files, WeightType type) {
+  std::vector<HostTensor> result;
+  for_each_weight(files, type, [&](const HostTensor& t) { result.push_back(t); });
+  return result;
+}
+
+void write_weight_file(const ModelFiles& files, WeightType type, const std::string& data_path,
+                       const std::string& manifest_path) {
+  std::ofstream out(data_path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(data_path, "cannot write");
+  nlohmann::json tensors = nlohmann::json::array();
+  uint64_t offset = 0;
+  for_each_weight(files, type, [&](const HostTensor& t) {
+    static const char zeros[64] = {};
+    const uint64_t aligned = (offset + 63) / 64 * 64;
+    out.write(zeros, static_cast<std::streamsize>(aligned - offset));
+    out.write(reinterpret_cast<const char*>(t.bytes.data()),
+              static_cast<std::streamsize>(t.bytes.size()));
+    tensors.push_back({{"name", t.spec.name},
+                       {"shape", t.spec.shape},
+                       {"dtype", numpy_dtype(t.spec.element)},
+                       {"offset", aligned},
+                       {"nbytes", t.bytes.size()}});
+    offset = aligned + t.bytes.size();
+  });
+  if (!out.flush()) fail(data_path, "write failed");
+  nlohmann::json manifest = {
+      {"weights", weight_type_name(type)}, {"data", data_path}, {"tensors", tensors}};
+  std::ofstream(manifest_path) << manifest.dump(1);
+}
+
+}  // namespace xlacel::models

@@ -1,0 +1,49 @@
+#pragma once
+// Host tensors for the graphs' weight arguments (weight_layout.h), read from a GGUF file or an
+// HF directory: dequantized or widened to f32 (bit-exact, model_files/to_f32), GGUF names mapped
+// to the HF layout with llama.cpp's Q/K row permutation undone exactly as transformers does when
+// it loads a GGUF (LlamaTensorProcessor._reverse_permute_weights), then narrowed to the graph's
+// weight type with round-to-nearest-even.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model_files/model_files.h"
+#include "models/graph_options.h"
+#include "models/weight_layout.h"
+
+namespace xlacel::models {
+
+struct HostTensor {
+  WeightSpec spec;
+  std::vector<std::byte> bytes;  // little-endian elements of spec.element, row-major
+};
+
+// One weight argument as f32 in HF layout (rope_inv_freq included). Throws Error naming the
+// tensor when it is missing or its shape differs from the spec.
+std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& spec);
+
+// One weight argument in its spec's element type.
+HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
+
+// Every weight argument, in argument order (weight_specs(files.config(), type)).
+std::vector<HostTensor> prepare_weights(const ModelFiles& files, WeightType type);
+
+// Streams every weight argument, in order, one at a time (peak memory: one tensor).
+void for_each_weight(const ModelFiles& files, WeightType type,
+                     const std::function<void(const HostTensor&)>& callback);
+
+// Writes every weight argument to `data_path` (raw little-endian tensors, each at an offset
+// aligned to 64 bytes) and a JSON manifest to `manifest_path`:
+//   {"weights": "f32", "data": "<data_path>", "tensors": [{"name", "shape", "dtype", "offset",
+//    "nbytes"}, ...]}  in argument order; dtype is "float32", "bfloat16" or "float16".
+void write_weight_file(const ModelFiles& files, WeightType type, const std::string& data_path,
+                       const std::string& manifest_path);
+
+// Undoes llama.cpp's permute() of Q/K rows for `n_head` heads: row h*D + 2i + r of `rows`
+// (GGUF order) moves to row h*D + r*D/2 + i (HF order). `columns` values per row.
+std::vector<float> reverse_permute_rows(const std::vector<float>& rows, int64_t n_head,
+                                        int64_t columns);
+
+}  // namespace xlacel::models
