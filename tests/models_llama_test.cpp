@@ -14,6 +14,12 @@
 //
 // Compiled modules are cached under the scratch dir by a hash of MLIR + flags; the cache is
 // cleared once per binary run so compile times printed are cold.
+//
+// XLA CPU as a second compiler (tiny model only, to keep CI time low): the same graphs compiled
+// by XLA's CPU client from jax/jaxlib (scripts/requirements.txt) and run on device buffers by
+// run_llama.py's "xla" runtime, held to the same HF reference and tolerance, and to IREE's greedy
+// tokens. XLA sums in its own orders (Eigen matmuls), so its logits differ from IREE's by float32
+// noise too; the measured maximum is printed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -119,12 +125,13 @@ json run_job(const ModelSetup& s) {
     return json();
   }
   json r = json::parse(output.substr(at + 7, output.find('\n', at) - at - 7));
+  const bool xla = s.job.value("runtime", "iree") == "xla";
   for (const auto& [name, info] : r["compile"].items()) {
-    std::cout << s.label << " " << name << ": llvm-cpu compile "
-              << (info["cached"].get<bool>()
-                      ? std::string("cached")
-                      : fmt::format("{:.1f} s (cold, two compiles in parallel)",
-                                    info["seconds"].get<double>()))
+    std::cout << s.label << " " << name << (xla ? ": XLA CPU compile " : ": llvm-cpu compile ")
+              << (info["cached"].get<bool>() ? std::string("cached")
+                  : xla ? fmt::format("{:.2f} s", info["seconds"].get<double>())
+                        : fmt::format("{:.1f} s (cold, two compiles in parallel)",
+                                      info["seconds"].get<double>()))
               << "\n";
   }
   std::cout << s.label << ": runtime load "
@@ -202,6 +209,20 @@ double check_reference(const ModelSetup& s, const json& reference, const json& r
   return max_diff;
 }
 
+// Chunked prefill against one token at a time (a "stepwise" prompt's result).
+void check_stepwise(const ModelSetup& s, const json& stepwise) {
+  auto a = stepwise["stepwise_logits"].get<std::vector<double>>();
+  auto b = stepwise["chunked_logits"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), b.size());
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+  std::cout << s.label << ": chunked prefill vs token-by-token decode, max |logit diff| "
+            << fmt::format("{:.3g}", diff) << "\n";
+  EXPECT_LE(diff, kLogitTolerance);
+  EXPECT_EQ(stepwise["chunked_token"].get<int64_t>(),
+            std::max_element(b.begin(), b.end()) - b.begin());
+}
+
 TEST(LlamaNumerics, SmolLM2MatchesTransformers) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model_path);
   XLACEL_REQUIRE_IREE_PYTHON();
@@ -235,17 +256,69 @@ TEST(LlamaNumerics, TinyLlama3MatchesTransformers) {
   ASSERT_FALSE(results.is_null());
   check_reference(s, reference, results, bucket);
 
-  const json& stepwise = results["prompts"].back();
-  auto a = stepwise["stepwise_logits"].get<std::vector<double>>();
-  auto b = stepwise["chunked_logits"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), b.size());
-  double diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
-  std::cout << "tiny-llama3: chunked prefill vs token-by-token decode, max |logit diff| "
-            << fmt::format("{:.3g}", diff) << "\n";
-  EXPECT_LE(diff, kLogitTolerance);
-  EXPECT_EQ(stepwise["chunked_token"].get<int64_t>(),
-            std::max_element(b.begin(), b.end()) - b.begin());
+  check_stepwise(s, results["prompts"].back());
+}
+
+#define XLACEL_REQUIRE_JAX()                                                                 \
+  if (std::system((quote(venv() / "bin" / "python") +                                        \
+                   " -c 'import jax, jax.extend, jaxlib' 2>/dev/null")                       \
+                      .c_str()) != 0)                                                        \
+  GTEST_SKIP() << "the venv's python cannot import jax (pip install jax jaxlib, pinned in "  \
+               << "scripts/requirements.txt)"
+
+TEST(LlamaNumerics, TinyLlama3MatchesTransformersOnXla) {
+  XLACEL_REQUIRE_IREE_PYTHON();  // for the IREE cross-check of greedy tokens
+  XLACEL_REQUIRE_JAX();
+  const fs::path dir = testing::test_data("models/tiny_llama3");
+  const fs::path reference_path = testing::test_data("models/tiny_llama3_reference.json");
+  if (!fs::exists(reference_path)) GTEST_SKIP() << "no reference data at " << reference_path;
+  json reference = json::parse(testing::read_text(reference_path));
+  ModelFiles files = ModelFiles::open(dir.string());
+  const int64_t bucket = 16;
+  // Its own label (scratch and vmfb dirs), so it can run beside TinyLlama3MatchesTransformers.
+  ModelSetup s = setup_model("tiny-llama3-xla", files, bucket, 256);
+  s.job["runtime"] = "xla";
+  add_reference_prompts(s, reference);
+  const json& longest = reference["prompts"].back();
+  s.job["prompts"].push_back(
+      {{"name", longest["name"]}, {"mode", "stepwise"}, {"ids", longest["prompt_ids"]}});
+  json results = run_job(s);
+  ASSERT_FALSE(results.is_null());
+  ASSERT_EQ(results["runtime"], "xla");
+  check_reference(s, reference, results, bucket);
+  check_stepwise(s, results["prompts"].back());
+
+  // IREE on the same graphs and weights: greedy prompts only, so prefill and decode only.
+  ModelSetup iree = s;
+  iree.label = "tiny-llama3-xla (IREE)";
+  iree.dir = s.dir / "iree";
+  fs::create_directories(iree.dir);
+  iree.job["runtime"] = "iree";
+  iree.job["graphs"].erase("decode-logits");
+  iree.job["prompts"] = json::array();
+  for (const json& p : s.job["prompts"]) {
+    if (p["mode"] == "greedy") iree.job["prompts"].push_back(p);
+  }
+  json iree_results = run_job(iree);
+  ASSERT_FALSE(iree_results.is_null());
+  size_t greedy = 0;
+  for (const json& xla_prompt : results["prompts"]) {
+    if (xla_prompt["mode"] != "greedy") continue;
+    ASSERT_LT(greedy, iree_results["prompts"].size());
+    const json& iree_prompt = iree_results["prompts"][greedy++];
+    ASSERT_EQ(iree_prompt["name"], xla_prompt["name"]);
+    auto x = xla_prompt["tokens"].get<std::vector<int64_t>>();
+    auto y = iree_prompt["tokens"].get<std::vector<int64_t>>();
+    EXPECT_EQ(x, y) << xla_prompt["name"] << ": XLA and IREE greedy tokens differ";
+    std::cout << "tiny-llama3 " << xla_prompt["name"].get<std::string>() << ": XLA and IREE "
+              << (x == y ? "agree on" : "DIFFER in") << " all " << x.size()
+              << " greedy tokens; XLA decode "
+              << fmt::format("{:.2f}", 1000 * xla_prompt["decode_seconds_per_step"].get<double>())
+              << " ms/step, IREE "
+              << fmt::format("{:.2f}", 1000 * iree_prompt["decode_seconds_per_step"].get<double>())
+              << " ms/step\n";
+  }
+  EXPECT_EQ(greedy, reference["prompts"].size());
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 // (tests/stablehlo/run_modules.py). One small module per op case, compiled two at a time.
 // Skips (with the reason) when the project venv lacks iree-compile or iree.runtime;
 // XLACEL_VENV overrides the venv (default: <source>/.venv).
+//
+// StablehloXla: the same per-op modules (each with one public @main, as XLA requires) compiled
+// and run by XLA's CPU client from jax/jaxlib (run_modules.py's "xla" runtime) against the same
+// numpy references and tolerances. Skips when the venv cannot import jax.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -593,6 +597,60 @@ std::string head(const std::string& text, size_t n = 1500) {
   return text.substr(0, n);
 }
 
+// The runtime-independent part of a run_modules.py case: inputs, results, reference.
+nlohmann::json manifest_case(const Built& built, size_t seed) {
+  const OpCase& c = built.op_case;
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& [type, expr] : c.inputs) {
+    inputs.push_back(
+        {{"expr", expr}, {"dtype", numpy_dtype(type.element())}, {"shape", type.shape()}});
+  }
+  nlohmann::json results = nlohmann::json::array();
+  for (const TensorType& type : built.result_types) {
+    results.push_back({{"dtype", numpy_dtype(type.element())}, {"shape", type.shape()}});
+  }
+  return {{"op", c.op},           {"seed", seed},       {"inputs", inputs},
+          {"results", results},   {"reference", c.reference},
+          {"rtol", c.rtol},       {"atol", c.atol}};
+}
+
+// Writes the manifest to dir, runs run_modules.py on it and expects every case to match numpy.
+void run_and_check(const fs::path& dir, const nlohmann::json& manifest, const std::string& what) {
+  const fs::path python = venv() / "bin" / "python";
+  const fs::path manifest_path = dir / "manifest.json";
+  std::ofstream(manifest_path) << manifest.dump(1);
+  const fs::path script = fs::path(XLACEL_SOURCE_DIR) / "tests" / "stablehlo" / "run_modules.py";
+  const fs::path output_path = dir / "results.txt";
+  std::string command = fmt::format("{} {} {} > {} 2>&1", quote(python), quote(script),
+                                    quote(manifest_path), quote(output_path));
+  int status = std::system(command.c_str());
+  std::string output = read_text(output_path);
+  ASSERT_EQ(status, 0) << "run_modules.py failed:\n" << head(output, 4000);
+  std::map<std::string, nlohmann::json> by_op;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("RESULT ", 0) == 0) {
+      nlohmann::json r = nlohmann::json::parse(line.substr(7));
+      by_op[r["op"].get<std::string>()] = r;
+    }
+  }
+  int passed = 0;
+  for (const auto& c : manifest["cases"]) {
+    std::string op = c["op"];
+    auto it = by_op.find(op);
+    if (it == by_op.end()) {
+      ADD_FAILURE() << op << ": no result from run_modules.py:\n" << head(output, 4000);
+      continue;
+    }
+    const bool ok = it->second["ok"].get<bool>();
+    passed += ok;
+    EXPECT_TRUE(ok) << op << ": " << what << " result differs from numpy: "
+                    << it->second["message"].get<std::string>();
+  }
+  std::cout << what << ": " << passed << " of " << manifest["cases"].size()
+            << " op cases match numpy\n";
+}
+
 #define XLACEL_REQUIRE_IREE_COMPILE()                                               \
   if (!fs::exists(venv() / "bin" / "iree-compile"))                                 \
   GTEST_SKIP() << "iree-compile not found at " << (venv() / "bin" / "iree-compile") \
@@ -621,59 +679,58 @@ TEST(StablehloIree, LlvmCpuCompilesAndMatchesNumpy) {
                                 << suite.cases[i].mlir << ":\n"
                                 << head(binaries[i].log);
     if (!binaries[i].ok) continue;
-    nlohmann::json inputs = nlohmann::json::array();
-    for (const auto& [type, expr] : c.inputs) {
-      inputs.push_back(
-          {{"expr", expr}, {"dtype", numpy_dtype(type.element())}, {"shape", type.shape()}});
-    }
-    nlohmann::json results = nlohmann::json::array();
-    for (const TensorType& type : suite.cases[i].result_types) {
-      results.push_back({{"dtype", numpy_dtype(type.element())}, {"shape", type.shape()}});
-    }
-    manifest["cases"].push_back({{"op", c.op},
-                                 {"module", binaries[i].module},
-                                 {"function", binaries[i].function},
-                                 {"vmfb", binaries[i].vmfb},
-                                 {"seed", i},
-                                 {"inputs", inputs},
-                                 {"results", results},
-                                 {"reference", c.reference},
-                                 {"rtol", c.rtol},
-                                 {"atol", c.atol}});
+    nlohmann::json entry = manifest_case(suite.cases[i], i);
+    entry["module"] = binaries[i].module;
+    entry["function"] = binaries[i].function;
+    entry["vmfb"] = binaries[i].vmfb;
+    manifest["cases"].push_back(entry);
   }
-  const fs::path manifest_path = dir / "manifest.json";
-  std::ofstream(manifest_path) << manifest.dump(1);
   auto compiled_at = std::chrono::steady_clock::now();
-
-  const fs::path script = fs::path(XLACEL_SOURCE_DIR) / "tests" / "stablehlo" / "run_modules.py";
-  const fs::path output_path = dir / "results.txt";
-  std::string command = fmt::format("{} {} {} > {} 2>&1", quote(python), quote(script),
-                                    quote(manifest_path), quote(output_path));
-  int status = std::system(command.c_str());
-  std::string output = read_text(output_path);
-  ASSERT_EQ(status, 0) << "run_modules.py failed:\n" << head(output, 4000);
-  std::map<std::string, nlohmann::json> by_op;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("RESULT ", 0) == 0) {
-      nlohmann::json r = nlohmann::json::parse(line.substr(7));
-      by_op[r["op"].get<std::string>()] = r;
-    }
-  }
-  for (const auto& c : manifest["cases"]) {
-    std::string op = c["op"];
-    auto it = by_op.find(op);
-    if (it == by_op.end()) {
-      ADD_FAILURE() << op << ": no result from run_modules.py:\n" << head(output, 4000);
-      continue;
-    }
-    EXPECT_TRUE(it->second["ok"].get<bool>()) << op << ": IREE llvm-cpu result differs from numpy: "
-                                              << it->second["message"].get<std::string>();
-  }
+  run_and_check(dir, manifest, "IREE llvm-cpu");
   auto done = std::chrono::steady_clock::now();
   std::cout << suite.cases.size() << " op cases: compile "
             << std::chrono::duration<double>(compiled_at - start).count() << " s, run "
             << std::chrono::duration<double>(done - compiled_at).count() << " s\n";
+}
+
+// Whether XLA can take the module as it is: exactly one public function, @main (private helpers
+// are fine).
+bool single_public_main(const std::string& text) {
+  size_t publics = 0;
+  for (size_t at = text.find("func.func @"); at != std::string::npos;
+       at = text.find("func.func @", at + 1)) {
+    ++publics;
+  }
+  return publics == 1 && text.find("func.func @main(") != std::string::npos;
+}
+
+TEST(StablehloXla, CpuCompilesAndMatchesNumpy) {
+  const fs::path python = venv() / "bin" / "python";
+  std::string probe =
+      quote(python) + " -c 'import jax, jax.extend, jaxlib, ml_dtypes, numpy' 2>/dev/null";
+  if (std::system(probe.c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import jax, jaxlib, ml_dtypes and numpy (pip install jax "
+                 << "jaxlib, pinned in scripts/requirements.txt)";
+  }
+  auto start = std::chrono::steady_clock::now();
+  const fs::path dir = testing::scratch_dir("stablehlo_xla/cpu");
+  Suite suite = build_all(dir);
+  nlohmann::json manifest = {{"runtime", "xla"}, {"cases", nlohmann::json::array()}};
+  for (size_t i = 0; i < suite.cases.size(); ++i) {
+    const Built& built = suite.cases[i];
+    if (!single_public_main(read_text(built.mlir))) {
+      std::cout << "note: " << built.op_case.op << " has no single public @main; not run on XLA\n";
+      continue;
+    }
+    nlohmann::json entry = manifest_case(built, i);
+    entry["mlir"] = built.mlir;
+    manifest["cases"].push_back(entry);
+  }
+  EXPECT_EQ(manifest["cases"].size(), suite.cases.size());  // every case has one today
+  run_and_check(dir, manifest, "XLA CPU");
+  std::cout << manifest["cases"].size() << " op cases compiled and run by XLA CPU in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s\n";
 }
 
 TEST(StablehloIree, CudaCompiles) {

@@ -1,8 +1,14 @@
-"""Runs xlacel's Llama graphs with IREE (llvm-cpu, host CPU) and prints one JSON result.
+"""Runs xlacel's Llama graphs with IREE (llvm-cpu, host CPU) or XLA CPU (jax/jaxlib) and
+prints one JSON result.
 
 Usage: run_llama.py JOB.json
 
 JOB.json (written by tests/models_llama_test.cpp):
+  runtime          "iree" (default): iree-compile for llvm-cpu, run by iree.runtime (local-task);
+                   "xla": each graph compiled by XLA's CPU client (jax.extend.backend "cpu",
+                   compile_and_load; not cached, it takes well under a second) and run on device
+                   buffers: weights uploaded once (jax.device_put), KV caches passed back each
+                   step (the graphs alias them to outputs, so XLA donates them in place)
   cache_dir        where compiled .vmfb files are kept, named by a hash of MLIR text + flags
   compile_flags    iree-compile flags (target device/backend)
   graphs           {"prefill": {"mlir", "bucket"}, "decode": {"mlir"}, "decode-logits": {"mlir"}}
@@ -19,7 +25,8 @@ JOB.json (written by tests/models_llama_test.cpp):
      mode "stepwise": the prompt fed one token at a time through decode-logits -> "logits" of
                      the last prompt token (a chunked-prefill cross-check)
 
-Output (stdout, one line "RESULT {json}"): {"compile": {graph: {"seconds", "cached", "vmfb"}},
+Output (stdout, one line "RESULT {json}"): {"runtime", "compile": {graph: {"seconds", "cached",
+"vmfb" (iree)}},
 "load_seconds", "prompts": [{"name", "mode", "seconds", ...}]}.
 """
 
@@ -33,18 +40,19 @@ import time
 
 import ml_dtypes
 import numpy as np
-import iree.runtime as rt
 
 DTYPES = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
 }
-HAL_TYPES = {
-    "float32": rt.HalElementType.FLOAT_32,
-    "float16": rt.HalElementType.FLOAT_16,
-    "bfloat16": rt.HalElementType.BFLOAT_16,
-}
+
+
+def hal_type(dtype):
+    import iree.runtime as rt
+
+    return {"float32": rt.HalElementType.FLOAT_32, "float16": rt.HalElementType.FLOAT_16,
+            "bfloat16": rt.HalElementType.BFLOAT_16}[dtype]
 
 
 def compile_graph(mlir_path, flags, cache_dir):
@@ -65,34 +73,28 @@ def compile_graph(mlir_path, flags, cache_dir):
     return {"seconds": time.monotonic() - start, "cached": False, "vmfb": vmfb}
 
 
+def load_weights(job, upload):
+    """The weights in argument order, each numpy view of the raw file passed through upload."""
+    with open(job["weights"]) as f:
+        manifest = json.load(f)
+    data = np.memmap(manifest["data"], dtype=np.uint8, mode="r")
+    weights = []
+    for t in manifest["tensors"]:
+        view = np.ndarray(tuple(t["shape"]), dtype=DTYPES[t["dtype"]], buffer=data,
+                          offset=t["offset"])
+        weights.append(upload(view, t["dtype"]))
+    return weights
+
+
 class Model:
-    def __init__(self, job, vmfbs, config):
-        self.job = job
-        self.config = config
-        self.device = config.device
-        self.entries = {}
-        for name, info in vmfbs.items():
-            context = rt.SystemContext(config=config)
-            context.add_vm_module(rt.VmModule.mmap(context.instance, info["vmfb"]))
-            module = "xlacel_" + name.replace("-", "_")  # emit_graph's module name
-            self.entries[name] = context.modules[module]["main"]
-        with open(job["weights"]) as f:
-            manifest = json.load(f)
-        data = np.memmap(manifest["data"], dtype=np.uint8, mode="r")
-        self.weights = []
-        for t in manifest["tensors"]:
-            dtype = DTYPES[t["dtype"]]
-            view = np.ndarray(tuple(t["shape"]), dtype=dtype, buffer=data, offset=t["offset"])
-            self.weights.append(rt.asdevicearray(self.device, view,
-                                                 element_type=HAL_TYPES[t["dtype"]]))
-        del data
+    """The graphs' entry points and uploaded weights; subclasses say how to call and upload."""
 
     def empty_cache(self):
         job = self.job
         shape = (job["num_kv_heads"], job["capacity"], job["head_dim"])
         dtype = job["cache_dtype"]
-        zeros = np.zeros(shape, DTYPES[dtype])
-        return [rt.asdevicearray(self.device, zeros, element_type=HAL_TYPES[dtype])
+        # A fresh host array each: a runtime may keep using (or donate) what it was given.
+        return [self.upload(np.zeros(shape, DTYPES[dtype]), dtype)
                 for _ in range(2 * job["num_layers"])]
 
     def prefill(self, ids, cache):
@@ -114,17 +116,63 @@ class Model:
                                           np.array(valid, np.int32), *self.weights, *cache)
             cache = list(out[2:])
             start = chunk_start + valid
-        return int(np.asarray(out[0].to_host())), out[1], cache
+        return int(host(out[0])), out[1], cache
 
     def decode(self, token, position, cache):
         out = self.entries["decode"](np.array([token], np.int32), np.array(position, np.int32),
                                      *self.weights, *cache)
-        return int(np.asarray(out[0].to_host())), list(out[1:])
+        return int(host(out[0])), list(out[1:])
 
     def decode_logits(self, token, position, cache):
         out = self.entries["decode-logits"](np.array([token], np.int32),
                                             np.array(position, np.int32), *self.weights, *cache)
         return out[0], list(out[1:])
+
+
+class XlaModel(Model):
+    def __init__(self, job, executables):
+        import jax.extend
+
+        self.job = job
+        self.device = jax.extend.backend.get_backend("cpu").devices()[0]
+        self.entries = {name: self.entry(exe) for name, exe in executables.items()}
+        self.weights = load_weights(job, self.upload)
+
+    def upload(self, array, dtype=None):
+        import jax
+
+        return jax.device_put(array, self.device)
+
+    def entry(self, executable):
+        import jax
+
+        def call(*args):
+            # Host scalars/token arrays go up each call; weights and caches are device arrays.
+            return executable.execute([a if isinstance(a, jax.Array) else self.upload(a)
+                                       for a in args])
+
+        return call
+
+
+class IreeModel(Model):
+    def __init__(self, job, vmfbs, config):
+        import iree.runtime as rt
+
+        self.job = job
+        self.config = config
+        self.device = config.device
+        self.entries = {}
+        for name, info in vmfbs.items():
+            context = rt.SystemContext(config=config)
+            context.add_vm_module(rt.VmModule.mmap(context.instance, info["vmfb"]))
+            module = "xlacel_" + name.replace("-", "_")  # emit_graph's module name
+            self.entries[name] = context.modules[module]["main"]
+        self.weights = load_weights(job, self.upload)
+
+    def upload(self, array, dtype):
+        import iree.runtime as rt
+
+        return rt.asdevicearray(self.device, array, element_type=hal_type(dtype))
 
 
 def host(array):
@@ -180,9 +228,48 @@ def run_prompt(model, prompt):
     return result
 
 
+def compile_xla(mlir_path):
+    """XLA CPU compile of one graph (its single public @main). An explicit CompileOptions, as
+    jax itself passes: the binding's default argument gives other debug options (e.g.
+    stablehlo.maximum/minimum that drop a NaN operand)."""
+    import jax.extend
+    from jax._src.lib import xla_client
+
+    backend = jax.extend.backend.get_backend("cpu")
+    with open(mlir_path) as f:
+        text = f.read()
+    start = time.monotonic()
+    executable = backend.compile_and_load(text, backend.devices()[:1],
+                                          xla_client.CompileOptions())
+    return executable, {"seconds": time.monotonic() - start, "cached": False}
+
+
+def main_xla(job):
+    compiled, executables = {}, {}
+    for name, g in job["graphs"].items():
+        executables[name], compiled[name] = compile_xla(g["mlir"])
+    if job.get("compile_only"):
+        print("RESULT " + json.dumps({"runtime": "xla", "compile": compiled}), flush=True)
+        return
+    start = time.monotonic()
+    model = XlaModel(job, executables)
+    load_seconds = time.monotonic() - start
+    prompts = [run_prompt(model, p) for p in job["prompts"]]
+    print("RESULT " + json.dumps({"runtime": "xla", "compile": compiled,
+                                  "load_seconds": load_seconds, "prompts": prompts}), flush=True)
+
+
 def main():
     with open(sys.argv[1]) as f:
         job = json.load(f)
+    runtime = job.get("runtime", "iree")
+    if runtime == "xla":
+        main_xla(job)
+        return
+    if runtime != "iree":
+        raise ValueError(f"unknown runtime {runtime}")
+    import iree.runtime as rt
+
     os.makedirs(job["cache_dir"], exist_ok=True)
     flags = job["compile_flags"]
     compiled = {}
@@ -193,15 +280,15 @@ def main():
         for name, future in futures.items():
             compiled[name] = future.result()
     if job.get("compile_only"):
-        print("RESULT " + json.dumps({"compile": compiled}), flush=True)
+        print("RESULT " + json.dumps({"runtime": "iree", "compile": compiled}), flush=True)
         return
     start = time.monotonic()
     config = rt.Config("local-task")
-    model = Model(job, compiled, config)
+    model = IreeModel(job, compiled, config)
     load_seconds = time.monotonic() - start
     prompts = [run_prompt(model, p) for p in job["prompts"]]
-    print("RESULT " + json.dumps({"compile": compiled, "load_seconds": load_seconds,
-                                  "prompts": prompts}), flush=True)
+    print("RESULT " + json.dumps({"runtime": "iree", "compile": compiled,
+                                  "load_seconds": load_seconds, "prompts": prompts}), flush=True)
 
 
 if __name__ == "__main__":

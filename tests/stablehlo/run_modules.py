@@ -1,11 +1,22 @@
 #!/usr/bin/env python3
 """Runs StableHLO op modules compiled for llvm-cpu through IREE's Python runtime (local-task
-driver) and compares each result with a numpy reference.
+driver), or compiled and run by XLA's CPU client (jax/jaxlib), and compares each result with a
+numpy reference.
 
 Usage: run_modules.py MANIFEST.json
 
+The manifest's "runtime" (default "iree") picks the runtime:
+  "iree"  each case names a compiled vmfb, module and function (below)
+  "xla"   each case names "mlir": a module with one public entry function @main, which XLA
+          compiles itself (jax.extend.backend "cpu" client, compile_and_load) and runs on
+          device buffers (jax.device_put, x64 enabled so int64 inputs stay int64).
+          compile_and_load gets an explicit xla_client.CompileOptions(), as jax itself passes:
+          without one (the binding's default argument) XLA CPU compiles with other debug
+          options, under which stablehlo.maximum/minimum drop a NaN operand (max(1, NaN) = 1)
+
 The manifest (written by tests/stablehlo_iree_test.cpp) is {"cases": [...]}, each case:
   op         name reported back
+  mlir       (xla) the case's own module
   module     MLIR module name (the VM module to call into)
   function   the entry function in it
   vmfb       compiled module path (cases may share one)
@@ -24,7 +35,6 @@ import traceback
 
 import ml_dtypes
 import numpy as np
-import iree.runtime as rt
 
 DTYPES = {
     "float32": np.dtype(np.float32),
@@ -77,12 +87,34 @@ _contexts = {}
 
 def entry(case, config):
     """The case's entry function; one runtime context per compiled module file."""
+    if config == "xla":
+        return xla_entry(case)
+    import iree.runtime as rt
+
     if case["vmfb"] not in _contexts:
         context = rt.SystemContext(config=config)
         with open(case["vmfb"], "rb") as f:
             context.add_vm_module(rt.VmModule.copy_buffer(context.instance, f.read()))
         _contexts[case["vmfb"]] = context
     return _contexts[case["vmfb"]].modules[case["module"]][case["function"]]
+
+
+def xla_entry(case):
+    """Compiles the case's module with XLA CPU; returns a callable over numpy inputs."""
+    import jax
+    import jax.extend
+    from jax._src.lib import xla_client
+
+    backend = jax.extend.backend.get_backend("cpu")
+    device = backend.devices()[0]
+    with open(case["mlir"]) as f:
+        executable = backend.compile_and_load(f.read(), backend.devices()[:1],
+                                              xla_client.CompileOptions())
+
+    def call(*inputs):
+        return executable.execute([jax.device_put(x, device) for x in inputs])
+
+    return call
 
 
 def run_case(case, config):
@@ -117,8 +149,17 @@ def run_case(case, config):
 
 def main():
     with open(sys.argv[1]) as f:
-        cases = json.load(f)["cases"]
-    config = rt.Config("local-task")
+        manifest = json.load(f)
+    cases = manifest["cases"]
+    if manifest.get("runtime", "iree") == "xla":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)  # keep int64/uint32 inputs as they are
+        config = "xla"
+    else:
+        import iree.runtime as rt
+
+        config = rt.Config("local-task")
     for case in cases:
         try:
             problem = run_case(case, config)
