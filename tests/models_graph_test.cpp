@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "model_files/model_files.h"
-#include "models/float_format.h"
+#include "common/float16.h"
 #include "models/graph_options.h"
 #include "models/rope_frequencies.h"
 #include "models/test_support.h"

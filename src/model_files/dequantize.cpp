@@ -1,5 +1,7 @@
 #include "model_files/dequantize.h"
 
+#include "common/float16.h"
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -18,8 +20,12 @@ uint32_t load_u32(const std::byte* p) {
   std::memcpy(&value, p, sizeof value);
   return value;
 }
-float load_half(const std::byte* p) { return half_to_float(load_u16(p)); }
-uint8_t byte_at(const std::byte* p, std::size_t i) { return static_cast<uint8_t>(p[i]); }
+float load_half(const std::byte* p) {
+  return half_to_float(load_u16(p));
+}
+uint8_t byte_at(const std::byte* p, std::size_t i) {
+  return static_cast<uint8_t>(p[i]);
+}
 
 // 32-element blocks: low nibbles give elements 0..15, high nibbles 16..31.
 void q4_0(const std::byte* block, float* out) {
@@ -158,32 +164,6 @@ void run_blocks(BlockFn fn, DType dtype, std::span<const std::byte> in, std::spa
 
 }  // namespace
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exponent = (h >> 10) & 0x1F;
-  uint32_t mantissa = h & 0x3FF;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalize
-      exponent = 127 - 15 + 1;
-      while ((mantissa & 0x400) == 0) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3FF) << 13);
-    }
-  } else if (exponent == 0x1F) {
-    bits = sign | 0x7F800000 | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
-
 void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out) {
   switch (dtype) {
     case DType::kF32:
@@ -197,14 +177,22 @@ void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out
         out[i] = bfloat16_to_float(load_u16(&in[2 * i]));
       }
       return;
-    case DType::kQ8_0: return run_blocks(q8_0, dtype, in, out);
-    case DType::kQ4_0: return run_blocks(q4_0, dtype, in, out);
-    case DType::kQ4_1: return run_blocks(q4_1, dtype, in, out);
-    case DType::kQ5_0: return run_blocks(q5_0, dtype, in, out);
-    case DType::kQ5_1: return run_blocks(q5_1, dtype, in, out);
-    case DType::kQ4_K: return run_blocks(q4_k, dtype, in, out);
-    case DType::kQ5_K: return run_blocks(q5_k, dtype, in, out);
-    case DType::kQ6_K: return run_blocks(q6_k, dtype, in, out);
+    case DType::kQ8_0:
+      return run_blocks(q8_0, dtype, in, out);
+    case DType::kQ4_0:
+      return run_blocks(q4_0, dtype, in, out);
+    case DType::kQ4_1:
+      return run_blocks(q4_1, dtype, in, out);
+    case DType::kQ5_0:
+      return run_blocks(q5_0, dtype, in, out);
+    case DType::kQ5_1:
+      return run_blocks(q5_1, dtype, in, out);
+    case DType::kQ4_K:
+      return run_blocks(q4_k, dtype, in, out);
+    case DType::kQ5_K:
+      return run_blocks(q5_k, dtype, in, out);
+    case DType::kQ6_K:
+      return run_blocks(q6_k, dtype, in, out);
   }
 }
 

@@ -4,12 +4,10 @@
 #include <cstddef>
 #include <span>
 
+#include "common/float16.h"
 #include "model_files/tensor.h"
 
 namespace xlacel {
-
-float half_to_float(uint16_t bits);
-float bfloat16_to_float(uint16_t bits);
 
 // `in` must hold exactly out.size() elements of `dtype` (callers check sizes).
 void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "models/float_format.h"
+#include "common/float16.h"
 #include "models/rope_frequencies.h"
 
 namespace xlacel::models {

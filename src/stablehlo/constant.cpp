@@ -1,5 +1,7 @@
 #include "stablehlo/constant.h"
 
+#include "common/float16.h"
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -18,39 +20,6 @@ float to_f32(double value) {
                                : std::numeric_limits<float>::infinity();
   }
   return static_cast<float>(value);
-}
-
-uint16_t f32_to_bf16_bits(float value) {
-  uint32_t bits = std::bit_cast<uint32_t>(value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  uint32_t rounding = ((bits >> 16) & 1u) + 0x7FFFu;
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-uint16_t f32_to_f16_bits(float value) {
-  uint32_t bits = std::bit_cast<uint32_t>(value);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
-  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (magnitude < 0x38800000u) {  // below 2^-14: subnormal half (exact scaling, then RNE)
-    float scaled = std::bit_cast<float>(magnitude) * 16777216.0f;
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
-  }
-  uint32_t rounded = magnitude + 0x0FFFu + ((magnitude >> 13) & 1u);
-  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
-}
-
-double f16_bits_to_double(uint16_t h) {
-  double sign = (h & 0x8000u) ? -1.0 : 1.0;
-  int exponent = (h >> 10) & 0x1F;
-  int mantissa = h & 0x3FF;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31) {
-    return mantissa ? std::numeric_limits<double>::quiet_NaN()
-                    : sign * std::numeric_limits<double>::infinity();
-  }
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
 // The literal of one element in a dense attribute.
@@ -160,11 +129,11 @@ double round_to_element(ElementType element, double value) {
     case ElementType::kF32:
       return static_cast<double>(to_f32(value));
     case ElementType::kBF16: {
-      uint32_t bits = static_cast<uint32_t>(f32_to_bf16_bits(to_f32(value))) << 16;
+      uint32_t bits = static_cast<uint32_t>(float_to_bfloat16(to_f32(value))) << 16;
       return static_cast<double>(std::bit_cast<float>(bits));
     }
     case ElementType::kF16:
-      return f16_bits_to_double(f32_to_f16_bits(to_f32(value)));
+      return static_cast<double>(half_to_float(float_to_half(to_f32(value))));
     default:
       return value;
   }
@@ -175,9 +144,9 @@ uint64_t element_bits(ElementType element, double value) {
     case ElementType::kF32:
       return std::bit_cast<uint32_t>(to_f32(value));
     case ElementType::kBF16:
-      return f32_to_bf16_bits(to_f32(value));
+      return float_to_bfloat16(to_f32(value));
     case ElementType::kF16:
-      return f32_to_f16_bits(to_f32(value));
+      return float_to_half(to_f32(value));
     default: {
       uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(value));
       int width = bit_width(element);

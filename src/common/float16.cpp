@@ -1,8 +1,8 @@
-#include "models/float_format.h"
+#include "common/float16.h"
 
 #include <bit>
 
-namespace xlacel::models {
+namespace xlacel {
 
 uint16_t float_to_bfloat16(float value) {
   uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -39,4 +39,32 @@ uint16_t float_to_half(float value) {
   return static_cast<uint16_t>(sign | result);
 }
 
-}  // namespace xlacel::models
+float half_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1F;
+  uint32_t mantissa = h & 0x3FF;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3FF) << 13);
+    }
+  } else if (exponent == 0x1F) {
+    bits = sign | 0x7F800000 | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+float bfloat16_to_float(uint16_t bits) {
+  return std::bit_cast<float>(uint32_t{bits} << 16);
+}
+
+}  // namespace xlacel
