@@ -1,6 +1,5 @@
 // The xlacel program as a user runs it: real model in, text out; bad input -> one line, exit 1.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +7,7 @@
 
 #include "common/json_file.h"
 #include "model_files/model_files.h"
+#include "run_xlacel.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -15,34 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = testing::ProgramRun;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Runs build/xlacel with shell-quoted arguments.
 Result run_xlacel(const std::vector<std::string>& args) {
-  fs::path scratch = testing::scratch_dir("cli");
-  std::string command = std::string(XLACEL_BINARY_DIR) + "/xlacel";
-  for (const std::string& arg : args) {
-    std::string quoted = "'";
-    for (char c : arg) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-    command += " " + quoted + "'";
-  }
-  fs::path out = scratch / "stdout", err = scratch / "stderr";
-  command += " >" + out.string() + " 2>" + err.string() + " </dev/null";
-  int status = std::system(command.c_str());
-  Result result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = slurp(out);
-  result.err = slurp(err);
-  return result;
+  return testing::run_xlacel(testing::scratch_dir("cli"), args);
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -66,16 +42,16 @@ TEST(Cli, TokenizeIdsPrintsOnlyIds) {
   Result result = run_xlacel({"tokenize", "-m", model, "--ids", "Hello, world!"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   ASSERT_FALSE(result.out.empty());
-  for (char c : result.out) EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(c)) || c == ' ' || c == '\n') << result.out;
+  for (char c : result.out)
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(c)) || c == ' ' || c == '\n') << result.out;
 }
 
 TEST(Cli, ChatTemplateRendersMessages) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   fs::path messages = testing::scratch_dir("cli") / "messages.json";
   write_file(messages, R"([{"role": "user", "content": "What is 2+2?"}])");
-  Result result =
-      run_xlacel({"chat-template", "-m", model, "--messages", messages.string(),
-                  "--add-generation-prompt"});
+  Result result = run_xlacel(
+      {"chat-template", "-m", model, "--messages", messages.string(), "--add-generation-prompt"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
@@ -102,8 +78,8 @@ TEST(Cli, HfDirectoryMatchesTheGgufRoute) {
     "bos_token_id": 1, "eos_token_id": 2})");
   std::string header = R"({"model.norm.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   uint64_t length = header.size();
-  write_file(dir / "model.safetensors",
-             std::string(reinterpret_cast<const char*>(&length), 8) + header + std::string(4, '\0'));
+  write_file(dir / "model.safetensors", std::string(reinterpret_cast<const char*>(&length), 8) +
+                                            header + std::string(4, '\0'));
 
   Result inspect = run_xlacel({"inspect", dir.string()});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
@@ -121,8 +97,8 @@ TEST(Cli, HfDirectoryMatchesTheGgufRoute) {
                           {"role": "user", "content": "Hi"}])");
   Result render_dir = run_xlacel({"chat-template", "-m", dir.string(), "--messages",
                                   messages.string(), "--add-generation-prompt"});
-  Result render_gguf = run_xlacel({"chat-template", "-m", model, "--messages", messages.string(),
-                                   "--add-generation-prompt"});
+  Result render_gguf = run_xlacel(
+      {"chat-template", "-m", model, "--messages", messages.string(), "--add-generation-prompt"});
   ASSERT_EQ(render_dir.exit_code, 0) << render_dir.err;
   EXPECT_EQ(render_dir.out, render_gguf.out);
   EXPECT_EQ(render_dir.out,

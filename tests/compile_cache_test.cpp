@@ -24,6 +24,7 @@
 #include "compile_cache/hash.h"
 #include "compile_cache/iree_compiler.h"
 #include "compile_cache/subprocess.h"
+#include "run_xlacel.h"
 #include "test_paths.h"
 
 namespace xlacel::compile_cache {
@@ -48,8 +49,7 @@ constexpr const char* kMulModule = R"(module {
 )";
 
 std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+  return testing::read_file(path);
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -513,25 +513,11 @@ TEST_F(CompileCacheTest, CudaCompileOnly) {
 
 // --- the xlacel program ------------------------------------------------------------------
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using CliRun = testing::ProgramRun;
 
-// Runs build/xlacel with `env_prefix` (shell assignments or `env -u ...`) and quoted arguments.
 CliRun run_xlacel(const fs::path& scratch, const std::string& env_prefix,
                   const std::vector<std::string>& args) {
-  std::string command = env_prefix + " " + std::string(XLACEL_BINARY_DIR) + "/xlacel";
-  for (const std::string& arg : args) {
-    std::string quoted = "'";
-    for (char c : arg) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-    command += " " + quoted + "'";
-  }
-  fs::path out = scratch / "stdout", err = scratch / "stderr";
-  command += " >" + out.string() + " 2>" + err.string() + " </dev/null";
-  int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  return testing::run_xlacel(scratch, args, env_prefix);
 }
 
 TEST_F(CompileCacheTest, CliCompilesMlirThroughTheCache) {
