@@ -238,54 +238,57 @@ TEST(LlamaNumerics, SmolLM2MatchesTransformers) {
   check_reference(s, reference, results, bucket);
 }
 
-TEST(LlamaNumerics, TinyLlama3MatchesTransformers) {
-  XLACEL_REQUIRE_IREE_PYTHON();
-  const fs::path dir = testing::test_data("models/tiny_llama3");
-  const fs::path reference_path = testing::test_data("models/tiny_llama3_reference.json");
-  if (!fs::exists(reference_path)) GTEST_SKIP() << "no reference data at " << reference_path;
-  json reference = json::parse(testing::read_text(reference_path));
-  ModelFiles files = ModelFiles::open(dir.string());
-  const int64_t bucket = 16;  // prompts of 17, 70 and 150 tokens take 2, 5 and 10 chunks
-  ModelSetup s = setup_model("tiny-llama3", files, bucket, 256);
-  add_reference_prompts(s, reference);
-  // Chunked prefill against one token at a time, for the longest prompt.
-  const json& longest = reference["prompts"].back();
-  s.job["prompts"].push_back(
-      {{"name", longest["name"]}, {"mode", "stepwise"}, {"ids", longest["prompt_ids"]}});
-  json results = run_job(s);
-  ASSERT_FALSE(results.is_null());
-  check_reference(s, reference, results, bucket);
+const int64_t kTinyBucket = 16;  // prompts of 17, 70 and 150 tokens take 2, 5 and 10 chunks
 
-  check_stepwise(s, results["prompts"].back());
+struct TinyRun {
+  ModelSetup setup;
+  json reference;
+  json results;  // null when the runner failed (already reported)
+};
+
+// The tiny Llama-3 reference prompts on `runtime`, plus the longest prompt fed one token at a
+// time (to compare chunked prefill with decode). `label` names its scratch and vmfb dirs, so
+// runs on different runtimes can go in parallel.
+TinyRun run_tiny_llama3(const std::string& label, const std::string& runtime) {
+  TinyRun run;
+  run.reference =
+      json::parse(testing::read_text(testing::test_data("models/tiny_llama3_reference.json")));
+  ModelFiles files = ModelFiles::open(testing::test_data("models/tiny_llama3").string());
+  run.setup = setup_model(label, files, kTinyBucket, 256);
+  run.setup.job["runtime"] = runtime;
+  add_reference_prompts(run.setup, run.reference);
+  const json& longest = run.reference["prompts"].back();
+  run.setup.job["prompts"].push_back(
+      {{"name", longest["name"]}, {"mode", "stepwise"}, {"ids", longest["prompt_ids"]}});
+  run.results = run_job(run.setup);
+  return run;
 }
 
-#define XLACEL_REQUIRE_JAX()                                                                 \
-  if (std::system((quote(venv() / "bin" / "python") +                                        \
-                   " -c 'import jax, jax.extend, jaxlib' 2>/dev/null")                       \
-                      .c_str()) != 0)                                                        \
-  GTEST_SKIP() << "the venv's python cannot import jax (pip install jax jaxlib, pinned in "  \
+TEST(LlamaNumerics, TinyLlama3MatchesTransformers) {
+  XLACEL_REQUIRE_IREE_PYTHON();
+  TinyRun run = run_tiny_llama3("tiny-llama3", "iree");
+  ASSERT_FALSE(run.results.is_null());
+  check_reference(run.setup, run.reference, run.results, kTinyBucket);
+  check_stepwise(run.setup, run.results["prompts"].back());
+}
+
+#define XLACEL_REQUIRE_JAX()                                                                      \
+  if (std::system(                                                                                \
+          (quote(venv() / "bin" / "python") + " -c 'import jax, jax.extend, jaxlib' 2>/dev/null") \
+              .c_str()) != 0)                                                                     \
+  GTEST_SKIP() << "the venv's python cannot import jax (pip install jax jaxlib, pinned in "       \
                << "scripts/requirements.txt)"
 
 TEST(LlamaNumerics, TinyLlama3MatchesTransformersOnXla) {
   XLACEL_REQUIRE_IREE_PYTHON();  // for the IREE cross-check of greedy tokens
   XLACEL_REQUIRE_JAX();
-  const fs::path dir = testing::test_data("models/tiny_llama3");
-  const fs::path reference_path = testing::test_data("models/tiny_llama3_reference.json");
-  if (!fs::exists(reference_path)) GTEST_SKIP() << "no reference data at " << reference_path;
-  json reference = json::parse(testing::read_text(reference_path));
-  ModelFiles files = ModelFiles::open(dir.string());
-  const int64_t bucket = 16;
-  // Its own label (scratch and vmfb dirs), so it can run beside TinyLlama3MatchesTransformers.
-  ModelSetup s = setup_model("tiny-llama3-xla", files, bucket, 256);
-  s.job["runtime"] = "xla";
-  add_reference_prompts(s, reference);
-  const json& longest = reference["prompts"].back();
-  s.job["prompts"].push_back(
-      {{"name", longest["name"]}, {"mode", "stepwise"}, {"ids", longest["prompt_ids"]}});
-  json results = run_job(s);
+  TinyRun run = run_tiny_llama3("tiny-llama3-xla", "xla");
+  const ModelSetup& s = run.setup;
+  const json& reference = run.reference;
+  const json& results = run.results;
   ASSERT_FALSE(results.is_null());
   ASSERT_EQ(results["runtime"], "xla");
-  check_reference(s, reference, results, bucket);
+  check_reference(s, reference, results, kTinyBucket);
   check_stepwise(s, results["prompts"].back());
 
   // IREE on the same graphs and weights: greedy prompts only, so prefill and decode only.
