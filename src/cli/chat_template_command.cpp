@@ -3,8 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
-#include "common/error.h"
-#include "common/json_file.h"
+#include "cli/prompt_input.h"
 
 namespace xlacel::cli {
 
@@ -16,33 +15,10 @@ struct ChatTemplateCommandOptions {
   bool add_generation_prompt = false;
 };
 
-// The file holds a list of messages, or an object with "messages" and extra template variables.
-void check_messages(const Json& messages, const std::string& path) {
-  if (!messages.is_array()) fail(path, "expected a list of messages");
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    const Json& message = messages[i];
-    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
-      fail(path, "message {} needs a string 'role'", i);
-    }
-  }
-}
-
 void run_chat_template(const ChatTemplateCommandOptions& options) {
-  Json input = read_json_file(options.messages_path);
   ModelFiles model = open_model(options.model);
-  ChatTemplate chat_template = load_chat_template(model);
-  ChatTemplateOptions render_options =
-      chat_template_options(model, options.add_generation_prompt);
-  Json messages = input;
-  if (input.is_object()) {
-    if (!input.contains("messages")) fail(options.messages_path, "no 'messages' list");
-    messages = input["messages"];
-    for (const auto& [key, value] : input.items()) {
-      if (key != "messages") render_options.extra_context[key] = value;
-    }
-  }
-  check_messages(messages, options.messages_path);
-  fmt::print("{}", chat_template.render(messages, render_options));
+  fmt::print("{}", render_messages_file(model, options.messages_path,
+                                        options.add_generation_prompt));
 }
 
 }  // namespace

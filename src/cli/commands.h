@@ -9,5 +9,7 @@ void add_tokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
 void add_emit_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace xlacel::cli

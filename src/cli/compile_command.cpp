@@ -62,7 +62,7 @@ void run_compile(const CompileOptions& options) {
     ModelFiles model = open_model(options.graph.model);
     mlir = models::emit_graph(model.config(), graph);
     // Named like a file, as diagnostics print it: "<model>.<graph>.mlir:LINE:COL: error: ...".
-    source = fmt::format("{}.{}.mlir", model_name(model.path()), graph_name(graph));
+    source = fmt::format("{}.{}.mlir", model_name(model.path()), models::graph_name(graph));
   }
 
   const std::string target_name = target.name;

@@ -33,9 +33,5 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   return graph;
 }
 
-std::string graph_name(const models::GraphOptions& options) {
-  return fmt::format("{}-b{}-c{}-{}", models::graph_kind_name(options.kind), options.bucket,
-                     options.capacity, models::weight_type_name(options.weights));
-}
 
 }  // namespace xlacel::cli

@@ -26,7 +26,4 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags);
 // Validates the names (Error naming the option) and applies the bucket default.
 models::GraphOptions graph_options(const GraphFlags& flags);
 
-// A short name for the graph, e.g. "decode-b1-c512-f32".
-std::string graph_name(const models::GraphOptions& options);
-
 }  // namespace xlacel::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/venv.h"
 #include "compile_cache/compiler_message.h"
 #include "compile_cache/host_cpu.h"
 #include "compile_cache/subprocess.h"
@@ -25,24 +26,6 @@ constexpr const char* kExecutableName = "iree-compile";
 bool is_executable(const fs::path& path) {
   std::error_code error;
   return fs::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::optional<fs::path> from_variable(const char* variable, const char* subdirectory) {
-  const char* value = std::getenv(variable);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  fs::path candidate = fs::path(value) / subdirectory / kExecutableName;
-  if (is_executable(candidate)) return candidate;
-  return std::nullopt;
-}
-
-std::optional<fs::path> walk_up(fs::path dir) {
-  while (!dir.empty()) {
-    fs::path candidate = dir / ".venv" / "bin" / kExecutableName;
-    if (is_executable(candidate)) return candidate;
-    if (dir == dir.root_path()) break;
-    dir = dir.parent_path();
-  }
-  return std::nullopt;
 }
 
 std::optional<fs::path> from_path() {
@@ -111,20 +94,15 @@ fs::path find_iree_compile() {
       not_found(fmt::format("{} ($XLACEL_IREE_COMPILE)", explicit_path));
     return explicit_path;
   }
-  if (auto found = from_variable("XLACEL_VENV", "bin")) return *found;
-  if (auto found = from_variable("VIRTUAL_ENV", "bin")) return *found;
-  std::error_code error;
-  if (fs::path cwd = fs::current_path(error); !error) {
-    if (auto found = walk_up(cwd)) return *found;
-  }
-  if (fs::path self = fs::read_symlink("/proc/self/exe", error); !error) {
-    if (auto found = walk_up(self.parent_path())) return *found;
+  // A venv's bin/iree-compile must also be executable (not just present).
+  if (auto found = find_in_venv(fs::path("bin") / kExecutableName); found && is_executable(*found)) {
+    return *found;
   }
   if (auto found = from_path()) return *found;
   throw Error(fmt::format(
-      "iree-compile not found (looked at $XLACEL_IREE_COMPILE, $XLACEL_VENV/bin, $VIRTUAL_ENV/bin, "
-      ".venv/bin above the current directory and the program, and PATH); {}",
-      kIreeInstallHint));
+      "iree-compile not found (looked at $XLACEL_IREE_COMPILE, bin/ of the venv ({}), and "
+      "PATH); {}",
+      kVenvSearchDescription, kIreeInstallHint));
 }
 
 IreeCompiler::IreeCompiler(fs::path executable) : executable_(std::move(executable)) {

@@ -1,5 +1,7 @@
 #include "models/graph_options.h"
 
+#include <fmt/format.h>
+
 namespace xlacel::models {
 
 const char* graph_kind_name(GraphKind kind) {
@@ -38,6 +40,17 @@ std::optional<WeightType> parse_weight_type(std::string_view name) {
     if (name == weight_type_name(type)) return type;
   }
   return std::nullopt;
+}
+
+std::string graph_name(const GraphOptions& options) {
+  return fmt::format("{}-b{}-c{}-{}", graph_kind_name(options.kind), options.bucket,
+                     options.capacity, weight_type_name(options.weights));
+}
+
+std::string module_name(GraphKind kind) {
+  std::string name = std::string("xlacel_") + graph_kind_name(kind);
+  for (char& ch : name) ch = ch == '-' ? '_' : ch;
+  return name;
 }
 
 }  // namespace xlacel::models

@@ -30,6 +30,11 @@ std::optional<GraphKind> parse_graph_kind(std::string_view name);
 const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16"
 std::optional<WeightType> parse_weight_type(std::string_view name);
 
+// A short name for the graph, e.g. "decode-b1-c512-f32".
+std::string graph_name(const GraphOptions& options);
+// The emitted module's name ("xlacel_decode_logits"), which IREE uses to name the module.
+std::string module_name(GraphKind kind);
+
 // Graph signatures (argument order in full: models/weight_layout.h). Every graph's `main` takes
 //   prefill:        tokens i32[bucket], start i32[], valid_length i32[], weights..., caches...
 //   decode(-logits): tokens i32[1], position i32[], weights..., caches...

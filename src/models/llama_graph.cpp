@@ -42,9 +42,7 @@ std::string emit_graph(const ModelConfig& config, const GraphOptions& options) {
   check_options(config, options);
   const ModelConfig& c = config;
   const bool prefill = options.kind == GraphKind::kPrefill;
-  std::string kind_name = graph_kind_name(options.kind);
-  for (char& ch : kind_name) ch = ch == '-' ? '_' : ch;
-  Module module("xlacel_" + kind_name);
+  Module module(module_name(options.kind));
   Function& f = module.add_function("main");
   Block& b = f.body();
   const TensorType scalar_i32(ElementType::kI32, {});
