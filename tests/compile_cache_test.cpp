@@ -242,7 +242,7 @@ TEST_F(CompileCacheTest, KeyFollowsTextFlagsTargetAndCompiler) {
   expect_new(key((std::string(kAddModule) + " ").c_str(), cpu_target()), "trailing whitespace");
   expect_new(key(kAddModule, cpu_target("O2")), "the optimization level");
   CompileTarget extra = cpu_target();
-  extra.flags.push_back("--iree-llvmcpu-enable-ukernels=all");
+  extra.flags.push_back("--iree-llvmcpu-enable-ukernels=none");
   expect_new(key(kAddModule, extra), "an extra flag");
   CompileTarget reordered = cpu_target();
   std::swap(reordered.flags[0], reordered.flags[1]);
@@ -268,7 +268,8 @@ TEST(IreeTarget, FlagsAndValidation) {
   EXPECT_EQ(cpu.name, "llvm-cpu");
   std::vector<std::string> expected_cpu = {
       "--iree-input-type=stablehlo", "--iree-opt-level=O3", "--iree-hal-target-device=local",
-      "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host"};
+      "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host",
+      "--iree-llvmcpu-enable-ukernels=all"};
   EXPECT_EQ(cpu.flags, expected_cpu);
   EXPECT_NE(cpu.identity.find("cpu=host"), std::string::npos);
   EXPECT_NE(cpu.identity.find("arch="), std::string::npos) << cpu.identity;

@@ -6,7 +6,9 @@
 
 namespace xlacel::backends {
 
-std::vector<std::string> backend_names() { return {"iree", "xla"}; }
+std::vector<std::string> backend_names() {
+  return {"iree", "xla"};
+}
 
 std::unique_ptr<session::Backend> open_backend(std::string_view name,
                                                const session::BackendOptions& options) {

@@ -3,8 +3,8 @@
 // first token, cold and cached compile time, peak memory, and decode speed against the limit
 // the machine's memory bandwidth sets (bytes read per decode step / bandwidth).
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -85,8 +85,9 @@ DecodeTraffic decode_traffic(const ModelConfig& config, const session::BackendOp
     traffic.weight_bytes -= static_cast<uint64_t>(config.vocab_size - 1) *
                             static_cast<uint64_t>(config.hidden_size) * element;
   }
-  traffic.cache_bytes = 2ull * static_cast<uint64_t>(config.num_layers * config.num_kv_heads *
-                                                     options.capacity * config.head_dim) *
+  traffic.cache_bytes = 2ull *
+                        static_cast<uint64_t>(config.num_layers * config.num_kv_heads *
+                                              options.capacity * config.head_dim) *
                         element;
   return traffic;
 }
@@ -111,8 +112,12 @@ std::string graphs_text(const session::LoadReport& report) {
   return text;
 }
 
-double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 30); }
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 20); }
+double gib(uint64_t bytes) {
+  return static_cast<double>(bytes) / (1ull << 30);
+}
+double mib(uint64_t bytes) {
+  return static_cast<double>(bytes) / (1ull << 20);
+}
 
 void run_bench(const BenchCommandOptions& options) {
   const bool json = options.output_format == "json";
@@ -173,28 +178,28 @@ void run_bench(const BenchCommandOptions& options) {
   const auto& report = backend->load_report();
 
   if (json) {
-    nlohmann::json out = {
-        {"model", model.path()},
-        {"backend", caps.backend},
-        {"device", caps.device},
-        {"weights", options.runtime.weights},
-        {"context", caps.capacity},
-        {"prefill_bucket", caps.prefill_bucket},
-        {"prompt_tokens", options.prompt_tokens},
-        {"gen_tokens", options.gen_tokens},
-        {"repetitions", options.repetitions},
-        {"prompt_tokens_per_second", to_json(pp_s)},
-        {"generation_tokens_per_second", to_json(tg_s)},
-        {"time_to_first_token_seconds", to_json(ttft_s)},
-        {"compile_cached", graphs_json(report)},
-        {"weights_upload_seconds", report.weights_seconds},
-        {"weight_bytes", report.weight_bytes},
-        {"peak_rss_bytes", peak_rss},
-        {"read_bandwidth_bytes_per_second", bandwidth},
-        {"bandwidth_threads", threads},
-        {"decode_bytes_per_token", {{"weights", traffic.weight_bytes}, {"kv_cache", traffic.cache_bytes}}},
-        {"decode_limit_tokens_per_second", limit},
-        {"decode_fraction_of_limit", tg_s.mean / limit}};
+    nlohmann::json out = {{"model", model.path()},
+                          {"backend", caps.backend},
+                          {"device", caps.device},
+                          {"weights", options.runtime.weights},
+                          {"context", caps.capacity},
+                          {"prefill_bucket", caps.prefill_bucket},
+                          {"prompt_tokens", options.prompt_tokens},
+                          {"gen_tokens", options.gen_tokens},
+                          {"repetitions", options.repetitions},
+                          {"prompt_tokens_per_second", to_json(pp_s)},
+                          {"generation_tokens_per_second", to_json(tg_s)},
+                          {"time_to_first_token_seconds", to_json(ttft_s)},
+                          {"compile_cached", graphs_json(report)},
+                          {"weights_upload_seconds", report.weights_seconds},
+                          {"weight_bytes", report.weight_bytes},
+                          {"peak_rss_bytes", peak_rss},
+                          {"read_bandwidth_bytes_per_second", bandwidth},
+                          {"bandwidth_threads", threads},
+                          {"decode_bytes_per_token",
+                           {{"weights", traffic.weight_bytes}, {"kv_cache", traffic.cache_bytes}}},
+                          {"decode_limit_tokens_per_second", limit},
+                          {"decode_fraction_of_limit", tg_s.mean / limit}};
     if (cold_report) out["compile_cold"] = graphs_json(*cold_report);
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;

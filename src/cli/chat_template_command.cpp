@@ -17,8 +17,8 @@ struct ChatTemplateCommandOptions {
 
 void run_chat_template(const ChatTemplateCommandOptions& options) {
   ModelFiles model = open_model(options.model);
-  fmt::print("{}", render_messages_file(model, options.messages_path,
-                                        options.add_generation_prompt));
+  fmt::print("{}",
+             render_messages_file(model, options.messages_path, options.add_generation_prompt));
 }
 
 }  // namespace
@@ -27,8 +27,9 @@ void add_chat_template_command(CLI::App& app) {
   auto* command = app.add_subcommand("chat-template", "Render the model's chat template");
   auto options = std::make_shared<ChatTemplateCommandOptions>();
   command->add_option("-m,--model", options->model, "GGUF file or HF model directory");
-  command->add_option("--messages", options->messages_path,
-                      "JSON file: a list of {role, content} messages")
+  command
+      ->add_option("--messages", options->messages_path,
+                   "JSON file: a list of {role, content} messages")
       ->required();
   command->add_flag("--add-generation-prompt", options->add_generation_prompt,
                     "end with the assistant's turn opener");

@@ -1,7 +1,8 @@
 // `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE) [-n N] [--temp T
 //  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S]
-//  [--backend iree|xla] [--device cpu|cuda] [--output-format text|json] ...`: tokens stream to
-// stdout as they are produced; compile/load progress and a final stats line go to stderr.
+//  [--ignore-eos] [--backend iree|xla] [--device cpu|cuda] [--output-format text|json] ...`:
+// tokens stream to stdout as they are produced; compile/load progress and a final stats line go
+// to stderr.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@ struct GenerateCommandOptions {
   int64_t max_new_tokens = 128;
   session::SamplingOptions sampling;
   std::string output_format = "text";
+  bool ignore_eos = false;
 };
 
 nlohmann::json load_json(const session::LoadReport& report) {
@@ -53,9 +55,8 @@ void run_generate(const GenerateCommandOptions& options) {
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(model);
   std::vector<int32_t> prompt = prompt_ids(model, *tokenizer, options.prompt);
 
-  session::BackendOptions backend_options =
-      cli::backend_options(options.runtime, model, static_cast<int64_t>(prompt.size()) +
-                                                       options.max_new_tokens, false);
+  session::BackendOptions backend_options = cli::backend_options(
+      options.runtime, model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens, false);
   backend_options.argmax_graph = !options.sampling.needs_logits();
   backend_options.logits_graph = options.sampling.needs_logits();
   if (static_cast<int64_t>(prompt.size()) > backend_options.capacity) {
@@ -69,8 +70,10 @@ void run_generate(const GenerateCommandOptions& options) {
   session::GenerateOptions generate_options;
   generate_options.max_new_tokens = options.max_new_tokens;
   generate_options.sampling = options.sampling;
-  generate_options.eos_ids.assign(model.config().eos_token_ids.begin(),
-                                  model.config().eos_token_ids.end());
+  if (!options.ignore_eos) {
+    generate_options.eos_ids.assign(model.config().eos_token_ids.begin(),
+                                    model.config().eos_token_ids.end());
+  }
 
   StreamDecoder stream(*tokenizer, true);
   session::GenerateResult result =
@@ -145,12 +148,16 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--repeat-penalty", s.repeat_penalty, "repetition penalty (1: off)")
       ->capture_default_str();
-  command->add_option("--repeat-last-n", s.repeat_last_n,
-                      "recent tokens the penalty looks at (0: all)")
+  command
+      ->add_option("--repeat-last-n", s.repeat_last_n,
+                   "recent tokens the penalty looks at (0: all)")
       ->capture_default_str();
+  command->add_flag("--ignore-eos", options->ignore_eos,
+                    "keep generating past end-of-sequence tokens (for tests and benchmarks)");
   command->add_option("--seed", s.seed, "random seed for sampling")->capture_default_str();
-  command->add_option("--output-format", options->output_format,
-                      "text (streamed) or json (one object)")
+  command
+      ->add_option("--output-format", options->output_format,
+                   "text (streamed) or json (one object)")
       ->capture_default_str();
   command->callback([options] { run_generate(*options); });
 }

@@ -33,5 +33,4 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   return graph;
 }
 
-
 }  // namespace xlacel::cli

@@ -31,8 +31,8 @@ void run_inspect(const std::string& path) {
              c.intermediate_size);
   fmt::print("heads: {}  kv heads: {}  head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
   fmt::print("vocab: {}  context: {}\n", c.vocab_size, c.max_position_embeddings);
-  fmt::print("rms norm eps: {:g}  rope theta: {:g}  rope scaling: {}", c.rms_norm_eps,
-             c.rope_theta, rope_scaling_name(c.rope_scaling.type));
+  fmt::print("rms norm eps: {:g}  rope theta: {:g}  rope scaling: {}", c.rms_norm_eps, c.rope_theta,
+             rope_scaling_name(c.rope_scaling.type));
   if (c.rope_scaling.type == RopeScaling::Type::kLlama3) {
     fmt::print(" (factor {:g}, low {:g}, high {:g}, original context {})", c.rope_scaling.factor,
                c.rope_scaling.low_freq_factor, c.rope_scaling.high_freq_factor,
@@ -43,8 +43,8 @@ void run_inspect(const std::string& path) {
              c.attention_bias ? "yes" : "no");
   std::string eos;
   for (int64_t id : c.eos_token_ids) eos += (eos.empty() ? "" : ",") + std::to_string(id);
-  fmt::print("bos: {}  eos: {}  pad: {}\n", optional_id(c.bos_token_id),
-             eos.empty() ? "none" : eos, optional_id(c.pad_token_id));
+  fmt::print("bos: {}  eos: {}  pad: {}\n", optional_id(c.bos_token_id), eos.empty() ? "none" : eos,
+             optional_id(c.pad_token_id));
 
   struct Totals {
     int count = 0;
@@ -84,8 +84,9 @@ void run_inspect(const std::string& path) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
-  auto* command = app.add_subcommand("inspect", "Show a model's configuration, tensors, "
-                                                "tokenizer and chat template");
+  auto* command = app.add_subcommand("inspect",
+                                     "Show a model's configuration, tensors, "
+                                     "tokenizer and chat template");
   auto path = std::make_shared<std::string>();
   command->add_option("model", *path, "GGUF file or HF model directory (default: setup's model)");
   command->callback([path] { run_inspect(*path); });

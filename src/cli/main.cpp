@@ -1,7 +1,7 @@
 // xlacel: the command-line entry point. Every user-caused problem ends as one line on stderr
 // and exit status 1.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 

@@ -15,8 +15,8 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                       "GGUF file or HF model directory (default: the model scripts/setup fetched)");
   command->add_option("--backend", flags.backend, "iree or xla")->capture_default_str();
   command->add_option("--device", flags.device, "cpu or cuda")->capture_default_str();
-  command->add_option("--weights", flags.weights,
-                      "weight and KV-cache type: f32 (exact), bf16 or f16")
+  command
+      ->add_option("--weights", flags.weights, "weight and KV-cache type: f32 (exact), bf16 or f16")
       ->capture_default_str();
   command->add_option("--context", flags.context,
                       "KV-cache positions (default: the smallest power of two from 512 that "
@@ -25,6 +25,8 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
       ->capture_default_str();
   command->add_option("--plugin", flags.plugin, "PJRT plugin .so for --backend xla");
   command->add_option("--cuda-sm", flags.cuda_sm, "CUDA architecture for IREE (default sm_80)");
+  command->add_option("--compiler-flag", flags.compiler_flags,
+                      "extra compiler flag (repeatable; part of the cache key), for tuning");
 }
 
 session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFiles& model,
@@ -55,6 +57,7 @@ session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFi
   options.prefill_bucket = std::min(flags.prefill_bucket, capacity);
   options.plugin_path = flags.plugin;
   options.cuda_sm = flags.cuda_sm;
+  options.extra_compiler_flags = flags.compiler_flags;
   if (!quiet) {
     options.progress = [](std::string_view line) {
       std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());

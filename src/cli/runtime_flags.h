@@ -1,11 +1,12 @@
 #pragma once
 // The options `generate` and `bench` share for loading a model on a backend: -m, --backend,
-// --device, --weights, --context, --prefill-bucket, --plugin, --cuda-sm; and turning them into
-// session::BackendOptions.
+// --device, --weights, --context, --prefill-bucket, --plugin, --cuda-sm, --compiler-flag; and
+// turning them into session::BackendOptions.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model_files/model_files.h"
 #include "session/backend.h"
@@ -19,8 +20,9 @@ struct RuntimeFlags {
   std::string weights = "f32";
   int64_t context = 0;  // KV-cache capacity; 0: the smallest of 512, 1024, ... that fits the run
   int64_t prefill_bucket = 64;
-  std::string plugin;   // PJRT plugin (--backend xla)
-  std::string cuda_sm;  // IREE CUDA target (--backend iree --device cuda)
+  std::string plugin;                       // PJRT plugin (--backend xla)
+  std::string cuda_sm;                      // IREE CUDA target (--backend iree --device cuda)
+  std::vector<std::string> compiler_flags;  // extra iree-compile flags, for tuning
 };
 
 void add_runtime_flags(CLI::App* command, RuntimeFlags& flags);

@@ -95,7 +95,8 @@ fs::path find_iree_compile() {
     return explicit_path;
   }
   // A venv's bin/iree-compile must also be executable (not just present).
-  if (auto found = find_in_venv(fs::path("bin") / kExecutableName); found && is_executable(*found)) {
+  if (auto found = find_in_venv(fs::path("bin") / kExecutableName);
+      found && is_executable(*found)) {
     return *found;
   }
   if (auto found = from_path()) return *found;
@@ -162,9 +163,12 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
     const HostCpu& cpu = host_cpu();
     target.name = "llvm-cpu";
     target.identity = "llvm-cpu cpu=host\n" + cpu.identity;
+    // ukernels: measured +7% decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
+    // tiling stays off: with weights as arguments it would re-pack them on every call (3x slower).
     target.flags.insert(target.flags.end(), {"--iree-hal-target-device=local",
                                              "--iree-hal-local-target-device-backends=llvm-cpu",
-                                             "--iree-llvmcpu-target-cpu=host"});
+                                             "--iree-llvmcpu-target-cpu=host",
+                                             "--iree-llvmcpu-enable-ukernels=all"});
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
       fail("--cuda-sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);

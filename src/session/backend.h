@@ -27,13 +27,13 @@ std::optional<DeviceKind> parse_device_kind(std::string_view name);
 struct BackendOptions {
   const ModelFiles* model = nullptr;  // must outlive the backend's construction
   models::WeightType weights = models::WeightType::kF32;
-  int64_t capacity = 512;        // KV-cache positions
-  int64_t prefill_bucket = 64;   // tokens per prefill call
-  bool argmax_graph = true;      // compile `decode` (greedy, argmax on the device)
-  bool logits_graph = false;     // compile `decode-logits` (sampling on the host)
+  int64_t capacity = 512;       // KV-cache positions
+  int64_t prefill_bucket = 64;  // tokens per prefill call
+  bool argmax_graph = true;     // compile `decode` (greedy, argmax on the device)
+  bool logits_graph = false;    // compile `decode-logits` (sampling on the host)
   DeviceKind device = DeviceKind::kCpu;
-  std::string cuda_sm;           // IREE cuda target ("sm_80"); empty: the backend's default
-  std::string plugin_path;       // PJRT plugin; empty: search (backend's rules)
+  std::string cuda_sm;      // IREE cuda target ("sm_80"); empty: the backend's default
+  std::string plugin_path;  // PJRT plugin; empty: search (backend's rules)
   std::vector<std::string> extra_compiler_flags;
   std::filesystem::path compile_cache_dir;  // empty: CompileCache::default_directory()
   // One line of progress ("compiling decode ... 4.4 s"), for stderr; may be empty.
@@ -42,32 +42,32 @@ struct BackendOptions {
 
 // How loading went, for stats and `xlacel bench`.
 struct GraphLoad {
-  std::string graph;             // "prefill-b64-c512-f32"
-  bool cached = false;           // the compiled artifact came from the on-disk cache
-  double seconds = 0;            // wall time to get the executable (lookup or compile) and load it
-  double compile_seconds = 0;    // the compiler's own time (on a cache hit: as recorded then)
+  std::string graph;           // "prefill-b64-c512-f32"
+  bool cached = false;         // the compiled artifact came from the on-disk cache
+  double seconds = 0;          // wall time to get the executable (lookup or compile) and load it
+  double compile_seconds = 0;  // the compiler's own time (on a cache hit: as recorded then)
 };
 struct LoadReport {
   std::vector<GraphLoad> graphs;
-  double weights_seconds = 0;    // prepare + upload
-  uint64_t weight_bytes = 0;     // bytes of all weight arguments as uploaded
+  double weights_seconds = 0;  // prepare + upload
+  uint64_t weight_bytes = 0;   // bytes of all weight arguments as uploaded
   double total_seconds = 0;
 };
 
 struct Capabilities {
-  std::string backend;           // "iree", "xla"
-  std::string device;            // for people: "cpu (llvm-cpu, local-task, 2 threads)"
-  int64_t max_sequences = 1;     // sequences held at once (1 for now)
-  int64_t capacity = 0;          // KV-cache positions
+  std::string backend;        // "iree", "xla"
+  std::string device;         // for people: "cpu (llvm-cpu, local-task, 2 threads)"
+  int64_t max_sequences = 1;  // sequences held at once (1 for now)
+  int64_t capacity = 0;       // KV-cache positions
   int64_t prefill_bucket = 0;
-  bool argmax_on_device = false; // decode graph loaded
-  bool logits = false;           // decode-logits graph loaded
+  bool argmax_on_device = false;  // decode graph loaded
+  bool logits = false;            // decode-logits graph loaded
 };
 
 // What one graph call reads back.
 struct StepOutput {
-  int32_t token = -1;            // argmax of the logits (ties to the lower id)
-  std::vector<float> logits;     // [vocab], filled only when asked for
+  int32_t token = -1;         // argmax of the logits (ties to the lower id)
+  std::vector<float> logits;  // [vocab], filled only when asked for
 };
 
 class Backend {
@@ -80,8 +80,8 @@ class Backend {
   // One prefill call: `bucket_tokens` (exactly prefill_bucket ids, padded by the caller) at
   // positions start.. ; the first `valid` are real. Sets out.token to the argmax after token
   // valid-1, and out.logits when want_logits. Requires start + bucket <= capacity.
-  virtual void prefill_chunk(std::span<const int32_t> bucket_tokens, int32_t start,
-                             int32_t valid, bool want_logits, StepOutput& out) = 0;
+  virtual void prefill_chunk(std::span<const int32_t> bucket_tokens, int32_t start, int32_t valid,
+                             bool want_logits, StepOutput& out) = 0;
 
   // One decode call for `token` at `position`: the `decode` graph (out.token, 4-byte readback)
   // unless want_logits, then `decode-logits` (out.logits and out.token = their argmax).

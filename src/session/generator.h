@@ -25,10 +25,10 @@ const char* stop_reason_name(StopReason reason);  // "eos", "length", "capacity"
 struct GenerateResult {
   std::vector<int32_t> output_ids;
   StopReason stop = StopReason::kLength;
-  std::string stop_message;      // for people, e.g. "context full: 512 of 512 positions used"
+  std::string stop_message;  // for people, e.g. "context full: 512 of 512 positions used"
   int64_t prompt_tokens = 0;
-  double prefill_seconds = 0;    // prompt in -> first new token known (time to first token)
-  double decode_seconds = 0;     // all decode steps after the first token
+  double prefill_seconds = 0;  // prompt in -> first new token known (time to first token)
+  double decode_seconds = 0;   // all decode steps after the first token
   int64_t decode_steps = 0;
 
   double prompt_tokens_per_second() const;

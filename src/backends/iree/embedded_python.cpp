@@ -15,7 +15,9 @@ namespace py = pybind11;
 namespace {
 
 // "python3.11": the site-packages directory name of the Python we are linked against.
-std::string python_directory() { return fmt::format("python{}.{}", PY_MAJOR_VERSION, PY_MINOR_VERSION); }
+std::string python_directory() {
+  return fmt::format("python{}.{}", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+}
 
 // Initializes the interpreter as if `python` (the venv's bin/python) had been started: Python
 // then finds pyvenv.cfg next to it and puts the venv's site-packages on sys.path. Isolated
@@ -57,10 +59,12 @@ void ensure_python_with_iree_runtime() {
         }
       }
     }
-    fail("iree backend", "Python package iree.runtime not found in a venv for {} (looked at {}){}; {}",
+    fail("iree backend",
+         "Python package iree.runtime not found in a venv for {} (looked at {}){}; {}",
          python_directory(), kVenvSearchDescription, other, kIreeRuntimeInstallHint);
   }
-  const fs::path venv = runtime->parent_path().parent_path().parent_path().parent_path().parent_path();
+  const fs::path venv =
+      runtime->parent_path().parent_path().parent_path().parent_path().parent_path();
   const fs::path python = venv / "bin" / "python";
   std::error_code error;
   if (!fs::exists(python, error)) {

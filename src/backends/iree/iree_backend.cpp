@@ -149,8 +149,8 @@ std::vector<std::pair<models::GraphOptions, compile_cache::CompileResult>>
 IreeBackend::compile_graphs() {
   const ModelConfig& config = options_.model->config();
   std::vector<models::GraphOptions> graphs;
-  graphs.push_back({models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity,
-                    options_.weights});
+  graphs.push_back(
+      {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights});
   if (options_.argmax_graph) {
     graphs.push_back({models::GraphKind::kDecode, 1, options_.capacity, options_.weights});
   }
@@ -178,8 +178,8 @@ IreeBackend::compile_graphs() {
   auto compile_one = [&](std::size_t i) {
     compile_cache::CompileRequest request{texts[i], sources[i], target};
     if (!cache.lookup(compiler, request)) {
-      progress(fmt::format("iree: compiling {} for {} ...", models::graph_name(graphs[i]),
-                           target.name));
+      progress(
+          fmt::format("iree: compiling {} for {} ...", models::graph_name(graphs[i]), target.name));
     }
     return cache.get_or_compile(compiler, request);
   };
@@ -203,8 +203,8 @@ IreeBackend::compile_graphs() {
 void IreeBackend::upload_weights() {
   const auto start = Clock::now();
   models::for_each_weight(*options_.model, options_.weights, [&](const models::HostTensor& t) {
-    py::memoryview bytes = py::memoryview::from_memory(t.bytes.data(),
-                                                       static_cast<py::ssize_t>(t.bytes.size()));
+    py::memoryview bytes =
+        py::memoryview::from_memory(t.bytes.data(), static_cast<py::ssize_t>(t.bytes.size()));
     runner_.attr("add_weight")(bytes, element_name(t.spec.element), py::cast(t.spec.shape));
     report_.weight_bytes += t.bytes.size();
   });

@@ -6,13 +6,14 @@ new rows into the same device buffers (no copy of the cache per step) and the re
 replace the handles kept here. Only the token id, or the logits when asked, comes back.
 """
 
+import ml_dtypes
 import numpy as np
 import iree.runtime as rt
 
 # Element types by xlacel name: the numpy type that carries the bytes, and IREE's type.
 _ELEMENTS = {
     "f32": (np.float32, rt.HalElementType.FLOAT_32),
-    "bf16": (np.uint16, rt.HalElementType.BFLOAT_16),  # numpy has no bfloat16: same bytes
+    "bf16": (ml_dtypes.bfloat16, rt.HalElementType.BFLOAT_16),  # IREE checks the numpy type
     "f16": (np.float16, rt.HalElementType.FLOAT_16),
 }
 

@@ -1,0 +1,241 @@
+// `xlacel generate` as a user runs it, and the session on the IREE backend in-process: greedy
+// output token for token against HF transformers (tests/data/models/*_reference.json, written by
+// tools/reference/llama.py), streaming, seeded sampling, the capacity stop, and the errors a
+// user can cause. Needs the project venv (iree-compile, iree.runtime); skips without it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backends/backends.h"
+#include "model_files/model_files.h"
+#include "models/test_support.h"
+#include "run_xlacel.h"
+#include "session/generator.h"
+#include "test_paths.h"
+
+namespace xlacel {
+namespace {
+
+using nlohmann::json;
+using testing::run_xlacel;
+using testing::scratch_dir;
+using testing::test_data;
+
+json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+std::vector<int32_t> ids(const json& array) {
+  return array.get<std::vector<int32_t>>();
+}
+
+// How many leading tokens agree.
+size_t matched(const std::vector<int32_t>& got, const std::vector<int32_t>& want) {
+  size_t n = 0;
+  while (n < got.size() && n < want.size() && got[n] == want[n]) ++n;
+  return n;
+}
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.find('\n') == text.size() - 1;
+}
+
+TEST(GenerateCli, SmolLM2GreedyMatchesHfOnEveryReferencePrompt) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const json reference = read_json(test_data("models/smollm2_reference.json"));
+  const auto scratch = scratch_dir("generate_smollm2");
+  ASSERT_GE(reference["prompts"].size(), 5u);
+  for (const json& prompt : reference["prompts"]) {
+    const std::string name = prompt["name"];
+    std::vector<std::string> args = {"generate",        "-m",  model, "-n", "48", "--ignore-eos",
+                                     "--output-format", "json"};
+    if (prompt["kind"] == "chat") {
+      const auto messages = scratch / (name + ".json");
+      std::ofstream(messages) << prompt["messages"].dump();
+      args.insert(args.end(), {"--messages", messages.string()});
+    } else {
+      args.insert(args.end(), {"-p", prompt["text"].get<std::string>()});
+    }
+    const auto run = run_xlacel(scratch, args);
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    const json out = json::parse(run.out);
+    EXPECT_EQ(ids(out["prompt_ids"]), ids(prompt["prompt_ids"])) << name;
+    const auto want = ids(prompt["output_ids"]);
+    const auto got = ids(out["output_ids"]);
+    EXPECT_EQ(got, want) << name;
+    std::printf(
+        "%-18s prompt %3zu tokens: %zu/%zu tokens match HF; prefill %.3f s, decode %.1f "
+        "tok/s\n",
+        name.c_str(), got.empty() ? 0 : ids(out["prompt_ids"]).size(), matched(got, want),
+        want.size(), out["timings"]["prefill_seconds"].get<double>(),
+        out["timings"]["generation_tokens_per_second"].get<double>());
+  }
+}
+
+TEST(GenerateCli, StreamsAChatAnswerAndStopsAtEndOfTurn) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const auto run = run_xlacel(scratch_dir("generate_chat"), {"generate", "-m", model, "--chat",
+                                                             "What is the capital of France?"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // HF's greedy answer up to its first <|im_end|> (capital_chat in the reference).
+  EXPECT_EQ(run.out, "The capital of France is Paris.\n");
+  EXPECT_NE(run.err.find("time to first token"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("generated 8 tokens"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("stop: eos"), std::string::npos) << run.err;
+}
+
+TEST(GenerateCli, SeededSamplingIsReproducible) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const auto scratch = scratch_dir("generate_sampling");
+  auto sample = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",         "-m",  model, "-p",
+                                     "Once upon a time", "-n",  "24",  "--ignore-eos",
+                                     "--output-format",  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = run_xlacel(scratch, args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return run.exit_code == 0 ? ids(json::parse(run.out)["output_ids"]) : std::vector<int32_t>{};
+  };
+  const std::vector<std::string> warm = {"--temp",           "1.0",  "--top-k", "50",
+                                         "--top-p",          "0.95", "--min-p", "0.02",
+                                         "--repeat-penalty", "1.1"};
+  auto with_seed = [&](const char* seed) {
+    auto args = warm;
+    args.insert(args.end(), {"--seed", seed});
+    return sample(args);
+  };
+  const auto first = with_seed("7");
+  ASSERT_EQ(first.size(), 24u);
+  EXPECT_EQ(with_seed("7"), first) << "same seed, same tokens";
+  EXPECT_NE(with_seed("8"), first) << "another seed should sample differently";
+  // top-k 1 keeps only the argmax: sampling then equals greedy decoding on the device.
+  EXPECT_EQ(sample({"--temp", "1.0", "--top-k", "1", "--seed", "3"}), sample({}));
+}
+
+TEST(GenerateCli, PromptBeyondTheContextIsAnError) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  const auto run = run_xlacel(scratch_dir("generate_capacity"),
+                              {"generate", "-m", model, "--context", "16", "-p",
+                               "one two three four five six seven eight nine ten eleven twelve "
+                               "thirteen fourteen fifteen sixteen seventeen"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(one_line(run.err)) << run.err;
+  EXPECT_NE(run.err.find("do not fit the context of 16 positions"), std::string::npos) << run.err;
+}
+
+TEST(GenerateCli, MissingIreeRuntimeNamesThePackage) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  const auto scratch = scratch_dir("generate_no_venv");
+  const auto empty = scratch / "empty-venv";
+  std::filesystem::create_directories(empty);
+  const auto run = run_xlacel(scratch, {"generate", "-m", model, "-p", "Hello"},
+                              "XLACEL_VENV='" + empty.string() + "'");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(one_line(run.err)) << run.err;
+  EXPECT_NE(run.err.find("iree-base-runtime"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("scripts/setup"), std::string::npos) << run.err;
+}
+
+TEST(GenerateCli, UnknownArchitectureIsAnError) {
+  const auto scratch = scratch_dir("generate_unknown_arch");
+  const auto dir = scratch / "model";
+  std::filesystem::create_directories(dir);
+  json config = read_json(test_data("models/tiny_llama3/config.json"));
+  config["model_type"] = "gpt2";
+  config["architectures"] = {"GPT2LMHeadModel"};
+  std::ofstream(dir / "config.json") << config.dump();
+  std::filesystem::copy_file(test_data("models/tiny_llama3/model.safetensors"),
+                             dir / "model.safetensors",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto run = run_xlacel(scratch, {"generate", "-m", dir.string(), "-p", "Hello"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(one_line(run.err)) << run.err;
+  EXPECT_NE(run.err.find("unknown architecture 'gpt2'"), std::string::npos) << run.err;
+}
+
+TEST(GenerateCli, BadSamplingOptionsAreErrors) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  const auto scratch = scratch_dir("generate_bad_options");
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--top-p", "1.5"}, {"--min-p", "-0.1"}, {"--top-k", "-1"}, {"-n", "0"}}) {
+    const auto run = run_xlacel(scratch, {"generate", "-m", model, "-p", "Hi", flag, value});
+    EXPECT_EQ(run.exit_code, 1) << flag;
+    EXPECT_TRUE(one_line(run.err)) << run.err;
+    EXPECT_NE(run.err.find(flag), std::string::npos) << run.err;
+  }
+}
+
+// The session in-process on the tiny random-weight Llama-3 model (llama3 rope scaling, GQA,
+// untied head): every reference prompt, including ones several prefill buckets long.
+class TinyLlama3Session : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    XLACEL_REQUIRE_IREE_PYTHON();
+    model_ = std::make_unique<ModelFiles>(ModelFiles::open(test_data("models/tiny_llama3")));
+    reference_ = read_json(test_data("models/tiny_llama3_reference.json"));
+  }
+
+  std::unique_ptr<session::Backend> open(int64_t capacity, int64_t bucket) {
+    session::BackendOptions options;
+    options.model = model_.get();
+    options.capacity = capacity;
+    options.prefill_bucket = bucket;
+    return backends::open_backend("iree", options);
+  }
+
+  std::unique_ptr<ModelFiles> model_;
+  json reference_;
+};
+
+TEST_F(TinyLlama3Session, GreedyMatchesHfOnEveryPrompt) {
+  auto backend = open(256, 32);
+  session::Session session(*backend);
+  session::GenerateOptions options;
+  options.max_new_tokens = 48;  // no EOS ids: the reference ran all 48 steps
+  for (const json& prompt : reference_["prompts"]) {
+    session.reset();
+    const auto prompt_ids = ids(prompt["prompt_ids"]);
+    auto result = session::generate(session, prompt_ids, options, [](int32_t) { return true; });
+    EXPECT_EQ(result.output_ids, ids(prompt["output_ids"])) << prompt["name"];
+    EXPECT_EQ(result.stop, session::StopReason::kLength);
+    std::printf("tiny %-10s prompt %3zu tokens (%zu prefill calls of 32): %zu/48 match HF\n",
+                prompt["name"].get<std::string>().c_str(), prompt_ids.size(),
+                (prompt_ids.size() + 31) / 32,
+                matched(result.output_ids, ids(prompt["output_ids"])));
+  }
+}
+
+TEST_F(TinyLlama3Session, FillsTheContextThenStopsWithAMessage) {
+  // 150 prompt tokens in buckets of 64 with room for 160: the last chunk re-feeds earlier
+  // tokens so that it ends inside the cache.
+  auto backend = open(160, 64);
+  session::Session session(*backend);
+  const json* prompt = nullptr;
+  for (const json& p : reference_["prompts"]) {
+    if (p["prompt_ids"].size() == 150) prompt = &p;
+  }
+  ASSERT_NE(prompt, nullptr);
+  session::GenerateOptions options;
+  options.max_new_tokens = 48;
+  auto result = session::generate(session, ids((*prompt)["prompt_ids"]), options,
+                                  [](int32_t) { return true; });
+  EXPECT_EQ(result.stop, session::StopReason::kCapacity);
+  EXPECT_NE(result.stop_message.find("160"), std::string::npos) << result.stop_message;
+  ASSERT_GE(result.output_ids.size(), 10u);
+  const auto want = ids((*prompt)["output_ids"]);
+  EXPECT_EQ(result.output_ids,
+            std::vector<int32_t>(want.begin(),
+                                 want.begin() + static_cast<long>(result.output_ids.size())));
+  EXPECT_EQ(session.position(), 160);
+}
+
+}  // namespace
+}  // namespace xlacel
