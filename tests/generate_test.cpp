@@ -120,6 +120,26 @@ TEST(GenerateCli, SeededSamplingIsReproducible) {
   EXPECT_EQ(sample({"--temp", "1.0", "--top-k", "1", "--seed", "3"}), sample({}));
 }
 
+// IREE on CUDA (sm_80 code, which Hopper also runs): greedy tokens as on the CPU and as HF.
+TEST(GenerateCli, IreeOnCudaMatchesHfWhereAGpuExists) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  if (std::system("nvidia-smi -L >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no CUDA GPU on this machine (nvidia-smi -L failed)";
+  }
+  const json reference = read_json(test_data("models/smollm2_reference.json"));
+  const json& prompt = reference["prompts"][0];
+  const auto run =
+      run_xlacel(scratch_dir("generate_cuda"), {"generate", "-m", model, "--device", "cuda", "-p",
+                                                prompt["text"].get<std::string>(), "-n", "48",
+                                                "--ignore-eos", "--output-format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_EQ(ids(out["output_ids"]), ids(prompt["output_ids"]));
+  std::printf("iree cuda: %s, decode %.1f tok/s\n", out["device"].get<std::string>().c_str(),
+              out["timings"]["generation_tokens_per_second"].get<double>());
+}
+
 TEST(GenerateCli, PromptBeyondTheContextIsAnError) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   const auto run = run_xlacel(scratch_dir("generate_capacity"),

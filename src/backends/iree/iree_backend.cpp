@@ -100,16 +100,15 @@ IreeBackend::IreeBackend(const BackendOptions& options) : options_(options) {
   if (options_.model == nullptr) fail("iree backend", "no model given");
   const auto start = Clock::now();
   ensure_python_with_iree_runtime();  // before compiling: a missing runtime fails fast
-
-  auto compiled = compile_graphs();
   const char* driver = options_.device == DeviceKind::kCuda ? "cuda" : "local-task";
   try {
     py::module_ module = load_python_module("xlacel_iree_runner", kIreeRunnerPython);
     try {
-      runner_ = module.attr("Runner")(driver);
+      runner_ = module.attr("Runner")(driver);  // opens the device, so a missing GPU fails fast
     } catch (const py::error_already_set& e) {
       fail("iree backend", "cannot open IREE device '{}': {}", driver, one_line(e));
     }
+    auto compiled = compile_graphs();
     for (auto& [graph, result] : compiled) {
       const auto load_start = Clock::now();
       runner_.attr("load_module")(models::graph_kind_name(graph.kind), result.artifact.string(),
