@@ -1,0 +1,35 @@
+#pragma once
+// The serialized xla.CompileOptionsProto that PJRT_Client_Compile takes, written by hand in
+// protobuf wire format (varints and length-delimited fields), so the backend needs no protobuf.
+// Field numbers are those of xla/pjrt/proto/compile_options.proto:
+//   CompileOptionsProto.executable_build_options = 3 (ExecutableBuildOptionsProto)
+//   ExecutableBuildOptionsProto.num_replicas = 4, num_partitions = 5
+//   CompileOptionsProto.env_option_overrides = 7 (map<string, OptionOverrideProto>, i.e.
+//     repeated entries {key = 1, value = 2}); OptionOverrideProto.bool_field = 2
+// No debug_options: XLA then starts from its own defaults (a partial DebugOptions would zero
+// every field it leaves out). The overrides set DebugOptions fields by name on top of those
+// defaults: xla_{cpu,gpu}_enable_fast_min_max=false, as jax does, so that stablehlo.maximum
+// and minimum propagate NaN as the StableHLO spec says (XLA CPU's default drops a NaN operand).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace xlacel::pjrt {
+
+// A minimal protobuf writer: fields are appended in the order written.
+class ProtoWriter {
+ public:
+  void varint_field(uint32_t field, uint64_t value);
+  void bytes_field(uint32_t field, std::string_view bytes);
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  void varint(uint64_t value);
+
+  std::string bytes_;
+};
+
+// Compile options for one replica and one partition (one device).
+std::string single_device_compile_options();
+
+}  // namespace xlacel::pjrt

@@ -1,0 +1,366 @@
+#include "backends/pjrt/pjrt_backend.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "backends/pjrt/compile_options_proto.h"
+#include "backends/pjrt/pjrt_client.h"
+#include "backends/pjrt/pjrt_executable_cache.h"
+#include "backends/pjrt/pjrt_plugin.h"
+#include "common/error.h"
+#include "compile_cache/compile_cache.h"
+#include "models/weight_layout.h"
+#include "models/weight_loader.h"
+
+namespace xlacel::backends {
+
+using pjrt::Buffer;
+using session::BackendOptions;
+using session::DeviceKind;
+using session::StepOutput;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+pjrt::PJRT_Buffer_Type buffer_type(stablehlo::ElementType element) {
+  switch (element) {
+    case stablehlo::ElementType::kF32:
+      return pjrt::PJRT_Buffer_Type_F32;
+    case stablehlo::ElementType::kBF16:
+      return pjrt::PJRT_Buffer_Type_BF16;
+    case stablehlo::ElementType::kF16:
+      return pjrt::PJRT_Buffer_Type_F16;
+    case stablehlo::ElementType::kI32:
+      return pjrt::PJRT_Buffer_Type_S32;
+    default:
+      fail("xla backend", "unsupported argument element type {}", stablehlo::to_string(element));
+  }
+}
+
+std::string model_stem(const ModelFiles& model) {
+  std::filesystem::path path = std::filesystem::path(model.path()).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  return std::filesystem::is_directory(path) ? path.filename().string() : path.stem().string();
+}
+
+int32_t argmax(const std::vector<float>& logits) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = i;  // ties go to the lower id, like the graphs
+  }
+  return static_cast<int32_t>(best);
+}
+
+class PjrtBackend final : public session::Backend {
+ public:
+  explicit PjrtBackend(const BackendOptions& options);
+
+  const session::Capabilities& capabilities() const override { return capabilities_; }
+  const session::LoadReport& load_report() const override { return report_; }
+
+  void prefill_chunk(std::span<const int32_t> bucket_tokens, int32_t start, int32_t valid,
+                     bool want_logits, StepOutput& out) override;
+  void decode(int32_t token, int32_t position, bool want_logits, StepOutput& out) override;
+
+ private:
+  struct Graph {
+    models::GraphOptions options;
+    pjrt::LoadedExecutable executable;
+    std::size_t heads = 0;  // results before the caches: token and/or logits
+  };
+
+  std::string label() const {
+    return fmt::format("xla backend ({})", session::device_kind_name(options_.device));
+  }
+  void progress(const std::string& line) const {
+    if (options_.progress) options_.progress(line);
+  }
+  void open_client();
+  void load_graphs();
+  void upload_weights();
+  void make_caches();
+  Buffer scalar(int32_t value) const {
+    return client_->upload(&value, pjrt::PJRT_Buffer_Type_S32, {});
+  }
+  // Runs `graph` on `inputs`, then the weights and caches; the caches are replaced by their
+  // updated values. Returns the results before the caches.
+  std::vector<Buffer> run(const Graph& graph, std::vector<Buffer> inputs);
+  void read_logits(const Buffer& buffer, std::vector<float>& logits) const;
+  int32_t read_token(const Buffer& buffer) const;
+
+  BackendOptions options_;
+  session::Capabilities capabilities_;
+  session::LoadReport report_;
+  std::filesystem::path plugin_path_;
+  int cuda_libraries_ = 0;
+  // Declared before what it owns: destroyed after every buffer and executable.
+  std::unique_ptr<pjrt::Client> client_;
+  std::optional<Graph> prefill_;
+  std::optional<Graph> decode_;
+  std::optional<Graph> decode_logits_;
+  std::vector<Buffer> weights_;
+  std::vector<Buffer> caches_;
+  std::vector<pjrt::PJRT_Buffer*> arguments_;  // reused by every call
+};
+
+PjrtBackend::PjrtBackend(const BackendOptions& options) : options_(options) {
+  if (options_.model == nullptr) fail(label(), "no model given");
+  const auto start = Clock::now();
+  open_client();
+  load_graphs();
+  upload_weights();
+  make_caches();
+  report_.total_seconds = seconds_since(start);
+
+  capabilities_.backend = "xla";
+  std::string device =
+      fmt::format("{} (PJRT plugin {}, platform {}", session::device_kind_name(options_.device),
+                  plugin_path_.filename().string(), client_->platform_name());
+  if (options_.device == DeviceKind::kCuda && !client_->device_kind().empty()) {
+    device += ", " + client_->device_kind();
+  }
+  capabilities_.device = device + ")";
+  capabilities_.max_sequences = 1;
+  capabilities_.capacity = options_.capacity;
+  capabilities_.prefill_bucket = options_.prefill_bucket;
+  capabilities_.argmax_on_device = decode_.has_value();
+  capabilities_.logits = decode_logits_.has_value();
+}
+
+void PjrtBackend::open_client() {
+  pjrt::PluginLocation location = pjrt::find_plugin(options_.device, options_.plugin_path);
+  plugin_path_ = location.path;
+  if (options_.device == DeviceKind::kCuda) {
+    cuda_libraries_ = pjrt::preload_cuda_libraries(plugin_path_);
+  }
+  std::shared_ptr<const pjrt::Plugin> plugin = pjrt::Plugin::load(plugin_path_);
+  try {
+    client_ = std::make_unique<pjrt::Client>(plugin);
+  } catch (const Error& e) {
+    fail(label(), "{}: {}{}", plugin_path_.string(), e.what(),
+         options_.device == DeviceKind::kCuda && cuda_libraries_ == 0
+             ? " (no NVIDIA libraries found in the venv's nvidia-* wheels)"
+             : "");
+  }
+  const std::string& platform = client_->platform_name();
+  const bool matches = options_.device == DeviceKind::kCuda
+                           ? platform == "cuda" || platform == "gpu"
+                           : platform == "cpu";
+  if (!matches) {
+    fail(label(), "PJRT plugin {} runs on platform '{}', not {}", plugin_path_.string(), platform,
+         session::device_kind_name(options_.device));
+  }
+  // The CPU plugin's platform version is just "cpu" again: show it only when it says more.
+  const std::string& version = client_->platform_version();
+  progress(fmt::format("xla: PJRT plugin {} (API {}.{}, platform {}{})", plugin_path_.string(),
+                       plugin->major(), plugin->minor(), platform,
+                       version.empty() || version == platform ? "" : " " + version));
+}
+
+void PjrtBackend::load_graphs() {
+  const ModelConfig& config = options_.model->config();
+  std::vector<models::GraphOptions> graphs;
+  graphs.push_back(
+      {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights});
+  if (options_.argmax_graph) {
+    graphs.push_back({models::GraphKind::kDecode, 1, options_.capacity, options_.weights});
+  }
+  if (options_.logits_graph) {
+    graphs.push_back({models::GraphKind::kDecodeLogits, 1, options_.capacity, options_.weights});
+  }
+  if (!options_.extra_compiler_flags.empty()) {
+    fail(label(), "extra compiler flags are not supported by XLA (got '{}')",
+         options_.extra_compiler_flags.front());
+  }
+
+  const std::string compile_options = pjrt::single_device_compile_options();
+  const compile_cache::CompileTarget target =
+      pjrt::pjrt_target(*client_, options_.device, compile_options);
+  const std::string stem = model_stem(*options_.model);
+  std::vector<std::string> texts;
+  std::vector<std::string> sources;
+  for (const auto& graph : graphs) {
+    texts.push_back(models::emit_graph(config, graph));
+    sources.push_back(fmt::format("{}.{}.mlir", stem, models::graph_name(graph)));
+  }
+  // Progress goes out from this thread only (the callback need not be thread-safe).
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    compile_cache::CompileCache cache;
+    pjrt::PjrtCompiler probe(*client_, compile_options);
+    if (!client_->plugin().can_serialize() ||
+        !cache.lookup(probe, {texts[i], sources[i], target})) {
+      progress(fmt::format("xla: compiling {} ...", models::graph_name(graphs[i])));
+    }
+  }
+  auto load_one = [&](std::size_t i) {
+    compile_cache::CompileCache cache;
+    return pjrt::load_executable(*client_, cache, {texts[i], sources[i], target}, compile_options);
+  };
+  // All graphs at once: PJRT_Client_Compile is thread-safe and XLA's passes are mostly serial.
+  std::vector<std::future<pjrt::ExecutableLoad>> pending;
+  for (std::size_t i = 1; i < graphs.size(); ++i) {
+    pending.push_back(std::async(std::launch::async, load_one, i));
+  }
+  std::vector<pjrt::ExecutableLoad> loads;
+  std::optional<Error> first_error;
+  try {
+    loads.push_back(load_one(0));
+  } catch (const Error& e) {
+    first_error = e;
+  }
+  for (auto& future : pending) {
+    try {
+      loads.push_back(future.get());
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+    }
+  }
+  if (first_error) throw *first_error;
+
+  const std::size_t caches = 2 * static_cast<std::size_t>(config.num_layers);
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    const models::GraphOptions& graph = graphs[i];
+    pjrt::ExecutableLoad& load = loads[i];
+    const std::size_t heads = graph.kind == models::GraphKind::kPrefill ? 2 : 1;
+    if (load.executable.num_outputs() != heads + caches) {
+      fail(label(), "{}: the executable has {} results, expected {}", sources[i],
+           load.executable.num_outputs(), heads + caches);
+    }
+    for (const std::string& line : load.notes) progress(line);
+    report_.graphs.push_back(
+        {models::graph_name(graph), load.cached, load.seconds, load.compile_seconds});
+    progress(fmt::format("xla: {} {} ({:.2f} s)", models::graph_name(graph),
+                         load.cached ? "from cache" : "compiled", load.seconds));
+    Graph loaded{graph, std::move(load.executable), heads};
+    switch (graph.kind) {
+      case models::GraphKind::kPrefill:
+        prefill_.emplace(std::move(loaded));
+        break;
+      case models::GraphKind::kDecode:
+        decode_.emplace(std::move(loaded));
+        break;
+      case models::GraphKind::kDecodeLogits:
+        decode_logits_.emplace(std::move(loaded));
+        break;
+    }
+  }
+}
+
+void PjrtBackend::upload_weights() {
+  const auto start = Clock::now();
+  // One tensor at a time: upload() returns once the plugin is done with the host copy, so peak
+  // host memory stays at one tensor.
+  models::for_each_weight(*options_.model, options_.weights, [&](const models::HostTensor& t) {
+    weights_.push_back(client_->upload(t.bytes.data(), buffer_type(t.spec.element), t.spec.shape));
+    report_.weight_bytes += t.bytes.size();
+  });
+  report_.weights_seconds = seconds_since(start);
+  progress(fmt::format("xla: weights uploaded ({:.1f} MiB, {:.2f} s)",
+                       static_cast<double>(report_.weight_bytes) / (1 << 20),
+                       report_.weights_seconds));
+}
+
+void PjrtBackend::make_caches() {
+  const ModelConfig& config = options_.model->config();
+  const stablehlo::ElementType element = models::cache_element(options_.weights);
+  const std::vector<int64_t> shape = {config.num_kv_heads, options_.capacity, config.head_dim};
+  const std::size_t bytes = static_cast<std::size_t>(shape[0] * shape[1] * shape[2]) *
+                            static_cast<std::size_t>(stablehlo::bit_width(element) / 8);
+  const std::vector<std::byte> zeros(bytes);
+  for (int64_t i = 0; i < 2 * config.num_layers; ++i) {
+    caches_.push_back(client_->upload(zeros.data(), buffer_type(element), shape));
+  }
+}
+
+std::vector<Buffer> PjrtBackend::run(const Graph& graph, std::vector<Buffer> inputs) {
+  arguments_.clear();
+  for (const Buffer& input : inputs) arguments_.push_back(input.get());
+  for (const Buffer& weight : weights_) arguments_.push_back(weight.get());
+  for (const Buffer& cache : caches_) arguments_.push_back(cache.get());
+  std::vector<Buffer> results = graph.executable.execute(arguments_);
+  // The caches were donated to the call (aliased to results): their old handles only need
+  // destroying, which the move-assignment does.
+  for (std::size_t i = 0; i < caches_.size(); ++i) {
+    caches_[i] = std::move(results[graph.heads + i]);
+  }
+  results.resize(graph.heads);
+  return results;
+}
+
+int32_t PjrtBackend::read_token(const Buffer& buffer) const {
+  int32_t token = -1;
+  buffer.to_host(&token, sizeof(token));
+  return token;
+}
+
+void PjrtBackend::read_logits(const Buffer& buffer, std::vector<float>& logits) const {
+  logits.resize(static_cast<std::size_t>(options_.model->config().vocab_size));
+  buffer.to_host(logits.data(), logits.size() * sizeof(float));
+}
+
+void PjrtBackend::prefill_chunk(std::span<const int32_t> bucket_tokens, int32_t start,
+                                int32_t valid, bool want_logits, StepOutput& out) {
+  const int64_t bucket = options_.prefill_bucket;
+  if (static_cast<int64_t>(bucket_tokens.size()) != bucket) {
+    fail(label(), "prefill needs {} tokens, got {}", bucket, bucket_tokens.size());
+  }
+  if (start < 0 || start + bucket > options_.capacity || valid < 1 || valid > bucket) {
+    fail(label(), "prefill chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})",
+         start, valid, bucket, options_.capacity);
+  }
+  std::vector<Buffer> inputs;
+  const int64_t dims[] = {bucket};
+  inputs.push_back(client_->upload(bucket_tokens.data(), pjrt::PJRT_Buffer_Type_S32, dims));
+  inputs.push_back(scalar(start));
+  inputs.push_back(scalar(valid));
+  std::vector<Buffer> results = run(*prefill_, std::move(inputs));
+  out.token = read_token(results[0]);
+  if (want_logits) {
+    read_logits(results[1], out.logits);
+  } else {
+    out.logits.clear();
+  }
+}
+
+void PjrtBackend::decode(int32_t token, int32_t position, bool want_logits, StepOutput& out) {
+  if (position < 0 || position >= options_.capacity) {
+    fail(label(), "decode position {} is outside the KV cache (capacity {})", position,
+         options_.capacity);
+  }
+  const Graph* graph =
+      want_logits ? (decode_logits_ ? &*decode_logits_ : nullptr) : (decode_ ? &*decode_ : nullptr);
+  if (graph == nullptr) {
+    fail(label(), "{} graph not loaded", want_logits ? "decode-logits" : "decode");
+  }
+  std::vector<Buffer> inputs;
+  const int64_t dims[] = {1};
+  inputs.push_back(client_->upload(&token, pjrt::PJRT_Buffer_Type_S32, dims));
+  inputs.push_back(scalar(position));
+  std::vector<Buffer> results = run(*graph, std::move(inputs));
+  if (want_logits) {
+    read_logits(results[0], out.logits);
+    out.token = argmax(out.logits);
+  } else {
+    out.token = read_token(results[0]);
+    out.logits.clear();
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<session::Backend> open_pjrt_backend(const BackendOptions& options) {
+  return std::make_unique<PjrtBackend>(options);
+}
+
+}  // namespace xlacel::backends

@@ -1,0 +1,235 @@
+#include "backends/pjrt/pjrt_client.h"
+
+#include <utility>
+
+#include "common/error.h"
+
+namespace xlacel::pjrt {
+
+// --- Buffer
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    plugin_ = std::exchange(other.plugin_, nullptr);
+    buffer_ = std::exchange(other.buffer_, nullptr);
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (buffer_ == nullptr) return;
+  auto args = make_args<PJRT_Buffer_Destroy_Args>();
+  args.buffer = std::exchange(buffer_, nullptr);
+  PJRT_Error* error = plugin_->api().PJRT_Buffer_Destroy(&args);
+  if (error != nullptr) plugin_->message_of(error);  // from a destructor: nothing to report to
+}
+
+void Buffer::to_host(void* destination, std::size_t size) const {
+  auto args = make_args<PJRT_Buffer_ToHostBuffer_Args>();
+  args.src = buffer_;
+  args.dst = destination;
+  args.dst_size = size;
+  plugin_->check(plugin_->api().PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
+  // The event also carries any error of the computation that produced the buffer.
+  plugin_->await(args.event, "PJRT_Buffer_ToHostBuffer");
+}
+
+// --- LoadedExecutable
+
+LoadedExecutable::LoadedExecutable(const Plugin* plugin, PJRT_LoadedExecutable* executable)
+    : plugin_(plugin), executable_(executable) {
+  try {
+    num_outputs_ = count_outputs();
+  } catch (...) {
+    reset();
+    throw;
+  }
+}
+
+std::size_t LoadedExecutable::count_outputs() const {
+  const PJRT_Api& api = plugin_->api();
+  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = executable_;
+  plugin_->check(api.PJRT_LoadedExecutable_GetExecutable(&get),
+                 "PJRT_LoadedExecutable_GetExecutable");
+  auto outputs = make_args<PJRT_Executable_NumOutputs_Args>();
+  outputs.executable = get.executable;
+  PJRT_Error* error = api.PJRT_Executable_NumOutputs(&outputs);
+  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api.PJRT_Executable_Destroy(&destroy);
+  if (destroy_error != nullptr) plugin_->message_of(destroy_error);
+  plugin_->check(error, "PJRT_Executable_NumOutputs");
+  return outputs.num_outputs;
+}
+
+LoadedExecutable& LoadedExecutable::operator=(LoadedExecutable&& other) noexcept {
+  if (this != &other) {
+    reset();
+    plugin_ = std::exchange(other.plugin_, nullptr);
+    executable_ = std::exchange(other.executable_, nullptr);
+    num_outputs_ = std::exchange(other.num_outputs_, 0);
+  }
+  return *this;
+}
+
+void LoadedExecutable::reset() {
+  if (executable_ == nullptr) return;
+  auto args = make_args<PJRT_LoadedExecutable_Destroy_Args>();
+  args.executable = std::exchange(executable_, nullptr);
+  PJRT_Error* error = plugin_->api().PJRT_LoadedExecutable_Destroy(&args);
+  if (error != nullptr) plugin_->message_of(error);
+}
+
+std::optional<std::string> LoadedExecutable::serialize() const {
+  if (!plugin_->can_serialize()) return std::nullopt;
+  const PJRT_Api& api = plugin_->api();
+  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = executable_;
+  plugin_->check(api.PJRT_LoadedExecutable_GetExecutable(&get),
+                 "PJRT_LoadedExecutable_GetExecutable");
+  auto args = make_args<PJRT_Executable_Serialize_Args>();
+  args.executable = get.executable;
+  PJRT_Error* error = api.PJRT_Executable_Serialize(&args);
+  std::optional<std::string> bytes;
+  if (error == nullptr) {
+    bytes.emplace(args.serialized_bytes, args.serialized_bytes_size);
+    if (args.serialized_executable_deleter != nullptr) {
+      args.serialized_executable_deleter(args.serialized_executable);
+    }
+  }
+  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api.PJRT_Executable_Destroy(&destroy);
+  if (destroy_error != nullptr) plugin_->message_of(destroy_error);
+  if (error != nullptr && plugin_->code_of(error) == PJRT_Error_Code_UNIMPLEMENTED) {
+    plugin_->message_of(error);
+    return std::nullopt;
+  }
+  plugin_->check(error, "PJRT_Executable_Serialize");
+  return bytes;
+}
+
+std::vector<Buffer> LoadedExecutable::execute(std::span<PJRT_Buffer* const> arguments) const {
+  std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
+  PJRT_Buffer* const* argument_lists[1] = {arguments.data()};
+  PJRT_Buffer** output_lists[1] = {outputs.data()};
+  auto options = make_args<PJRT_ExecuteOptions>();
+  auto args = make_args<PJRT_LoadedExecutable_Execute_Args>();
+  args.executable = executable_;
+  args.options = &options;
+  args.argument_lists = argument_lists;
+  args.num_devices = 1;
+  args.num_args = arguments.size();
+  args.output_lists = output_lists;
+  plugin_->check(plugin_->api().PJRT_LoadedExecutable_Execute(&args),
+                 "PJRT_LoadedExecutable_Execute");
+  std::vector<Buffer> results;
+  results.reserve(outputs.size());
+  for (PJRT_Buffer* buffer : outputs) results.emplace_back(plugin_, buffer);
+  return results;
+}
+
+// --- Client
+
+Client::Client(std::shared_ptr<const Plugin> plugin) : plugin_(std::move(plugin)) {
+  const PJRT_Api& api = plugin_->api();
+  auto create = make_args<PJRT_Client_Create_Args>();
+  plugin_->check(api.PJRT_Client_Create(&create), "PJRT_Client_Create");
+  client_ = create.client;
+  try {
+    auto name = make_args<PJRT_Client_PlatformName_Args>();
+    name.client = client_;
+    plugin_->check(api.PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
+    platform_name_.assign(name.platform_name, name.platform_name_size);
+
+    auto version = make_args<PJRT_Client_PlatformVersion_Args>();
+    version.client = client_;
+    plugin_->check(api.PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
+    platform_version_.assign(version.platform_version, version.platform_version_size);
+
+    auto devices = make_args<PJRT_Client_AddressableDevices_Args>();
+    devices.client = client_;
+    plugin_->check(api.PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
+    if (devices.num_addressable_devices == 0) {
+      throw Error("xla: PJRT_Client_AddressableDevices: the client has no devices");
+    }
+    device_ = devices.addressable_devices[0];
+
+    if (api.struct_size >= offsetof(PJRT_Api, PJRT_Device_GetDescription) + sizeof(void*) &&
+        api.PJRT_Device_GetDescription != nullptr && api.PJRT_DeviceDescription_Kind != nullptr) {
+      auto description = make_args<PJRT_Device_GetDescription_Args>();
+      description.device = device_;
+      plugin_->check(api.PJRT_Device_GetDescription(&description), "PJRT_Device_GetDescription");
+      auto kind = make_args<PJRT_DeviceDescription_Kind_Args>();
+      kind.device_description = description.device_description;
+      plugin_->check(api.PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
+      device_kind_.assign(kind.device_kind, kind.device_kind_size);
+    }
+  } catch (...) {
+    auto destroy = make_args<PJRT_Client_Destroy_Args>();
+    destroy.client = client_;
+    PJRT_Error* error = api.PJRT_Client_Destroy(&destroy);
+    if (error != nullptr) plugin_->message_of(error);
+    throw;
+  }
+}
+
+Client::~Client() {
+  auto destroy = make_args<PJRT_Client_Destroy_Args>();
+  destroy.client = client_;
+  PJRT_Error* error = plugin_->api().PJRT_Client_Destroy(&destroy);
+  if (error != nullptr) plugin_->message_of(error);
+}
+
+Buffer Client::upload(const void* data, PJRT_Buffer_Type type,
+                      std::span<const int64_t> dims) const {
+  auto args = make_args<PJRT_Client_BufferFromHostBuffer_Args>();
+  args.client = client_;
+  args.data = data;
+  args.type = type;
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  // The plugin may read `data` until done_with_host_buffer; we wait for it before returning,
+  // which lets it copy asynchronously (or not at all beyond the transfer) in the meantime.
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+  args.device = device_;
+  plugin_->check(plugin_->api().PJRT_Client_BufferFromHostBuffer(&args),
+                 "PJRT_Client_BufferFromHostBuffer");
+  Buffer buffer(plugin_.get(), args.buffer);
+  plugin_->await(args.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer");
+  return buffer;
+}
+
+LoadedExecutable Client::compile(std::string_view mlir, const std::string& compile_options) const {
+  auto program = make_args<PJRT_Program>();
+  // The plugin only reads the code (the field is non-const for other uses of PJRT_Program).
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  constexpr std::string_view kFormat = "mlir";
+  program.format = kFormat.data();
+  program.format_size = kFormat.size();
+  auto args = make_args<PJRT_Client_Compile_Args>();
+  args.client = client_;
+  args.program = &program;
+  args.compile_options = compile_options.data();
+  args.compile_options_size = compile_options.size();
+  plugin_->check(plugin_->api().PJRT_Client_Compile(&args), "PJRT_Client_Compile");
+  return LoadedExecutable(plugin_.get(), args.executable);
+}
+
+LoadedExecutable Client::deserialize(std::string_view serialized) const {
+  if (!plugin_->can_serialize()) {
+    throw Error("xla: PJRT_Executable_DeserializeAndLoad: not provided by the plugin");
+  }
+  auto args = make_args<PJRT_Executable_DeserializeAndLoad_Args>();
+  args.client = client_;
+  args.serialized_executable = serialized.data();
+  args.serialized_executable_size = serialized.size();
+  plugin_->check(plugin_->api().PJRT_Executable_DeserializeAndLoad(&args),
+                 "PJRT_Executable_DeserializeAndLoad");
+  return LoadedExecutable(plugin_.get(), args.loaded_executable);
+}
+
+}  // namespace xlacel::pjrt
