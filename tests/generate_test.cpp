@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,39 @@ TEST(GenerateCli, SeededSamplingIsReproducible) {
   EXPECT_NE(with_seed("8"), first) << "another seed should sample differently";
   // top-k 1 keeps only the argmax: sampling then equals greedy decoding on the device.
   EXPECT_EQ(sample({"--temp", "1.0", "--top-k", "1", "--seed", "3"}), sample({}));
+}
+
+// One graph, two OpenXLA runtimes: `--backend xla` (PJRT CPU plugin) and `--backend iree` give
+// the same greedy tokens, and HF's.
+TEST(GenerateCli, XlaAndIreeGiveTheSameGreedyTokens) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const json reference = read_json(test_data("models/smollm2_reference.json"));
+  const auto scratch = scratch_dir("generate_xla_iree");
+  for (const json& prompt : reference["prompts"]) {
+    if (prompt["name"] != "capital_chat" && prompt["name"] != "fibonacci_code") continue;
+    const auto messages = scratch / "messages.json";
+    std::vector<std::string> input = {"-p", prompt["text"].get<std::string>()};
+    if (prompt["kind"] == "chat") {
+      std::ofstream(messages) << prompt["messages"].dump();
+      input = {"--messages", messages.string()};
+    }
+    std::map<std::string, std::vector<int32_t>> tokens;
+    for (const std::string backend : {"xla", "iree"}) {
+      std::vector<std::string> args = {"generate", "-m", model,          "--backend",       backend,
+                                       "-n",       "48", "--ignore-eos", "--output-format", "json"};
+      args.insert(args.end(), input.begin(), input.end());
+      const auto run = run_xlacel(scratch, args);
+      if (backend == "xla" && run.exit_code != 0 &&
+          run.err.find("no PJRT CPU plugin") != std::string::npos) {
+        GTEST_SKIP() << run.err;
+      }
+      ASSERT_EQ(run.exit_code, 0) << backend << ": " << run.err;
+      tokens[backend] = ids(json::parse(run.out)["output_ids"]);
+    }
+    EXPECT_EQ(tokens["xla"], tokens["iree"]) << prompt["name"];
+    EXPECT_EQ(tokens["xla"], ids(prompt["output_ids"])) << prompt["name"];
+  }
 }
 
 // IREE on CUDA (sm_80 code, which Hopper also runs): greedy tokens as on the CPU and as HF.

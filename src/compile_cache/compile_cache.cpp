@@ -53,7 +53,8 @@ fs::path CompileCache::default_directory() {
   return fs::path(home != nullptr && *home != '\0' ? home : ".") / ".cache" / "xlacel" / "compiled";
 }
 
-CompileCache::CompileCache(fs::path directory) : directory_(std::move(directory)) {}
+CompileCache::CompileCache(fs::path directory)
+    : directory_(directory.empty() ? default_directory() : std::move(directory)) {}
 
 void CompileCache::ensure_directory() const {
   std::error_code error;

@@ -34,7 +34,8 @@ class CompileCache {
   // $XLACEL_CACHE/compiled, else ~/.cache/xlacel/compiled.
   static std::filesystem::path default_directory();
 
-  explicit CompileCache(std::filesystem::path directory = default_directory());
+  // An empty directory means default_directory().
+  explicit CompileCache(std::filesystem::path directory = {});
 
   const std::filesystem::path& directory() const { return directory_; }
 

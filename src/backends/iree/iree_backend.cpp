@@ -164,9 +164,7 @@ IreeBackend::compile_graphs() {
   for (const std::string& flag : options_.extra_compiler_flags) target.flags.push_back(flag);
 
   compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
-  compile_cache::CompileCache cache(options_.compile_cache_dir.empty()
-                                        ? compile_cache::CompileCache::default_directory()
-                                        : options_.compile_cache_dir);
+  compile_cache::CompileCache cache(options_.compile_cache_dir);
   const std::string stem = model_stem(*options_.model);
   std::vector<std::string> texts;
   std::vector<std::string> sources;

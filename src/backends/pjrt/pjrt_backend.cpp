@@ -196,7 +196,7 @@ void PjrtBackend::load_graphs() {
   }
   // Progress goes out from this thread only (the callback need not be thread-safe).
   for (std::size_t i = 0; i < graphs.size(); ++i) {
-    compile_cache::CompileCache cache;
+    compile_cache::CompileCache cache(options_.compile_cache_dir);
     pjrt::PjrtCompiler probe(*client_, compile_options);
     if (!client_->plugin().can_serialize() ||
         !cache.lookup(probe, {texts[i], sources[i], target})) {
@@ -204,7 +204,7 @@ void PjrtBackend::load_graphs() {
     }
   }
   auto load_one = [&](std::size_t i) {
-    compile_cache::CompileCache cache;
+    compile_cache::CompileCache cache(options_.compile_cache_dir);
     return pjrt::load_executable(*client_, cache, {texts[i], sources[i], target}, compile_options);
   };
   // All graphs at once: PJRT_Client_Compile is thread-safe and XLA's passes are mostly serial.
