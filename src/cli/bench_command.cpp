@@ -167,13 +167,13 @@ void run_bench(const BenchCommandOptions& options) {
     ttft.push_back(result.prefill_seconds);
   }
 
+  const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's own buffer
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double bandwidth = measure_read_bandwidth(static_cast<int>(threads));
   const DecodeTraffic traffic =
       decode_traffic(model.config(), backend_options, backend->load_report().weight_bytes);
   const double limit = bandwidth / static_cast<double>(traffic.total());
   const Spread pp_s = spread(pp), tg_s = spread(tg), ttft_s = spread(ttft);
-  const uint64_t peak_rss = peak_rss_bytes();
   const auto& caps = backend->capabilities();
   const auto& report = backend->load_report();
 
