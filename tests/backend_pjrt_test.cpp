@@ -28,6 +28,7 @@
 #include "common/error.h"
 #include "model_files/model_files.h"
 #include "models/test_support.h"
+#include "scoped_env.h"
 #include "session/backend.h"
 #include "test_paths.h"
 
@@ -43,29 +44,7 @@ using session::StepOutput;
 
 constexpr double kLogitTolerance = 2e-3;
 
-// Sets an environment variable for the scope (unset when `value` is null), then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 // The CPU plugin the backend would use, or the reason there is none.
 std::optional<std::string> missing_cpu_plugin() {
@@ -265,7 +244,7 @@ TEST(PjrtBackendErrors, MissingVenvPluginNamesThePipPackage) {
   ModelFiles files = open_tiny();
   fs::path empty_venv = testing::scratch_dir("backend_pjrt/empty-venv");
   ScopedEnv venv("XLACEL_VENV", empty_venv.c_str());
-  ScopedEnv plugin("XLACEL_PJRT_PLUGIN", nullptr);
+  ScopedEnv plugin("XLACEL_PJRT_PLUGIN", std::nullopt);
   const std::string message = open_error(tiny_options(files));
   EXPECT_NE(message.find("xla backend (cpu)"), std::string::npos) << message;
   EXPECT_NE(message.find(pjrt::kCpuPluginPackage), std::string::npos) << message;

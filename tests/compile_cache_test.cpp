@@ -25,6 +25,7 @@
 #include "compile_cache/iree_compiler.h"
 #include "compile_cache/subprocess.h"
 #include "run_xlacel.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace xlacel::compile_cache {
@@ -56,31 +57,7 @@ void write_file(const fs::path& path, const std::string& content) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
 }
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 // A Compiler that forwards to another and counts how often it really compiled.
 class CountingCompiler : public Compiler {
@@ -267,9 +244,9 @@ TEST(IreeTarget, FlagsAndValidation) {
   CompileTarget cpu = iree_target({"llvm-cpu", "sm_80", "O3"});
   EXPECT_EQ(cpu.name, "llvm-cpu");
   std::vector<std::string> expected_cpu = {
-      "--iree-input-type=stablehlo", "--iree-opt-level=O3", "--iree-hal-target-device=local",
-      "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host",
-      "--iree-llvmcpu-enable-ukernels=all"};
+      "--iree-input-type=stablehlo",    "--iree-opt-level=O3",
+      "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+      "--iree-llvmcpu-target-cpu=host", "--iree-llvmcpu-enable-ukernels=all"};
   EXPECT_EQ(cpu.flags, expected_cpu);
   EXPECT_NE(cpu.identity.find("cpu=host"), std::string::npos);
   EXPECT_NE(cpu.identity.find("arch="), std::string::npos) << cpu.identity;

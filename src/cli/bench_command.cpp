@@ -14,6 +14,7 @@
 #include "backends/backends.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/output_format.h"
 #include "cli/runtime_flags.h"
 #include "common/error.h"
 #include "common/memory_bandwidth.h"
@@ -92,17 +93,6 @@ DecodeTraffic decode_traffic(const ModelConfig& config, const session::BackendOp
   return traffic;
 }
 
-nlohmann::json graphs_json(const session::LoadReport& report) {
-  nlohmann::json graphs = nlohmann::json::array();
-  for (const auto& g : report.graphs) {
-    graphs.push_back({{"graph", g.graph},
-                      {"cached", g.cached},
-                      {"seconds", g.seconds},
-                      {"compile_seconds", g.compile_seconds}});
-  }
-  return graphs;
-}
-
 std::string graphs_text(const session::LoadReport& report) {
   std::string text;
   for (const auto& g : report.graphs) {
@@ -120,10 +110,7 @@ double mib(uint64_t bytes) {
 }
 
 void run_bench(const BenchCommandOptions& options) {
-  const bool json = options.output_format == "json";
-  if (!json && options.output_format != "text") {
-    fail("--output-format", "unknown format '{}' (text, json)", options.output_format);
-  }
+  const bool json = json_output(options.output_format);
   if (options.prompt_tokens <= 0) fail("--prompt-tokens", "must be positive");
   if (options.gen_tokens <= 1) fail("--gen-tokens", "must be at least 2");
   if (options.repetitions <= 0) fail("--repetitions", "must be positive");

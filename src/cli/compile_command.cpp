@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "cli/commands.h"
 #include "cli/graph_flags.h"
 #include "cli/model_loading.h"
+#include "cli/output_format.h"
 #include "common/error.h"
 #include "compile_cache/compile_cache.h"
 #include "compile_cache/iree_compiler.h"
@@ -37,18 +37,8 @@ std::string read_text(const std::string& path) {
   return text;
 }
 
-// "SmolLM2-135M-Instruct.Q4_1" for a GGUF file, the directory's name for an HF directory.
-std::string model_name(const std::string& path) {
-  std::filesystem::path normal = std::filesystem::path(path).lexically_normal();
-  if (!normal.has_filename()) normal = normal.parent_path();
-  return std::filesystem::is_directory(normal) ? normal.filename().string()
-                                               : normal.stem().string();
-}
-
 void run_compile(const CompileOptions& options) {
-  if (options.output_format != "text" && options.output_format != "json") {
-    fail("--output-format", "unknown format '{}' (text, json)", options.output_format);
-  }
+  const bool as_json = json_output(options.output_format);
   compile_cache::CompileTarget target = compile_cache::iree_target(options.target);
   compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
 
@@ -62,7 +52,7 @@ void run_compile(const CompileOptions& options) {
     ModelFiles model = open_model(options.graph.model);
     mlir = models::emit_graph(model.config(), graph);
     // Named like a file, as diagnostics print it: "<model>.<graph>.mlir:LINE:COL: error: ...".
-    source = fmt::format("{}.{}.mlir", model_name(model.path()), models::graph_name(graph));
+    source = fmt::format("{}.{}.mlir", model.name(), models::graph_name(graph));
   }
 
   const std::string target_name = target.name;
@@ -70,7 +60,7 @@ void run_compile(const CompileOptions& options) {
   compile_cache::CompileResult result =
       cache.get_or_compile(compiler, {mlir, source, std::move(target)});
 
-  if (options.output_format == "json") {
+  if (as_json) {
     nlohmann::json json = {{"artifact", result.artifact.string()},
                            {"key", result.key},
                            {"cache", result.hit ? "hit" : "miss"},

@@ -11,6 +11,7 @@
 #include "backends/backends.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/output_format.h"
 #include "cli/prompt_input.h"
 #include "cli/runtime_flags.h"
 #include "common/error.h"
@@ -30,24 +31,14 @@ struct GenerateCommandOptions {
 };
 
 nlohmann::json load_json(const session::LoadReport& report) {
-  nlohmann::json graphs = nlohmann::json::array();
-  for (const auto& g : report.graphs) {
-    graphs.push_back({{"graph", g.graph},
-                      {"cached", g.cached},
-                      {"seconds", g.seconds},
-                      {"compile_seconds", g.compile_seconds}});
-  }
-  return {{"graphs", graphs},
+  return {{"graphs", graphs_json(report)},
           {"weights_seconds", report.weights_seconds},
           {"weight_bytes", report.weight_bytes},
           {"total_seconds", report.total_seconds}};
 }
 
 void run_generate(const GenerateCommandOptions& options) {
-  const bool json = options.output_format == "json";
-  if (!json && options.output_format != "text") {
-    fail("--output-format", "unknown format '{}' (text, json)", options.output_format);
-  }
+  const bool json = json_output(options.output_format);
   if (options.max_new_tokens <= 0) fail("-n", "must be positive, got {}", options.max_new_tokens);
   if (std::string problem = options.sampling.validate(); !problem.empty()) throw Error(problem);
 

@@ -20,14 +20,18 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
   };
 }
 
+models::WeightType parse_weights_flag(const std::string& weights) {
+  auto type = models::parse_weight_type(weights);
+  if (!type) fail("--weights", "unknown weight type '{}' (f32, bf16, f16)", weights);
+  return *type;
+}
+
 models::GraphOptions graph_options(const GraphFlags& flags) {
   models::GraphOptions graph;
   auto kind = models::parse_graph_kind(flags.graph);
   if (!kind) fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits)", flags.graph);
   graph.kind = *kind;
-  auto weights = models::parse_weight_type(flags.weights);
-  if (!weights) fail("--weights", "unknown weight type '{}' (f32, bf16, f16)", flags.weights);
-  graph.weights = *weights;
+  graph.weights = parse_weights_flag(flags.weights);
   graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
   graph.capacity = flags.capacity;
   return graph;

@@ -23,6 +23,9 @@ struct GraphFlags {
 // add constraints such as excludes().
 std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags);
 
+// --weights f32|bf16|f16; Error naming the option otherwise.
+models::WeightType parse_weights_flag(const std::string& weights);
+
 // Validates the names (Error naming the option) and applies the bucket default.
 models::GraphOptions graph_options(const GraphFlags& flags);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/graph_flags.h"
 #include "common/error.h"
 #include "models/graph_options.h"
 
@@ -36,9 +37,7 @@ session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFi
   auto device = session::parse_device_kind(flags.device);
   if (!device) fail("--device", "unknown device '{}' (cpu, cuda)", flags.device);
   options.device = *device;
-  auto weights = models::parse_weight_type(flags.weights);
-  if (!weights) fail("--weights", "unknown type '{}' (f32, bf16, f16)", flags.weights);
-  options.weights = *weights;
+  options.weights = parse_weights_flag(flags.weights);
 
   const int64_t max_positions = model.config().max_position_embeddings;
   int64_t capacity = flags.context;

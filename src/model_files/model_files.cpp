@@ -177,4 +177,11 @@ std::optional<TensorView> ModelFiles::find_tensor(const std::string& name) const
   return std::nullopt;
 }
 
+std::string ModelFiles::name() const {
+  fs::path normal = fs::path(path_).lexically_normal();
+  if (!normal.has_filename()) normal = normal.parent_path();
+  return format_ == Format::kHuggingFaceDirectory ? normal.filename().string()
+                                                  : normal.stem().string();
+}
+
 }  // namespace xlacel

@@ -29,6 +29,9 @@ class ModelFiles {
 
   Format format() const { return format_; }
   const std::string& path() const { return path_; }
+  // For names of derived files: the GGUF file's stem ("SmolLM2-135M-Instruct.Q4_1") or the HF
+  // directory's name.
+  std::string name() const;
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }
   std::optional<TensorView> find_tensor(const std::string& name) const;

@@ -23,7 +23,8 @@ struct BestFirst {
   }
 };
 
-// Ties go to the lower id, as torch.argmax and the device argmax do; NaN never wins.
+}  // namespace
+
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;
   float best_value = -std::numeric_limits<float>::infinity();
@@ -35,8 +36,6 @@ int32_t argmax(std::span<const float> logits) {
   }
   return best;
 }
-
-}  // namespace
 
 std::string SamplingOptions::validate() const {
   if (!std::isfinite(temperature)) {

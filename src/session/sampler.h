@@ -34,6 +34,10 @@ struct TokenProbability {
   double probability = 0;
 };
 
+// The id of the largest logit; ties go to the lower id, as torch.argmax and the device argmax
+// do; NaN never wins.
+int32_t argmax(std::span<const float> logits);
+
 class Sampler {
  public:
   // Throws Error with validate()'s message when the options are invalid.

@@ -16,6 +16,8 @@
 #include "compile_cache/iree_compiler.h"
 #include "models/weight_layout.h"
 #include "models/weight_loader.h"
+#include "session/backend_graphs.h"
+#include "session/sampler.h"
 
 namespace xlacel::backends {
 
@@ -32,38 +34,11 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-const char* element_name(stablehlo::ElementType element) {
-  switch (element) {
-    case stablehlo::ElementType::kF32:
-      return "f32";
-    case stablehlo::ElementType::kBF16:
-      return "bf16";
-    case stablehlo::ElementType::kF16:
-      return "f16";
-    default:
-      fail("iree backend", "unsupported weight element type");
-  }
-}
-
-std::string model_stem(const ModelFiles& model) {
-  std::filesystem::path path = std::filesystem::path(model.path()).lexically_normal();
-  if (!path.has_filename()) path = path.parent_path();
-  return std::filesystem::is_directory(path) ? path.filename().string() : path.stem().string();
-}
-
 void copy_logits(const py::handle& array, std::vector<float>& logits) {
   auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
   if (!values) fail("iree backend", "logits are not a float32 array");
   logits.resize(static_cast<std::size_t>(values.size()));
   std::memcpy(logits.data(), values.data(), logits.size() * sizeof(float));
-}
-
-int32_t argmax(const std::vector<float>& logits) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best]) best = i;  // ties go to the lower id, like the graphs
-  }
-  return static_cast<int32_t>(best);
 }
 
 // In an anonymous namespace: it holds pybind11 objects, whose types have hidden visibility.
@@ -146,16 +121,7 @@ IreeBackend::~IreeBackend() {
 
 std::vector<std::pair<models::GraphOptions, compile_cache::CompileResult>>
 IreeBackend::compile_graphs() {
-  const ModelConfig& config = options_.model->config();
-  std::vector<models::GraphOptions> graphs;
-  graphs.push_back(
-      {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights});
-  if (options_.argmax_graph) {
-    graphs.push_back({models::GraphKind::kDecode, 1, options_.capacity, options_.weights});
-  }
-  if (options_.logits_graph) {
-    graphs.push_back({models::GraphKind::kDecodeLogits, 1, options_.capacity, options_.weights});
-  }
+  const std::vector<session::BackendGraph> graphs = session::emit_backend_graphs(options_);
 
   compile_cache::IreeTargetOptions target_options;
   target_options.backend = options_.device == DeviceKind::kCuda ? "cuda" : "llvm-cpu";
@@ -165,18 +131,11 @@ IreeBackend::compile_graphs() {
 
   compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
   compile_cache::CompileCache cache(options_.compile_cache_dir);
-  const std::string stem = model_stem(*options_.model);
-  std::vector<std::string> texts;
-  std::vector<std::string> sources;
-  for (const auto& graph : graphs) {
-    texts.push_back(models::emit_graph(config, graph));
-    sources.push_back(fmt::format("{}.{}.mlir", stem, models::graph_name(graph)));
-  }
   auto compile_one = [&](std::size_t i) {
-    compile_cache::CompileRequest request{texts[i], sources[i], target};
+    compile_cache::CompileRequest request{graphs[i].mlir, graphs[i].source, target};
     if (!cache.lookup(compiler, request)) {
-      progress(
-          fmt::format("iree: compiling {} for {} ...", models::graph_name(graphs[i]), target.name));
+      progress(fmt::format("iree: compiling {} for {} ...", models::graph_name(graphs[i].options),
+                           target.name));
     }
     return cache.get_or_compile(compiler, request);
   };
@@ -186,8 +145,8 @@ IreeBackend::compile_graphs() {
     std::future<compile_cache::CompileResult> second;
     if (i + 1 < graphs.size()) second = std::async(std::launch::async, compile_one, i + 1);
     compile_cache::CompileResult first = compile_one(i);
-    results.emplace_back(graphs[i], std::move(first));
-    if (second.valid()) results.emplace_back(graphs[i + 1], second.get());
+    results.emplace_back(graphs[i].options, std::move(first));
+    if (second.valid()) results.emplace_back(graphs[i + 1].options, second.get());
   }
   for (const auto& [graph, result] : results) {
     progress(fmt::format("iree: {} {} ({:.2f} s)", models::graph_name(graph),
@@ -202,13 +161,15 @@ void IreeBackend::upload_weights() {
   models::for_each_weight(*options_.model, options_.weights, [&](const models::HostTensor& t) {
     py::memoryview bytes =
         py::memoryview::from_memory(t.bytes.data(), static_cast<py::ssize_t>(t.bytes.size()));
-    runner_.attr("add_weight")(bytes, element_name(t.spec.element), py::cast(t.spec.shape));
+    runner_.attr("add_weight")(bytes, std::string(stablehlo::to_string(t.spec.element)),
+                               py::cast(t.spec.shape));
     report_.weight_bytes += t.bytes.size();
   });
   const ModelConfig& config = options_.model->config();
   std::vector<int64_t> cache_shape = {config.num_kv_heads, options_.capacity, config.head_dim};
-  runner_.attr("make_caches")(2 * config.num_layers, py::cast(cache_shape),
-                              element_name(models::cache_element(options_.weights)));
+  runner_.attr("make_caches")(
+      2 * config.num_layers, py::cast(cache_shape),
+      std::string(stablehlo::to_string(models::cache_element(options_.weights))));
   report_.weights_seconds = seconds_since(start);
   progress(fmt::format("iree: weights uploaded ({:.1f} MiB, {:.2f} s)",
                        static_cast<double>(report_.weight_bytes) / (1 << 20),
@@ -241,7 +202,7 @@ void IreeBackend::decode(int32_t token, int32_t position, bool want_logits, Step
     if (want_logits) {
       if (!options_.logits_graph) fail("iree backend", "decode-logits graph not loaded");
       copy_logits(decode_logits_(token, position), out.logits);
-      out.token = argmax(out.logits);
+      out.token = session::argmax(out.logits);
     } else {
       if (!options_.argmax_graph) fail("iree backend", "decode graph not loaded");
       out.token = decode_(token, position).cast<int32_t>();

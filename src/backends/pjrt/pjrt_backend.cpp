@@ -17,6 +17,8 @@
 #include "compile_cache/compile_cache.h"
 #include "models/weight_layout.h"
 #include "models/weight_loader.h"
+#include "session/backend_graphs.h"
+#include "session/sampler.h"
 
 namespace xlacel::backends {
 
@@ -46,20 +48,6 @@ pjrt::PJRT_Buffer_Type buffer_type(stablehlo::ElementType element) {
     default:
       fail("xla backend", "unsupported argument element type {}", stablehlo::to_string(element));
   }
-}
-
-std::string model_stem(const ModelFiles& model) {
-  std::filesystem::path path = std::filesystem::path(model.path()).lexically_normal();
-  if (!path.has_filename()) path = path.parent_path();
-  return std::filesystem::is_directory(path) ? path.filename().string() : path.stem().string();
-}
-
-int32_t argmax(const std::vector<float>& logits) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best]) best = i;  // ties go to the lower id, like the graphs
-  }
-  return static_cast<int32_t>(best);
 }
 
 class PjrtBackend final : public session::Backend {
@@ -170,15 +158,6 @@ void PjrtBackend::open_client() {
 
 void PjrtBackend::load_graphs() {
   const ModelConfig& config = options_.model->config();
-  std::vector<models::GraphOptions> graphs;
-  graphs.push_back(
-      {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights});
-  if (options_.argmax_graph) {
-    graphs.push_back({models::GraphKind::kDecode, 1, options_.capacity, options_.weights});
-  }
-  if (options_.logits_graph) {
-    graphs.push_back({models::GraphKind::kDecodeLogits, 1, options_.capacity, options_.weights});
-  }
   if (!options_.extra_compiler_flags.empty()) {
     fail(label(), "extra compiler flags are not supported by XLA (got '{}')",
          options_.extra_compiler_flags.front());
@@ -187,25 +166,19 @@ void PjrtBackend::load_graphs() {
   const std::string compile_options = pjrt::single_device_compile_options();
   const compile_cache::CompileTarget target =
       pjrt::pjrt_target(*client_, options_.device, compile_options);
-  const std::string stem = model_stem(*options_.model);
-  std::vector<std::string> texts;
-  std::vector<std::string> sources;
-  for (const auto& graph : graphs) {
-    texts.push_back(models::emit_graph(config, graph));
-    sources.push_back(fmt::format("{}.{}.mlir", stem, models::graph_name(graph)));
-  }
+  const std::vector<session::BackendGraph> graphs = session::emit_backend_graphs(options_);
+  compile_cache::CompileCache cache(options_.compile_cache_dir);
   // Progress goes out from this thread only (the callback need not be thread-safe).
-  for (std::size_t i = 0; i < graphs.size(); ++i) {
-    compile_cache::CompileCache cache(options_.compile_cache_dir);
-    pjrt::PjrtCompiler probe(*client_, compile_options);
+  pjrt::PjrtCompiler probe(*client_, compile_options);
+  for (const session::BackendGraph& graph : graphs) {
     if (!client_->plugin().can_serialize() ||
-        !cache.lookup(probe, {texts[i], sources[i], target})) {
-      progress(fmt::format("xla: compiling {} ...", models::graph_name(graphs[i])));
+        !cache.lookup(probe, {graph.mlir, graph.source, target})) {
+      progress(fmt::format("xla: compiling {} ...", models::graph_name(graph.options)));
     }
   }
   auto load_one = [&](std::size_t i) {
-    compile_cache::CompileCache cache(options_.compile_cache_dir);
-    return pjrt::load_executable(*client_, cache, {texts[i], sources[i], target}, compile_options);
+    return pjrt::load_executable(*client_, cache, {graphs[i].mlir, graphs[i].source, target},
+                                 compile_options);
   };
   // All graphs at once: PJRT_Client_Compile is thread-safe and XLA's passes are mostly serial.
   std::vector<std::future<pjrt::ExecutableLoad>> pending;
@@ -230,11 +203,11 @@ void PjrtBackend::load_graphs() {
 
   const std::size_t caches = 2 * static_cast<std::size_t>(config.num_layers);
   for (std::size_t i = 0; i < graphs.size(); ++i) {
-    const models::GraphOptions& graph = graphs[i];
+    const models::GraphOptions& graph = graphs[i].options;
     pjrt::ExecutableLoad& load = loads[i];
     const std::size_t heads = graph.kind == models::GraphKind::kPrefill ? 2 : 1;
     if (load.executable.num_outputs() != heads + caches) {
-      fail(label(), "{}: the executable has {} results, expected {}", sources[i],
+      fail(label(), "{}: the executable has {} results, expected {}", graphs[i].source,
            load.executable.num_outputs(), heads + caches);
     }
     for (const std::string& line : load.notes) progress(line);
@@ -350,7 +323,7 @@ void PjrtBackend::decode(int32_t token, int32_t position, bool want_logits, Step
   std::vector<Buffer> results = run(*graph, std::move(inputs));
   if (want_logits) {
     read_logits(results[0], out.logits);
-    out.token = argmax(out.logits);
+    out.token = session::argmax(out.logits);
   } else {
     out.token = read_token(results[0]);
     out.logits.clear();

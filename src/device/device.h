@@ -1,0 +1,99 @@
+#pragma once
+// The thin layer each runtime provides (src/backends/iree, src/backends/pjrt) and the executor
+// (src/executor) is written against: compile or load an executable, upload a buffer, execute
+// with donation, read a buffer back. It knows no model: graphs arrive as StableHLO text, buffers
+// as element type + shape + bytes.
+//
+// Threads: a Device may be called from any thread, one call at a time (the executor serializes).
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stablehlo/types.h"
+
+namespace xlacel::device {
+
+enum class DeviceKind { kCpu, kCuda };
+const char* device_kind_name(DeviceKind kind);  // "cpu", "cuda"
+std::optional<DeviceKind> parse_device_kind(std::string_view name);
+
+// What every runtime understands; options of one runtime only live in that runtime's own
+// options struct (backends/iree/iree_device.h, backends/pjrt/pjrt_device.h).
+struct DeviceOptions {
+  DeviceKind kind = DeviceKind::kCpu;
+  int threads = 0;  // CPU runtimes: worker threads (0: the runtime's default)
+  std::filesystem::path compile_cache_dir;  // empty: CompileCache::default_directory()
+  // One line of progress ("iree: compiling decode-b8-s8-c512-f32 ..."), for stderr; may be empty.
+  std::function<void(std::string_view)> progress;
+};
+
+// A buffer on the device. Destroying it releases the device memory.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+};
+using BufferPtr = std::unique_ptr<Buffer>;
+
+// A loaded executable of one graph.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  virtual std::size_t num_results() const = 0;
+};
+
+// One graph to compile: StableHLO text with an entry `main`, the IREE module name it declares,
+// and a source name for diagnostics and cache sidecars ("<model>.<graph>.mlir").
+struct GraphSource {
+  std::string name;  // "decode-b8-s8-c512-f32", for progress and reports
+  std::string mlir;
+  std::string module_name;  // "xlacel_decode"
+  std::string source;
+};
+
+// How getting one executable went.
+struct GraphLoad {
+  std::string graph;           // GraphSource::name
+  bool cached = false;         // the compiled artifact came from the on-disk cache
+  double seconds = 0;          // wall time to get the executable (lookup or compile) and load it
+  double compile_seconds = 0;  // the compiler's own time (on a cache hit: as recorded then)
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual const std::string& runtime() const = 0;      // "iree", "xla"
+  virtual const std::string& description() const = 0;  // "cpu (llvm-cpu, local-task, 2 threads)"
+
+  // Compiles (or takes from the compile cache) and loads each graph, several at a time where
+  // the runtime allows; `loads` receives one entry per graph, in order. Error naming the graph's
+  // source on failure.
+  virtual std::vector<std::unique_ptr<Executable>> load(std::span<const GraphSource> graphs,
+                                                        std::vector<GraphLoad>& loads) = 0;
+
+  // A device buffer holding a copy of `bytes` (dense, row-major `shape` of `element`); `bytes`
+  // may be freed when this returns.
+  virtual BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
+                           std::span<const int64_t> shape) = 0;
+  // A zero-filled device buffer.
+  virtual BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) = 0;
+
+  // Runs `executable` on `arguments` (in order) and returns every result (in order). Arguments
+  // the graph aliases to results (tf.aliasing_output) are donated: the runtime may reuse their
+  // memory for the results, so the caller must not pass those Buffers again (only destroy them).
+  virtual std::vector<BufferPtr> execute(Executable& executable,
+                                         std::span<Buffer* const> arguments) = 0;
+
+  // Copies the whole buffer (exactly destination.size() bytes) to the host, waiting for the
+  // computation that produces it.
+  virtual void read(const Buffer& buffer, std::span<std::byte> destination) = 0;
+};
+
+}  // namespace xlacel::device
