@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 #include "models/test_support.h"
 #include "run_xlacel.h"
 #include "test_paths.h"
@@ -40,6 +42,38 @@ TEST(BenchCli, ReportsSpeedCompileMemoryAndTheBandwidthLimit) {
   for (const char* line : {"prompt processing pp16:", "generation tg4:", "time to first token:",
                            "compile (cached):", "peak RSS:", "read bandwidth:", "decode limit"}) {
     EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+  }
+}
+
+// --batch: one row per batch size, measured on the scheduler with that many sequences decoding
+// together; the figures are present and consistent (aggregate = batch x per-sequence).
+TEST(BenchCli, BatchTableOnBothRuntimes) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  for (const std::string backend : {"iree", "xla"}) {
+    const auto run = testing::run_xlacel(
+        testing::scratch_dir("bench_batch_" + backend),
+        {"bench", "-m", model, "--backend", backend, "--prompt-tokens", "16", "--gen-tokens", "8",
+         "-r", "1", "--batch", "1,2", "--threads", "2", "--no-cold-compile", "--output-format",
+         "json"});
+    if (backend == "xla" && run.exit_code != 0 &&
+        run.err.find("no PJRT CPU plugin") != std::string::npos) {
+      GTEST_SKIP() << run.err;
+    }
+    ASSERT_EQ(run.exit_code, 0) << backend << ": " << run.err;
+    const json out = json::parse(run.out);
+    EXPECT_EQ(out["slots"], 2);
+    ASSERT_EQ(out["batch"].size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const json& row = out["batch"][i];
+      EXPECT_EQ(row["batch"], i + 1);
+      EXPECT_GT(row["steps"].get<int>(), 0) << backend;
+      EXPECT_GT(row["step_ms"].get<double>(), 0) << backend;
+      EXPECT_NEAR(row["aggregate_tokens_per_second"].get<double>(),
+                  row["per_sequence_tokens_per_second"].get<double>() * static_cast<double>(i + 1),
+                  1e-6 * row["aggregate_tokens_per_second"].get<double>());
+      EXPECT_GT(row["limit_tokens_per_second"].get<double>(), 0);
+    }
   }
 }
 

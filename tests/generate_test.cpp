@@ -1,7 +1,7 @@
-// `xlacel generate` as a user runs it, and the session on the IREE backend in-process: greedy
-// output token for token against HF transformers (tests/data/models/*_reference.json, written by
-// tools/reference/llama.py), streaming, seeded sampling, the capacity stop, and the errors a
-// user can cause. Needs the project venv (iree-compile, iree.runtime); skips without it.
+// `xlacel generate` as a user runs it: greedy output token for token against HF transformers
+// (tests/data/models/*_reference.json, written by tools/reference/llama.py), streaming, seeded
+// sampling, stop strings, and the errors a user can cause. Needs the project venv (iree-compile,
+// iree.runtime); skips without it. The engine itself is tested in-process in engine_test.cpp.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,11 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/backends.h"
-#include "model_files/model_files.h"
 #include "models/test_support.h"
 #include "run_xlacel.h"
-#include "session/generator.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -90,6 +87,18 @@ TEST(GenerateCli, StreamsAChatAnswerAndStopsAtEndOfTurn) {
   EXPECT_NE(run.err.find("time to first token"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("generated 8 tokens"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("stop: eos"), std::string::npos) << run.err;
+}
+
+TEST(GenerateCli, StopStringEndsTheTextBeforeIt) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const auto run =
+      run_xlacel(scratch_dir("generate_stop"), {"generate", "-m", model, "--chat",
+                                                "What is the capital of France?", "--stop",
+                                                " Paris", "--stop", "never appears"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "The capital of France is\n");
+  EXPECT_NE(run.err.find("stop: stop"), std::string::npos) << run.err;
 }
 
 TEST(GenerateCli, SeededSamplingIsReproducible) {
@@ -225,70 +234,6 @@ TEST(GenerateCli, BadSamplingOptionsAreErrors) {
     EXPECT_TRUE(one_line(run.err)) << run.err;
     EXPECT_NE(run.err.find(flag), std::string::npos) << run.err;
   }
-}
-
-// The session in-process on the tiny random-weight Llama-3 model (llama3 rope scaling, GQA,
-// untied head): every reference prompt, including ones several prefill buckets long.
-class TinyLlama3Session : public ::testing::Test {
- protected:
-  void SetUp() override {
-    XLACEL_REQUIRE_IREE_PYTHON();
-    model_ = std::make_unique<ModelFiles>(ModelFiles::open(test_data("models/tiny_llama3")));
-    reference_ = read_json(test_data("models/tiny_llama3_reference.json"));
-  }
-
-  std::unique_ptr<session::Backend> open(int64_t capacity, int64_t bucket) {
-    session::BackendOptions options;
-    options.model = model_.get();
-    options.capacity = capacity;
-    options.prefill_bucket = bucket;
-    return backends::open_backend("iree", options);
-  }
-
-  std::unique_ptr<ModelFiles> model_;
-  json reference_;
-};
-
-TEST_F(TinyLlama3Session, GreedyMatchesHfOnEveryPrompt) {
-  auto backend = open(256, 32);
-  session::Session session(*backend);
-  session::GenerateOptions options;
-  options.max_new_tokens = 48;  // no EOS ids: the reference ran all 48 steps
-  for (const json& prompt : reference_["prompts"]) {
-    session.reset();
-    const auto prompt_ids = ids(prompt["prompt_ids"]);
-    auto result = session::generate(session, prompt_ids, options, [](int32_t) { return true; });
-    EXPECT_EQ(result.output_ids, ids(prompt["output_ids"])) << prompt["name"];
-    EXPECT_EQ(result.stop, session::StopReason::kLength);
-    std::printf("tiny %-10s prompt %3zu tokens (%zu prefill calls of 32): %zu/48 match HF\n",
-                prompt["name"].get<std::string>().c_str(), prompt_ids.size(),
-                (prompt_ids.size() + 31) / 32,
-                matched(result.output_ids, ids(prompt["output_ids"])));
-  }
-}
-
-TEST_F(TinyLlama3Session, FillsTheContextThenStopsWithAMessage) {
-  // 150 prompt tokens in buckets of 64 with room for 160: the last chunk re-feeds earlier
-  // tokens so that it ends inside the cache.
-  auto backend = open(160, 64);
-  session::Session session(*backend);
-  const json* prompt = nullptr;
-  for (const json& p : reference_["prompts"]) {
-    if (p["prompt_ids"].size() == 150) prompt = &p;
-  }
-  ASSERT_NE(prompt, nullptr);
-  session::GenerateOptions options;
-  options.max_new_tokens = 48;
-  auto result = session::generate(session, ids((*prompt)["prompt_ids"]), options,
-                                  [](int32_t) { return true; });
-  EXPECT_EQ(result.stop, session::StopReason::kCapacity);
-  EXPECT_NE(result.stop_message.find("160"), std::string::npos) << result.stop_message;
-  ASSERT_GE(result.output_ids.size(), 10u);
-  const auto want = ids((*prompt)["output_ids"]);
-  EXPECT_EQ(result.output_ids,
-            std::vector<int32_t>(want.begin(),
-                                 want.begin() + static_cast<long>(result.output_ids.size())));
-  EXPECT_EQ(session.position(), 160);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// `xlacel bench [-m MODEL] [--prompt-tokens N] [--gen-tokens N] [-r R] [--no-cold-compile]
-//  [--backend ...] [--output-format text|json]`: prompt-processing and generation speed, time to
-// first token, cold and cached compile time, peak memory, and decode speed against the limit
-// the machine's memory bandwidth sets (bytes read per decode step / bandwidth).
+// `xlacel bench [-m MODEL] [--prompt-tokens N] [--gen-tokens N] [-r R] [--batch 1,2,4,8]
+//  [--no-cold-compile] [--backend ...] [--threads N] [--output-format text|json]`:
+// prompt-processing and generation speed, time to first token, cold and cached compile time,
+// peak memory, and decode speed against the limit the machine's memory bandwidth sets (bytes
+// read per decode step / bandwidth); with --batch, aggregate and per-sequence decode speed and
+// the step time for each batch size, on the engine's continuous-batching scheduler.
 #include <fmt/format.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -9,9 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <thread>
 
-#include "backends/backends.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "cli/output_format.h"
@@ -19,8 +22,7 @@
 #include "common/error.h"
 #include "common/memory_bandwidth.h"
 #include "common/process_stats.h"
-#include "models/weight_layout.h"
-#include "session/generator.h"
+#include "engine/engine.h"
 
 namespace xlacel::cli {
 
@@ -31,6 +33,7 @@ struct BenchCommandOptions {
   int64_t prompt_tokens = 128;
   int64_t gen_tokens = 64;
   int64_t repetitions = 3;
+  std::vector<int64_t> batch;  // decode batch sizes to measure (empty: none)
   bool cold_compile = true;
   std::string output_format = "text";
 };
@@ -68,32 +71,32 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
   return ids;
 }
 
-// Bytes one decode step reads from memory: every weight once (the tied embedding as the output
-// head; an untied model's embedding table only for one row) and the whole KV cache, which the
-// attention reads at every capacity position (masked) in these static-shape graphs.
+// Bytes one decode step of one sequence reads from memory: every weight once (the tied
+// embedding as the output head; an untied model's embedding table only for one row) and the
+// slot's whole KV cache, which the attention reads at every capacity position (masked) in these
+// static-shape graphs. A batch of B reads the weights once and B slots.
 struct DecodeTraffic {
   uint64_t weight_bytes = 0;
-  uint64_t cache_bytes = 0;
-  uint64_t total() const { return weight_bytes + cache_bytes; }
+  uint64_t cache_bytes = 0;  // one slot
+  uint64_t per_step(int64_t batch) const {
+    return weight_bytes + static_cast<uint64_t>(batch) * cache_bytes;
+  }
 };
 
-DecodeTraffic decode_traffic(const ModelConfig& config, const session::BackendOptions& options,
-                             uint64_t uploaded_bytes) {
+DecodeTraffic decode_traffic(const ModelConfig& config, const executor::ExecutorOptions& options,
+                             const executor::LoadReport& report) {
   DecodeTraffic traffic;
-  traffic.weight_bytes = uploaded_bytes;
+  traffic.weight_bytes = report.weight_bytes;
   const uint64_t element = options.weights == models::WeightType::kF32 ? 4 : 2;
   if (!config.tie_word_embeddings) {
     traffic.weight_bytes -= static_cast<uint64_t>(config.vocab_size - 1) *
                             static_cast<uint64_t>(config.hidden_size) * element;
   }
-  traffic.cache_bytes = 2ull *
-                        static_cast<uint64_t>(config.num_layers * config.num_kv_heads *
-                                              options.capacity * config.head_dim) *
-                        element;
+  traffic.cache_bytes = report.cache_bytes / static_cast<uint64_t>(options.slots);
   return traffic;
 }
 
-std::string graphs_text(const session::LoadReport& report) {
+std::string graphs_text(const executor::LoadReport& report) {
   std::string text;
   for (const auto& g : report.graphs) {
     text += fmt::format("{}{} {:.3f} s{}", text.empty() ? "" : ", ", g.graph, g.seconds,
@@ -109,67 +112,134 @@ double mib(uint64_t bytes) {
   return static_cast<double>(bytes) / (1ull << 20);
 }
 
+// One request of `gen_tokens` new tokens (no EOS) per sequence; returns each one's stats.
+std::vector<engine::RequestStats> run_requests(engine::Engine& engine,
+                                               const std::vector<int32_t>& prompt,
+                                               int64_t sequences, int64_t gen_tokens,
+                                               const std::function<void()>& after_step = {}) {
+  engine::RequestOptions request;  // greedy, no EOS: always the full length
+  request.max_tokens = gen_tokens;
+  std::vector<engine::RequestStats> stats(static_cast<std::size_t>(sequences));
+  for (int64_t i = 0; i < sequences; ++i) {
+    engine.scheduler().submit(prompt, request, [&stats, i](const engine::TokenEvent& event) {
+      if (event.finished) stats[static_cast<std::size_t>(i)] = event.stats;
+    });
+  }
+  while (engine.scheduler().step()) {
+    if (after_step) after_step();
+  }
+  return stats;
+}
+
+// Decode speed with `batch` sequences in every step: only steps that advanced all of them and
+// ran no prefill chunk count.
+struct BatchFigures {
+  int64_t batch = 0;
+  int64_t steps = 0;
+  double seconds = 0;
+  double step_ms() const { return steps > 0 ? 1000 * seconds / static_cast<double>(steps) : 0; }
+  double per_sequence() const { return seconds > 0 ? static_cast<double>(steps) / seconds : 0; }
+  double aggregate() const { return per_sequence() * static_cast<double>(batch); }
+};
+
+BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& prompt,
+                           int64_t batch, int64_t gen_tokens, int64_t repetitions) {
+  // Every batch size up to this one is compiled before the clock runs, then warmed up.
+  std::vector<models::GraphOptions> graphs;
+  for (int64_t rows = 1; rows <= batch; ++rows) {
+    graphs.push_back(engine.executor().decode_graph(rows, false));
+  }
+  engine.executor().prepare(graphs);
+  run_requests(engine, prompt, batch, 2);
+  BatchFigures figures{batch};
+  for (int64_t r = 0; r < repetitions; ++r) {
+    run_requests(engine, prompt, batch, gen_tokens, [&] {
+      const engine::StepReport& step = engine.scheduler().last_step();
+      if (step.prefill_tokens == 0 && step.decode_sequences == batch) {
+        ++figures.steps;
+        figures.seconds += step.decode_seconds;
+      }
+    });
+  }
+  return figures;
+}
+
 void run_bench(const BenchCommandOptions& options) {
   const bool json = json_output(options.output_format);
   if (options.prompt_tokens <= 0) fail("--prompt-tokens", "must be positive");
   if (options.gen_tokens <= 1) fail("--gen-tokens", "must be at least 2");
   if (options.repetitions <= 0) fail("--repetitions", "must be positive");
+  int64_t slots = 1;
+  for (int64_t b : options.batch) {
+    if (b < 1) fail("--batch", "batch sizes must be positive, got {}", b);
+    slots = std::max(slots, b);
+  }
 
   ModelFiles model = open_model(options.runtime.model);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(model);
-  const std::vector<int32_t> prompt = bench_prompt(*tokenizer, options.prompt_tokens);
-  session::BackendOptions backend_options = cli::backend_options(
-      options.runtime, model, options.prompt_tokens + options.gen_tokens, json);
-  backend_options.argmax_graph = true;
+  engine::ModelText text(model);
+  const std::vector<int32_t> prompt = bench_prompt(text.tokenizer(), options.prompt_tokens);
+  engine::EngineOptions engine_options = cli::engine_options(
+      options.runtime, model, options.prompt_tokens + options.gen_tokens, slots, json);
 
   // Cold compile into an empty cache of our own, then the same graphs from that cache.
   std::filesystem::path cold_dir;
-  std::optional<session::LoadReport> cold_report;
+  std::optional<executor::LoadReport> cold_report;
   if (options.cold_compile) {
     cold_dir = std::filesystem::temp_directory_path() /
                fmt::format("xlacel-bench-{}", static_cast<long>(::getpid()));
     std::filesystem::remove_all(cold_dir);
-    backend_options.compile_cache_dir = cold_dir;
-    cold_report = backends::open_backend(options.runtime.backend, backend_options)->load_report();
+    engine_options.device.compile_cache_dir = cold_dir;
+    cold_report = engine::Engine(open_model(options.runtime.model), engine_options)
+                      .executor()
+                      .load_report();
   }
-  std::unique_ptr<session::Backend> backend =
-      backends::open_backend(options.runtime.backend, backend_options);
+  engine::Engine engine(std::move(model), std::move(text), engine_options);
   if (!cold_dir.empty()) std::filesystem::remove_all(cold_dir);
-  session::Session session(*backend);
+  const executor::LoadReport report = engine.executor().load_report();  // before batch graphs
 
-  session::GenerateOptions generate_options;  // greedy, no EOS: always the full length
-  generate_options.max_new_tokens = options.gen_tokens;
-  {  // warm-up: first calls pay one-time costs (page faults, thread pool start)
-    session::GenerateOptions warm = generate_options;
-    warm.max_new_tokens = 2;
-    session::generate(session, prompt, warm, [](int32_t) { return true; });
-  }
+  run_requests(engine, prompt, 1, 2);  // warm-up: first calls pay one-time costs
   std::vector<double> pp, tg, ttft;
   for (int64_t r = 0; r < options.repetitions; ++r) {
-    session.reset();
-    session::GenerateResult result =
-        session::generate(session, prompt, generate_options, [](int32_t) { return true; });
-    pp.push_back(result.prompt_tokens_per_second());
-    tg.push_back(result.generation_tokens_per_second());
-    ttft.push_back(result.prefill_seconds);
+    const engine::RequestStats stats = run_requests(engine, prompt, 1, options.gen_tokens)[0];
+    pp.push_back(stats.prompt_tokens_per_second());
+    tg.push_back(stats.generation_tokens_per_second());
+    ttft.push_back(stats.time_to_first_token());
+  }
+  std::vector<BatchFigures> batches;
+  for (int64_t b : options.batch) {
+    batches.push_back(measure_batch(engine, prompt, b, options.gen_tokens, options.repetitions));
   }
 
   const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's own buffer
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double bandwidth = measure_read_bandwidth(static_cast<int>(threads));
-  const DecodeTraffic traffic =
-      decode_traffic(model.config(), backend_options, backend->load_report().weight_bytes);
-  const double limit = bandwidth / static_cast<double>(traffic.total());
+  const DecodeTraffic traffic = decode_traffic(engine.model().config(), engine_options.executor,
+                                               engine.executor().load_report());
+  auto limit = [&](int64_t batch) {  // aggregate tok/s the bandwidth allows
+    return static_cast<double>(batch) * bandwidth / static_cast<double>(traffic.per_step(batch));
+  };
   const Spread pp_s = spread(pp), tg_s = spread(tg), ttft_s = spread(ttft);
-  const auto& caps = backend->capabilities();
-  const auto& report = backend->load_report();
+  const auto& caps = engine.executor().capabilities();
+  const double single = batches.empty() ? tg_s.mean : batches.front().aggregate();
 
   if (json) {
-    nlohmann::json out = {{"model", model.path()},
-                          {"backend", caps.backend},
+    nlohmann::json batch_json = nlohmann::json::array();
+    for (const BatchFigures& f : batches) {
+      batch_json.push_back({{"batch", f.batch},
+                            {"steps", f.steps},
+                            {"step_ms", f.step_ms()},
+                            {"aggregate_tokens_per_second", f.aggregate()},
+                            {"per_sequence_tokens_per_second", f.per_sequence()},
+                            {"speedup_vs_first", single > 0 ? f.aggregate() / single : 0},
+                            {"limit_tokens_per_second", limit(f.batch)},
+                            {"fraction_of_limit", f.aggregate() / limit(f.batch)}});
+    }
+    nlohmann::json out = {{"model", engine.model().path()},
+                          {"backend", caps.runtime},
                           {"device", caps.device},
                           {"weights", options.runtime.weights},
                           {"context", caps.capacity},
+                          {"slots", caps.slots},
                           {"prefill_bucket", caps.prefill_bucket},
                           {"prompt_tokens", options.prompt_tokens},
                           {"gen_tokens", options.gen_tokens},
@@ -185,15 +255,17 @@ void run_bench(const BenchCommandOptions& options) {
                           {"bandwidth_threads", threads},
                           {"decode_bytes_per_token",
                            {{"weights", traffic.weight_bytes}, {"kv_cache", traffic.cache_bytes}}},
-                          {"decode_limit_tokens_per_second", limit},
-                          {"decode_fraction_of_limit", tg_s.mean / limit}};
+                          {"decode_limit_tokens_per_second", limit(1)},
+                          {"decode_fraction_of_limit", tg_s.mean / limit(1)},
+                          {"batch", batch_json}};
     if (cold_report) out["compile_cold"] = graphs_json(*cold_report);
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
-  fmt::print("model: {}\n", model.path());
-  fmt::print("backend: {}, device: {}, weights {}, context {}, prefill bucket {}\n", caps.backend,
-             caps.device, options.runtime.weights, caps.capacity, caps.prefill_bucket);
+  fmt::print("model: {}\n", engine.model().path());
+  fmt::print("backend: {}, device: {}, weights {}, context {}, prefill bucket {}, slots {}\n",
+             caps.runtime, caps.device, options.runtime.weights, caps.capacity,
+             caps.prefill_bucket, caps.slots);
   if (cold_report) fmt::print("compile (cold):   {}\n", graphs_text(*cold_report));
   fmt::print("compile (cached): {}\n", graphs_text(report));
   fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s\n", mib(report.weight_bytes),
@@ -208,8 +280,20 @@ void run_bench(const BenchCommandOptions& options) {
   fmt::print(
       "read bandwidth: {:.1f} GB/s ({} threads) -> decode limit {:.1f} tok/s ({:.1f} MiB read "
       "per token: weights {:.1f} + KV cache {:.1f}); achieved {:.0f}%\n",
-      bandwidth / 1e9, threads, limit, mib(traffic.total()), mib(traffic.weight_bytes),
-      mib(traffic.cache_bytes), 100 * tg_s.mean / limit);
+      bandwidth / 1e9, threads, limit(1), mib(traffic.per_step(1)), mib(traffic.weight_bytes),
+      mib(traffic.cache_bytes), 100 * tg_s.mean / limit(1));
+  if (batches.empty()) return;
+  fmt::print("decode by batch size (tg{}, {} runs each; limit = B x bandwidth / (weights + B x "
+             "KV cache of a slot)):\n",
+             options.gen_tokens, options.repetitions);
+  fmt::print("  {:>5} {:>10} {:>14} {:>14} {:>9} {:>12} {:>9}\n", "batch", "step ms",
+             "aggregate t/s", "per-seq t/s", "speedup", "limit t/s", "of limit");
+  for (const BatchFigures& f : batches) {
+    fmt::print("  {:>5} {:>10.2f} {:>14.1f} {:>14.2f} {:>8.2f}x {:>12.1f} {:>8.0f}%\n", f.batch,
+               f.step_ms(), f.aggregate(), f.per_sequence(),
+               single > 0 ? f.aggregate() / single : 0, limit(f.batch),
+               100 * f.aggregate() / limit(f.batch));
+  }
 }
 
 }  // namespace
@@ -225,6 +309,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("-r,--repetitions", options->repetitions, "timed runs")
       ->capture_default_str();
+  command
+      ->add_option("--batch", options->batch,
+                   "decode batch sizes to measure, e.g. 1,2,4,8,16 (sequences decoded together)")
+      ->delimiter(',');
   command->add_flag("!--no-cold-compile", options->cold_compile,
                     "skip the cold compile (into an empty temporary cache)");
   command->add_option("--output-format", options->output_format, "text or json")

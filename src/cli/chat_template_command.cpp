@@ -17,8 +17,9 @@ struct ChatTemplateCommandOptions {
 
 void run_chat_template(const ChatTemplateCommandOptions& options) {
   ModelFiles model = open_model(options.model);
+  engine::ModelText text(model);
   fmt::print("{}",
-             render_messages_file(model, options.messages_path, options.add_generation_prompt));
+             render_messages_file(text, options.messages_path, options.add_generation_prompt));
 }
 
 }  // namespace

@@ -1,21 +1,20 @@
 // `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE) [-n N] [--temp T
-//  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S]
+//  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S] [--stop STR]
 //  [--ignore-eos] [--backend iree|xla] [--device cpu|cuda] [--output-format text|json] ...`:
-// tokens stream to stdout as they are produced; compile/load progress and a final stats line go
-// to stderr.
+// one request on the engine (one slot); tokens stream to stdout as they are produced;
+// compile/load progress and a final stats line go to stderr.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 
-#include "backends/backends.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "cli/output_format.h"
 #include "cli/prompt_input.h"
 #include "cli/runtime_flags.h"
 #include "common/error.h"
-#include "session/generator.h"
+#include "engine/engine.h"
 
 namespace xlacel::cli {
 
@@ -25,94 +24,111 @@ struct GenerateCommandOptions {
   RuntimeFlags runtime;
   PromptInput prompt;
   int64_t max_new_tokens = 128;
-  session::SamplingOptions sampling;
+  engine::SamplingOptions sampling;
+  std::vector<std::string> stop;
   std::string output_format = "text";
   bool ignore_eos = false;
 };
 
-nlohmann::json load_json(const session::LoadReport& report) {
+nlohmann::json load_json(const executor::LoadReport& report) {
   return {{"graphs", graphs_json(report)},
           {"weights_seconds", report.weights_seconds},
           {"weight_bytes", report.weight_bytes},
+          {"cache_bytes", report.cache_bytes},
           {"total_seconds", report.total_seconds}};
+}
+
+// The sampler names its fields ("top_p must be ..."); here the user typed flags.
+[[noreturn]] void fail_naming_flag(std::string problem) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"temperature", "--temp"},          {"top_k", "--top-k"},
+      {"top_p", "--top-p"},               {"min_p", "--min-p"},
+      {"repeat_penalty", "--repeat-penalty"}, {"repeat_last_n", "--repeat-last-n"}};
+  for (const auto& [field, flag] : kFlags) {
+    if (problem.starts_with(std::string(field) + " ")) {
+      problem.replace(0, std::string_view(field).size(), flag);
+      break;
+    }
+  }
+  throw Error(problem);
 }
 
 void run_generate(const GenerateCommandOptions& options) {
   const bool json = json_output(options.output_format);
   if (options.max_new_tokens <= 0) fail("-n", "must be positive, got {}", options.max_new_tokens);
-  if (std::string problem = options.sampling.validate(); !problem.empty()) throw Error(problem);
+  if (std::string problem = options.sampling.validate(); !problem.empty()) {
+    fail_naming_flag(problem);
+  }
 
   ModelFiles model = open_model(options.runtime.model);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(model);
-  std::vector<int32_t> prompt = prompt_ids(model, *tokenizer, options.prompt);
-
-  session::BackendOptions backend_options = cli::backend_options(
-      options.runtime, model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens, false);
-  backend_options.argmax_graph = !options.sampling.needs_logits();
-  backend_options.logits_graph = options.sampling.needs_logits();
-  if (static_cast<int64_t>(prompt.size()) > backend_options.capacity) {
+  engine::ModelText text(model);
+  std::vector<int32_t> prompt = prompt_ids(text, options.prompt);
+  engine::EngineOptions engine_options = cli::engine_options(
+      options.runtime, model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens, 1,
+      false);
+  engine_options.executor.preload_logits = options.sampling.needs_logits();
+  if (static_cast<int64_t>(prompt.size()) > engine_options.executor.capacity) {
     fail("prompt", "{} tokens do not fit the context of {} positions (raise --context)",
-         prompt.size(), backend_options.capacity);
+         prompt.size(), engine_options.executor.capacity);
   }
-  std::unique_ptr<session::Backend> backend =
-      backends::open_backend(options.runtime.backend, backend_options);
-  session::Session session(*backend);
+  engine::Engine engine(std::move(model), std::move(text), engine_options);
 
-  session::GenerateOptions generate_options;
-  generate_options.max_new_tokens = options.max_new_tokens;
-  generate_options.sampling = options.sampling;
-  if (!options.ignore_eos) {
-    generate_options.eos_ids.assign(model.config().eos_token_ids.begin(),
-                                    model.config().eos_token_ids.end());
-  }
+  engine::RequestOptions request = engine.default_request();
+  request.max_tokens = options.max_new_tokens;
+  request.sampling = options.sampling;
+  request.stop = options.stop;
+  if (options.ignore_eos) request.eos_ids.clear();
 
-  StreamDecoder stream(*tokenizer, true);
-  session::GenerateResult result =
-      session::generate(session, prompt, generate_options, [&](int32_t token) {
-        if (!json) {
-          std::string piece = stream.feed(token);
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-        }
-        return true;
-      });
+  std::vector<int32_t> output_ids;
+  std::string output_text;
+  engine::TokenEvent last;
+  engine.scheduler().submit(prompt, request, [&](const engine::TokenEvent& event) {
+    if (event.token >= 0) output_ids.push_back(event.token);
+    output_text += event.text;
+    if (!json && !event.text.empty()) {
+      std::fwrite(event.text.data(), 1, event.text.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (event.finished) last = event;
+  });
+  engine.scheduler().run_until_idle();
 
-  const double ttft = result.prefill_seconds;
+  const engine::RequestStats& stats = last.stats;
+  const executor::Capabilities& caps = engine.executor().capabilities();
   if (json) {
     nlohmann::json out = {
-        {"model", model.path()},
-        {"backend", backend->capabilities().backend},
-        {"device", backend->capabilities().device},
-        {"context", backend->capabilities().capacity},
+        {"model", engine.model().path()},
+        {"backend", caps.runtime},
+        {"device", caps.device},
+        {"context", caps.capacity},
         {"prompt_ids", prompt},
-        {"output_ids", result.output_ids},
-        {"text", tokenizer->decode(result.output_ids, true)},
-        {"stop", session::stop_reason_name(result.stop)},
-        {"stop_message", result.stop_message},
+        {"output_ids", output_ids},
+        {"text", output_text},
+        {"stop", engine::finish_reason_name(last.reason)},
+        {"stop_message", last.message},
         {"timings",
-         {{"prompt_tokens", result.prompt_tokens},
-          {"prefill_seconds", result.prefill_seconds},
-          {"time_to_first_token_seconds", ttft},
-          {"prompt_tokens_per_second", result.prompt_tokens_per_second()},
-          {"decode_steps", result.decode_steps},
-          {"decode_seconds", result.decode_seconds},
-          {"generation_tokens_per_second", result.generation_tokens_per_second()}}},
-        {"load", load_json(backend->load_report())}};
+         {{"prompt_tokens", stats.prompt_tokens},
+          {"prefill_seconds", stats.prefill_seconds},
+          {"time_to_first_token_seconds", stats.time_to_first_token()},
+          {"prompt_tokens_per_second", stats.prompt_tokens_per_second()},
+          {"decode_steps", stats.decode_steps},
+          {"decode_seconds", stats.decode_seconds},
+          {"generation_tokens_per_second", stats.generation_tokens_per_second()}}},
+        {"load", load_json(engine.executor().load_report())}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
-  std::string rest = stream.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (result.stop == session::StopReason::kCapacity) {
-    fmt::print(stderr, "xlacel: {}\n", result.stop_message);
+  if (last.reason == engine::FinishReason::kCapacity) {
+    fmt::print(stderr, "xlacel: {}; raise --context\n", last.message);
   }
   fmt::print(stderr,
              "xlacel: prompt {} tokens, {:.1f} tok/s | generated {} tokens, {:.1f} tok/s | "
              "time to first token {:.3f} s | stop: {}\n",
-             result.prompt_tokens, result.prompt_tokens_per_second(), result.output_ids.size(),
-             result.generation_tokens_per_second(), ttft, session::stop_reason_name(result.stop));
+             stats.prompt_tokens, stats.prompt_tokens_per_second(), output_ids.size(),
+             stats.generation_tokens_per_second(), stats.time_to_first_token(),
+             engine::finish_reason_name(last.reason));
 }
 
 }  // namespace
@@ -143,6 +159,8 @@ void add_generate_command(CLI::App& app) {
       ->add_option("--repeat-last-n", s.repeat_last_n,
                    "recent tokens the penalty looks at (0: all)")
       ->capture_default_str();
+  command->add_option("--stop", options->stop,
+                      "stop before this text (repeatable; the text is not printed)");
   command->add_flag("--ignore-eos", options->ignore_eos,
                     "keep generating past end-of-sequence tokens (for tests and benchmarks)");
   command->add_option("--seed", s.seed, "random seed for sampling")->capture_default_str();

@@ -32,26 +32,4 @@ ModelFiles open_model(const std::string& path) {
   return ModelFiles::open(path);
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model) {
-  if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
-  if (model.tokenizer_json_path().empty()) {
-    fail(model.path(), "no tokenizer.json in the model directory");
-  }
-  return Tokenizer::from_tokenizer_json(model.tokenizer_json_path());
-}
-
-ChatTemplate load_chat_template(const ModelFiles& model) {
-  if (!model.chat_template()) fail(model.path(), "the model has no chat template");
-  return ChatTemplate(model.chat_template()->text, model.chat_template()->origin);
-}
-
-ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_generation_prompt) {
-  ChatTemplateOptions options;
-  options.add_generation_prompt = add_generation_prompt;
-  for (const auto& [name, text] : model.special_token_strings()) {
-    options.special_tokens[name] = text;
-  }
-  return options;
-}
-
 }  // namespace xlacel::cli

@@ -1,12 +1,10 @@
 #pragma once
-// What the commands share: where the default model lives, and building the tokenizer and
-// chat-template inputs from an opened model whichever format it came in.
+// What the commands share: where the default model lives and opening it.
 #include <memory>
 #include <string>
 
-#include "chat/chat_template.h"
+#include "engine/model_text.h"
 #include "model_files/model_files.h"
-#include "tokenizer/tokenizer.h"
 
 namespace xlacel::cli {
 
@@ -16,10 +14,9 @@ std::string default_model_path();
 // Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent).
 ModelFiles open_model(const std::string& path);
 
-std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model);
-
-// The model's template; an Error naming the model when it has none.
-ChatTemplate load_chat_template(const ModelFiles& model);
-ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_generation_prompt);
+// The model's text side lives in the engine; the commands that need only one part use these.
+using engine::chat_template_options;
+using engine::load_chat_template;
+using engine::load_tokenizer;
 
 }  // namespace xlacel::cli

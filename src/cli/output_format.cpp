@@ -11,7 +11,7 @@ bool json_output(const std::string& output_format) {
   return output_format == "json";
 }
 
-nlohmann::json graphs_json(const session::LoadReport& report) {
+nlohmann::json graphs_json(const executor::LoadReport& report) {
   nlohmann::json graphs = nlohmann::json::array();
   for (const auto& g : report.graphs) {
     graphs.push_back({{"graph", g.graph},

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "session/backend.h"
+#include "executor/executor.h"
 
 namespace xlacel::cli {
 
@@ -13,6 +13,6 @@ namespace xlacel::cli {
 bool json_output(const std::string& output_format);
 
 // [{"graph", "cached", "seconds", "compile_seconds"}, ...] for each graph the backend loaded.
-nlohmann::json graphs_json(const session::LoadReport& report);
+nlohmann::json graphs_json(const executor::LoadReport& report);
 
 }  // namespace xlacel::cli

@@ -1,60 +1,61 @@
 #include "cli/prompt_input.h"
 
-#include "cli/model_loading.h"
 #include "common/error.h"
 
 namespace xlacel::cli {
 
 namespace {
 
-void check_messages(const Json& messages, const std::string& path) {
-  if (!messages.is_array()) fail(path, "expected a list of messages");
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    const Json& message = messages[i];
-    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
-      fail(path, "message {} needs a string 'role'", i);
+struct Conversation {
+  Json messages;
+  Json extra_context = Json::object();
+};
+
+Conversation read_messages_file(const std::string& path) {
+  Json input = read_json_file(path);
+  Conversation conversation{input};
+  if (input.is_object()) {
+    if (!input.contains("messages")) fail(path, "no 'messages' list");
+    conversation.messages = input["messages"];
+    for (const auto& [key, value] : input.items()) {
+      if (key != "messages") conversation.extra_context[key] = value;
     }
+  }
+  return conversation;
+}
+
+// Errors about the file's content name the file, then the field.
+template <typename Body>
+auto naming_file(const std::string& path, Body body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    fail(path, "{}", e.what());
   }
 }
 
 }  // namespace
 
-std::string render_messages_file(const ModelFiles& model, const std::string& path,
+std::string render_messages_file(const engine::ModelText& text, const std::string& path,
                                  bool add_generation_prompt) {
-  Json input = read_json_file(path);
-  ChatTemplate chat_template = load_chat_template(model);
-  ChatTemplateOptions options = chat_template_options(model, add_generation_prompt);
-  Json messages = input;
-  if (input.is_object()) {
-    if (!input.contains("messages")) fail(path, "no 'messages' list");
-    messages = input["messages"];
-    for (const auto& [key, value] : input.items()) {
-      if (key != "messages") options.extra_context[key] = value;
-    }
-  }
-  check_messages(messages, path);
-  return chat_template.render(messages, options);
+  Conversation conversation = read_messages_file(path);
+  return naming_file(path, [&] {
+    return text.render_chat(conversation.messages, conversation.extra_context,
+                            add_generation_prompt);
+  });
 }
 
-std::string render_user_turn(const ModelFiles& model, const std::string& text) {
-  Json messages = Json::array({Json{{"role", "user"}, {"content", text}}});
-  return load_chat_template(model).render(messages, chat_template_options(model, true));
-}
-
-std::vector<int32_t> prompt_ids(const ModelFiles& model, const Tokenizer& tokenizer,
-                                const PromptInput& input) {
+std::vector<int32_t> prompt_ids(const engine::ModelText& text, const PromptInput& input) {
   const int given = !input.text.empty() + !input.chat.empty() + !input.messages_path.empty();
   if (given != 1) fail("prompt", "give exactly one of -p TEXT, --chat TEXT, --messages FILE");
-  std::vector<int32_t> ids;
-  if (!input.text.empty()) {
-    ids = tokenizer.encode(input.text, true);
-  } else if (!input.chat.empty()) {
-    ids = tokenizer.encode(render_user_turn(model, input.chat), false);
-  } else {
-    ids = tokenizer.encode(render_messages_file(model, input.messages_path, true), false);
+  if (!input.text.empty()) return text.encode_text(input.text);
+  if (!input.chat.empty()) {
+    return text.encode_chat(Json::array({Json{{"role", "user"}, {"content", input.chat}}}),
+                            Json::object());
   }
-  if (ids.empty()) fail("prompt", "the prompt has no tokens");
-  return ids;
+  Conversation conversation = read_messages_file(input.messages_path);
+  return naming_file(input.messages_path,
+                     [&] { return text.encode_chat(conversation.messages, conversation.extra_context); });
 }
 
 }  // namespace xlacel::cli

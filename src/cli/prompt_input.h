@@ -1,26 +1,20 @@
 #pragma once
-// Turning what the user typed into prompt token ids, shared by `generate`, `bench` and
-// `chat-template`: raw text (-p), one chat turn (--chat), or a messages file (--messages) rendered
-// through the model's chat template.
+// Turning what the user typed into prompt token ids, shared by `generate` and `chat-template`:
+// raw text (-p), one chat turn (--chat), or a messages file (--messages) rendered through the
+// model's chat template.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
-#include "common/json_file.h"
-#include "model_files/model_files.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/model_text.h"
 
 namespace xlacel::cli {
 
 // A messages file holds a list of {role, content} messages, or an object with "messages" and
 // extra template variables. Renders it with the model's template; Error naming the file when it
 // is malformed.
-std::string render_messages_file(const ModelFiles& model, const std::string& path,
+std::string render_messages_file(const engine::ModelText& text, const std::string& path,
                                  bool add_generation_prompt);
-
-// The chat template applied to one user turn, with the assistant's turn opened.
-std::string render_user_turn(const ModelFiles& model, const std::string& text);
 
 struct PromptInput {
   std::string text;           // -p: raw text, tokenized with the model's special tokens added
@@ -28,9 +22,7 @@ struct PromptInput {
   std::string messages_path;  // --messages: a messages file through the chat template
 };
 
-// Exactly one of the three must be set (Error otherwise). Rendered chat text is tokenized as
-// transformers' apply_chat_template does: without adding special tokens again.
-std::vector<int32_t> prompt_ids(const ModelFiles& model, const Tokenizer& tokenizer,
-                                const PromptInput& input);
+// Exactly one of the three must be set (Error otherwise).
+std::vector<int32_t> prompt_ids(const engine::ModelText& text, const PromptInput& input);
 
 }  // namespace xlacel::cli

@@ -7,7 +7,6 @@
 
 #include "cli/graph_flags.h"
 #include "common/error.h"
-#include "models/graph_options.h"
 
 namespace xlacel::cli {
 
@@ -16,28 +15,33 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                       "GGUF file or HF model directory (default: the model scripts/setup fetched)");
   command->add_option("--backend", flags.backend, "iree or xla")->capture_default_str();
   command->add_option("--device", flags.device, "cpu or cuda")->capture_default_str();
+  command->add_option("--threads", flags.threads,
+                      "CPU worker threads of the runtime (0: its default, one per core)")
+      ->capture_default_str();
   command
       ->add_option("--weights", flags.weights, "weight and KV-cache type: f32 (exact), bf16 or f16")
       ->capture_default_str();
   command->add_option("--context", flags.context,
-                      "KV-cache positions (default: the smallest power of two from 512 that "
-                      "holds prompt and new tokens)");
+                      "KV-cache positions per sequence (default: the smallest power of two "
+                      "from 512 that holds prompt and new tokens)");
   command->add_option("--prefill-bucket", flags.prefill_bucket, "prompt tokens per prefill call")
       ->capture_default_str();
   command->add_option("--plugin", flags.plugin, "PJRT plugin .so for --backend xla");
   command->add_option("--cuda-sm", flags.cuda_sm, "CUDA architecture for IREE (default sm_80)");
   command->add_option("--compiler-flag", flags.compiler_flags,
-                      "extra compiler flag (repeatable; part of the cache key), for tuning");
+                      "extra iree-compile flag (repeatable; part of the cache key), for tuning");
 }
 
-session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFiles& model,
-                                        int64_t positions, bool quiet) {
-  session::BackendOptions options;
-  options.model = &model;
-  auto device = session::parse_device_kind(flags.device);
+engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles& model,
+                                     int64_t positions, int64_t slots, bool quiet) {
+  engine::EngineOptions options;
+  options.runtime = flags.backend;
+  auto device = device::parse_device_kind(flags.device);
   if (!device) fail("--device", "unknown device '{}' (cpu, cuda)", flags.device);
-  options.device = *device;
-  options.weights = parse_weights_flag(flags.weights);
+  options.device.kind = *device;
+  if (flags.threads < 0) fail("--threads", "must be >= 0, got {}", flags.threads);
+  options.device.threads = flags.threads;
+  options.executor.weights = parse_weights_flag(flags.weights);
 
   const int64_t max_positions = model.config().max_position_embeddings;
   int64_t capacity = flags.context;
@@ -49,16 +53,23 @@ session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFi
   } else if (max_positions > 0 && capacity > max_positions) {
     fail("--context", "{} is more than the model's {} positions", capacity, max_positions);
   }
-  options.capacity = capacity;
+  options.executor.capacity = capacity;
+  options.executor.slots = slots;
   if (flags.prefill_bucket <= 0) {
     fail("--prefill-bucket", "must be positive, got {}", flags.prefill_bucket);
   }
-  options.prefill_bucket = std::min(flags.prefill_bucket, capacity);
-  options.plugin_path = flags.plugin;
-  options.cuda_sm = flags.cuda_sm;
-  options.extra_compiler_flags = flags.compiler_flags;
+  options.executor.prefill_bucket = std::min(flags.prefill_bucket, capacity);
+  options.runtime_options.xla.plugin_path = flags.plugin;
+  options.runtime_options.iree.cuda_sm = flags.cuda_sm;
+  options.runtime_options.iree.compiler_flags = flags.compiler_flags;
+  if (flags.backend != "xla" && !flags.plugin.empty()) {
+    fail("--plugin", "is an option of --backend xla");
+  }
+  if (flags.backend != "iree" && (!flags.cuda_sm.empty() || !flags.compiler_flags.empty())) {
+    fail(flags.cuda_sm.empty() ? "--compiler-flag" : "--cuda-sm", "is an option of --backend iree");
+  }
   if (!quiet) {
-    options.progress = [](std::string_view line) {
+    options.device.progress = [](std::string_view line) {
       std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
     };
   }

@@ -1,15 +1,15 @@
 #pragma once
-// The options `generate` and `bench` share for loading a model on a backend: -m, --backend,
-// --device, --weights, --context, --prefill-bucket, --plugin, --cuda-sm, --compiler-flag; and
-// turning them into session::BackendOptions.
+// The options `generate` and `bench` share for loading a model on a runtime: -m, --backend,
+// --device, --threads, --weights, --context, --prefill-bucket, and the options of one runtime
+// (--plugin for xla; --cuda-sm, --compiler-flag for iree); turned into engine::EngineOptions.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "model_files/model_files.h"
-#include "session/backend.h"
 
 namespace xlacel::cli {
 
@@ -17,6 +17,7 @@ struct RuntimeFlags {
   std::string model;
   std::string backend = "iree";
   std::string device = "cpu";
+  int threads = 0;  // CPU runtimes: worker threads (0: the runtime's default)
   std::string weights = "f32";
   int64_t context = 0;  // KV-cache capacity; 0: the smallest of 512, 1024, ... that fits the run
   int64_t prefill_bucket = 64;
@@ -27,9 +28,10 @@ struct RuntimeFlags {
 
 void add_runtime_flags(CLI::App* command, RuntimeFlags& flags);
 
-// Backend options for a run that needs `positions` cache positions (prompt + new tokens);
-// validates names and sizes (Error naming the option). Progress lines go to stderr unless quiet.
-session::BackendOptions backend_options(const RuntimeFlags& flags, const ModelFiles& model,
-                                        int64_t positions, bool quiet);
+// Engine options for `slots` sequences of up to `positions` cache positions each (prompt + new
+// tokens); validates names and sizes (Error naming the option). Progress lines go to stderr
+// unless quiet.
+engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles& model,
+                                     int64_t positions, int64_t slots, bool quiet);
 
 }  // namespace xlacel::cli

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace xlacel::session {
+namespace xlacel::engine {
 
 struct SamplingOptions {
   float temperature = 0;       // <= 0: greedy (argmax)
@@ -24,7 +24,7 @@ struct SamplingOptions {
   bool greedy() const { return temperature <= 0; }
   // Greedy without a penalty needs no logits on the host: argmax stays on the device.
   bool needs_logits() const { return !greedy() || repeat_penalty != 1; }
-  // Empty when valid; otherwise a message naming the bad option ("--top-p must be in (0, 1]").
+  // Empty when valid; otherwise a message naming the bad option ("top_p must be in (0, 1]").
   std::string validate() const;
 };
 
@@ -33,10 +33,6 @@ struct TokenProbability {
   int32_t id = 0;
   double probability = 0;
 };
-
-// The id of the largest logit; ties go to the lower id, as torch.argmax and the device argmax
-// do; NaN never wins.
-int32_t argmax(std::span<const float> logits);
 
 class Sampler {
  public:
@@ -66,4 +62,4 @@ class Sampler {
   std::vector<int32_t> penalized_;   // distinct ids of the penalty window
 };
 
-}  // namespace xlacel::session
+}  // namespace xlacel::engine

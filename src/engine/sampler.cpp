@@ -1,4 +1,4 @@
-#include "session/sampler.h"
+#include "engine/sampler.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,9 @@
 #include <limits>
 
 #include "common/error.h"
+#include "executor/argmax.h"
 
-namespace xlacel::session {
+namespace xlacel::engine {
 
 namespace {
 
@@ -25,30 +26,19 @@ struct BestFirst {
 
 }  // namespace
 
-int32_t argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  float best_value = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > best_value) {
-      best_value = logits[i];
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
-}
 
 std::string SamplingOptions::validate() const {
   if (!std::isfinite(temperature)) {
-    return fmt::format("--temp must be a finite number (<= 0: greedy), got {}", temperature);
+    return fmt::format("temperature must be a finite number (<= 0: greedy), got {}", temperature);
   }
-  if (top_k < 0) return fmt::format("--top-k must be >= 0 (0: off), got {}", top_k);
-  if (!(top_p > 0 && top_p <= 1)) return fmt::format("--top-p must be in (0, 1], got {}", top_p);
-  if (!(min_p >= 0 && min_p <= 1)) return fmt::format("--min-p must be in [0, 1], got {}", min_p);
+  if (top_k < 0) return fmt::format("top_k must be >= 0 (0: off), got {}", top_k);
+  if (!(top_p > 0 && top_p <= 1)) return fmt::format("top_p must be in (0, 1], got {}", top_p);
+  if (!(min_p >= 0 && min_p <= 1)) return fmt::format("min_p must be in [0, 1], got {}", min_p);
   if (!(repeat_penalty > 0 && std::isfinite(repeat_penalty))) {
-    return fmt::format("--repeat-penalty must be > 0 (1: off), got {}", repeat_penalty);
+    return fmt::format("repeat_penalty must be > 0 (1: off), got {}", repeat_penalty);
   }
   if (repeat_last_n < 0) {
-    return fmt::format("--repeat-last-n must be >= 0 (0: all tokens), got {}", repeat_last_n);
+    return fmt::format("repeat_last_n must be >= 0 (0: all tokens), got {}", repeat_last_n);
   }
   return {};
 }
@@ -155,7 +145,7 @@ void Sampler::keep_candidates(std::span<float> logits) {
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> context) {
   apply_repetition_penalty(logits, context);
-  if (options_.greedy()) return argmax(logits);
+  if (options_.greedy()) return executor::argmax(logits);
   keep_candidates(logits);
   double total = 0;
   for (int32_t id : candidates_) total += weights_[id];
@@ -171,7 +161,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> contex
 std::vector<TokenProbability> Sampler::distribution(std::span<float> logits,
                                                     std::span<const int32_t> context) {
   apply_repetition_penalty(logits, context);
-  if (options_.greedy()) return {{argmax(logits), 1.0}};
+  if (options_.greedy()) return {{executor::argmax(logits), 1.0}};
   keep_candidates(logits);
   double total = 0;
   for (int32_t id : candidates_) total += weights_[id];
@@ -181,4 +171,4 @@ std::vector<TokenProbability> Sampler::distribution(std::span<float> logits,
   return result;
 }
 
-}  // namespace xlacel::session
+}  // namespace xlacel::engine

@@ -1,0 +1,31 @@
+#include "engine/engine.h"
+
+namespace xlacel::engine {
+
+Engine::Engine(ModelFiles model, const EngineOptions& options)
+    : model_(std::move(model)), text_(model_) {
+  load(options);
+}
+
+Engine::Engine(ModelFiles model, ModelText text, const EngineOptions& options)
+    : model_(std::move(model)), text_(std::move(text)) {
+  load(options);
+}
+
+void Engine::load(const EngineOptions& options) {
+  executor::ExecutorOptions executor_options = options.executor;
+  if (!executor_options.progress) executor_options.progress = options.device.progress;
+  executor_ = std::make_unique<executor::Executor>(
+      backends::open_device(options.runtime, options.device, options.runtime_options), model_,
+      executor_options);
+  scheduler_ = std::make_unique<Scheduler>(*executor_, &text_.tokenizer());
+}
+
+RequestOptions Engine::default_request() const {
+  RequestOptions request;
+  const auto& eos = model_.config().eos_token_ids;
+  request.eos_ids.assign(eos.begin(), eos.end());
+  return request;
+}
+
+}  // namespace xlacel::engine

@@ -1,0 +1,69 @@
+#include "engine/model_text.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace xlacel::engine {
+
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model) {
+  if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
+  if (model.tokenizer_json_path().empty()) {
+    fail(model.path(), "no tokenizer.json in the model directory");
+  }
+  return Tokenizer::from_tokenizer_json(model.tokenizer_json_path());
+}
+
+ChatTemplate load_chat_template(const ModelFiles& model) {
+  if (!model.chat_template()) fail(model.path(), "the model has no chat template");
+  return ChatTemplate(model.chat_template()->text, model.chat_template()->origin);
+}
+
+ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_generation_prompt) {
+  ChatTemplateOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  for (const auto& [name, text] : model.special_token_strings()) {
+    options.special_tokens[name] = text;
+  }
+  return options;
+}
+
+ModelText::ModelText(const ModelFiles& model)
+    : model_path_(model.path()),
+      tokenizer_(load_tokenizer(model)),
+      template_options_(chat_template_options(model, false)) {
+  if (model.chat_template()) chat_template_.emplace(load_chat_template(model));
+}
+
+std::string ModelText::render_chat(const Json& messages, const Json& extra_context,
+                                   bool add_generation_prompt) const {
+  if (!chat_template_) fail(model_path_, "the model has no chat template");
+  if (!messages.is_array()) fail("messages", "expected a list of messages");
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Json& message = messages[i];
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
+      fail(fmt::format("messages[{}]", i), "needs a string 'role'");
+    }
+  }
+  if (!extra_context.is_null() && !extra_context.is_object()) {
+    fail("chat template variables", "expected an object");
+  }
+  ChatTemplateOptions options = template_options_;
+  options.add_generation_prompt = add_generation_prompt;
+  if (extra_context.is_object()) options.extra_context = extra_context;
+  return chat_template_->render(messages, options);
+}
+
+std::vector<int32_t> ModelText::encode_text(std::string_view text) const {
+  std::vector<int32_t> ids = tokenizer_->encode(text, true);
+  if (ids.empty()) fail("prompt", "the prompt has no tokens");
+  return ids;
+}
+
+std::vector<int32_t> ModelText::encode_chat(const Json& messages, const Json& extra_context) const {
+  std::vector<int32_t> ids = tokenizer_->encode(render_chat(messages, extra_context, true), false);
+  if (ids.empty()) fail("messages", "the rendered conversation has no tokens");
+  return ids;
+}
+
+}  // namespace xlacel::engine

@@ -1,0 +1,50 @@
+#pragma once
+// A model's text side, loaded once: its tokenizer and (when it has one) its chat template,
+// parsed once. Turns what users send (raw text, or chat messages) into prompt ids exactly as
+// transformers does.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "common/json_file.h"
+#include "model_files/model_files.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xlacel::engine {
+
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model);
+// The model's template; Error naming the model when it has none.
+ChatTemplate load_chat_template(const ModelFiles& model);
+ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_generation_prompt);
+
+class ModelText {
+ public:
+  explicit ModelText(const ModelFiles& model);
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool has_chat_template() const { return chat_template_.has_value(); }
+
+  // `messages`: a list of {"role": string, ...} objects; `extra_context`: further template
+  // variables (an object, may be empty). Error naming the field when malformed, or the model
+  // when it has no template.
+  std::string render_chat(const Json& messages, const Json& extra_context,
+                          bool add_generation_prompt) const;
+
+  // Raw text with the model's special tokens added (BOS, ...). Error when it has no tokens.
+  std::vector<int32_t> encode_text(std::string_view text) const;
+  // The conversation rendered with the assistant's turn opened, tokenized as transformers'
+  // apply_chat_template does: without adding special tokens again.
+  std::vector<int32_t> encode_chat(const Json& messages, const Json& extra_context) const;
+
+ private:
+  std::string model_path_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatTemplate> chat_template_;
+  ChatTemplateOptions template_options_;  // special tokens; per call: generation prompt, extras
+};
+
+}  // namespace xlacel::engine

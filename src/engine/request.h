@@ -1,0 +1,56 @@
+#pragma once
+// What a caller asks of the scheduler for one sequence, and what it hears back.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace xlacel::engine {
+
+struct RequestOptions {
+  SamplingOptions sampling;
+  int64_t max_tokens = 128;        // new tokens at most (>= 1)
+  std::vector<int32_t> eos_ids;    // any of these ends the request (kept in the output)
+  std::vector<std::string> stop;   // stop strings: the text ends before the first one found
+};
+
+enum class FinishReason {
+  kEos,         // an end-of-sequence id
+  kStop,        // a stop string
+  kLength,      // max_tokens
+  kCapacity,    // the slot's KV cache is full
+  kCancelled,   // cancel()
+};
+const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length", ...
+
+// Timings of one request, complete in its last event.
+struct RequestStats {
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  double queued_seconds = 0;   // submit -> its first prefill chunk
+  double prefill_seconds = 0;  // first prefill chunk -> first new token known
+  double decode_seconds = 0;   // first token -> last token (the steps it took part in)
+  int64_t decode_steps = 0;
+
+  double time_to_first_token() const { return queued_seconds + prefill_seconds; }
+  double prompt_tokens_per_second() const;
+  double generation_tokens_per_second() const;  // decode_steps / decode_seconds
+};
+
+// One event per new token (token >= 0), and the last one has finished = true. A request that
+// ends without a new token (cancelled) gets one event with token = -1.
+struct TokenEvent {
+  uint64_t request = 0;
+  int32_t token = -1;
+  std::string text;  // text this event adds (stop strings withheld); empty without a tokenizer
+  bool finished = false;
+  FinishReason reason = FinishReason::kLength;  // when finished
+  std::string message;                          // for people, e.g. "context full: ..."
+  RequestStats stats;                           // when finished
+};
+
+using EventCallback = std::function<void(const TokenEvent&)>;
+
+}  // namespace xlacel::engine

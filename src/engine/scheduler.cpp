@@ -1,0 +1,325 @@
+#include "engine/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "engine/prefill_plan.h"
+
+namespace xlacel::engine {
+
+namespace {
+
+double seconds_between(std::chrono::steady_clock::time_point start,
+                       std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kEos:
+      return "eos";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCapacity:
+      return "capacity";
+    case FinishReason::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+double RequestStats::prompt_tokens_per_second() const {
+  return prefill_seconds > 0 ? static_cast<double>(prompt_tokens) / prefill_seconds : 0;
+}
+
+double RequestStats::generation_tokens_per_second() const {
+  return decode_seconds > 0 ? static_cast<double>(decode_steps) / decode_seconds : 0;
+}
+
+struct Scheduler::Sequence {
+  Sequence(uint64_t request_id, std::vector<int32_t> prompt, const RequestOptions& request_options,
+           EventCallback callback, const Tokenizer* tokenizer)
+      : id(request_id),
+        options(request_options),
+        on_event(std::move(callback)),
+        sampler(request_options.sampling),
+        tokens(std::move(prompt)),
+        prompt_tokens(static_cast<int64_t>(tokens.size())),
+        stops(request_options.stop),
+        submitted(Clock::now()) {
+    if (tokenizer != nullptr) text.emplace(*tokenizer, true);
+  }
+
+  bool prefilling() const { return !finished && !pending; }
+  bool decoding() const { return !finished && pending.has_value(); }
+
+  uint64_t id;
+  RequestOptions options;
+  EventCallback on_event;
+  Sampler sampler;
+  std::vector<int32_t> tokens;  // prompt, then every output fed back; [0, cached) are cached
+  int64_t prompt_tokens;
+  int64_t cached = 0;
+  uint64_t admission = 0;
+  std::optional<int32_t> pending;  // the newest output, fed by the next decode step
+  bool finished = false;
+  std::optional<StreamDecoder> text;
+  StopStrings stops;
+  Clock::time_point submitted;
+  Clock::time_point prefill_started;
+  Clock::time_point first_token;
+  RequestStats stats;
+};
+
+Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer)
+    : runner_(runner), tokenizer_(tokenizer), caps_(runner.capabilities()) {
+  slots_.resize(static_cast<std::size_t>(caps_.slots));
+}
+
+Scheduler::~Scheduler() = default;
+
+uint64_t Scheduler::submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                           EventCallback on_event) {
+  if (prompt.empty()) fail("prompt", "is empty: a request needs at least one token");
+  if (static_cast<int64_t>(prompt.size()) > caps_.capacity) {
+    fail("prompt", "{} tokens do not fit the context of {} positions", prompt.size(),
+         caps_.capacity);
+  }
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= caps_.vocab_size) {
+      fail("prompt", "token id {} is outside the vocabulary [0, {})", id, caps_.vocab_size);
+    }
+  }
+  if (options.max_tokens < 1) fail("max_tokens", "must be at least 1, got {}", options.max_tokens);
+  if (!options.stop.empty() && tokenizer_ == nullptr) {
+    fail("stop", "stop strings need a tokenizer");
+  }
+  if (std::string problem = options.sampling.validate(); !problem.empty()) throw Error(problem);
+  std::lock_guard lock(mutex_);
+  const uint64_t id = next_id_++;
+  waiting_.push_back(
+      std::make_unique<Sequence>(id, std::move(prompt), options, std::move(on_event), tokenizer_));
+  return id;
+}
+
+void Scheduler::cancel(uint64_t request) {
+  std::lock_guard lock(mutex_);
+  if (request > 0 && request < next_id_) cancelled_.insert(request);
+}
+
+bool Scheduler::idle() const {
+  std::lock_guard lock(mutex_);
+  return waiting_.empty() && running_ == 0;
+}
+
+std::size_t Scheduler::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiting_.size();
+}
+
+std::size_t Scheduler::running() const {
+  return running_;
+}
+
+void Scheduler::admit() {
+  std::vector<std::unique_ptr<Sequence>> dropped;  // cancelled while waiting
+  std::vector<Sequence*> stopped;                  // cancelled while running
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (cancelled_.erase((*it)->id) != 0) {
+        dropped.push_back(std::move(*it));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& sequence : slots_) {
+      if (sequence && cancelled_.erase(sequence->id) != 0) stopped.push_back(sequence.get());
+    }
+    cancelled_.clear();  // the rest had finished already
+  }
+  // Events go out without the lock held: a callback may submit or cancel.
+  for (auto& sequence : dropped) finish(*sequence, FinishReason::kCancelled);
+  for (Sequence* sequence : stopped) finish(*sequence, FinishReason::kCancelled);
+  release_finished();
+
+  std::lock_guard lock(mutex_);
+  for (std::size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
+    if (slots_[slot]) continue;
+    slots_[slot] = std::move(waiting_.front());
+    waiting_.pop_front();
+    slots_[slot]->admission = admitted_++;
+    ++running_;
+  }
+}
+
+void Scheduler::release_finished() {
+  for (auto& sequence : slots_) {
+    if (sequence && sequence->finished) {
+      sequence.reset();
+      --running_;
+    }
+  }
+}
+
+void Scheduler::finish(Sequence& sequence, FinishReason reason) {
+  TokenEvent event;
+  event.request = sequence.id;
+  emit_last(sequence, std::move(event), reason);
+}
+
+void Scheduler::emit_last(Sequence& sequence, TokenEvent event, FinishReason reason) {
+  sequence.finished = true;
+  event.finished = true;
+  event.reason = reason;
+  sequence.stats.prompt_tokens = sequence.prompt_tokens;
+  event.stats = sequence.stats;
+  if (sequence.on_event) sequence.on_event(event);
+}
+
+void Scheduler::accept_token(Sequence& sequence, int32_t token) {
+  const Clock::time_point now = Clock::now();
+  RequestStats& stats = sequence.stats;
+  if (stats.output_tokens == 0) {
+    sequence.first_token = now;
+    stats.prefill_seconds = seconds_between(sequence.prefill_started, now);
+  } else {
+    stats.decode_seconds = seconds_between(sequence.first_token, now);
+    ++stats.decode_steps;
+  }
+  ++stats.output_tokens;
+
+  TokenEvent event;
+  event.request = sequence.id;
+  event.token = token;
+  if (sequence.text) event.text = sequence.stops.feed(sequence.text->feed(token));
+
+  const auto& eos = sequence.options.eos_ids;
+  std::optional<FinishReason> reason;
+  if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
+    reason = FinishReason::kEos;
+  } else if (sequence.stops.stopped()) {
+    reason = FinishReason::kStop;
+  } else if (stats.output_tokens >= sequence.options.max_tokens) {
+    reason = FinishReason::kLength;
+  } else if (sequence.cached >= caps_.capacity) {
+    // The new token needs a cache row of its own before the next one can be computed.
+    reason = FinishReason::kCapacity;
+    event.message = fmt::format("context full: {} of {} positions used", sequence.cached,
+                                caps_.capacity);
+  }
+  if (!reason) {
+    sequence.pending = token;
+    if (sequence.on_event) sequence.on_event(event);
+    return;
+  }
+  if (sequence.text && *reason != FinishReason::kStop) {
+    event.text += sequence.stops.feed(sequence.text->flush());
+    event.text += sequence.stops.flush();
+  }
+  emit_last(sequence, std::move(event), *reason);
+}
+
+void Scheduler::prefill_one() {
+  Sequence* oldest = nullptr;
+  int32_t slot = -1;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Sequence* sequence = slots_[i].get();
+    if (sequence && sequence->prefilling() &&
+        (oldest == nullptr || sequence->admission < oldest->admission)) {
+      oldest = sequence;
+      slot = static_cast<int32_t>(i);
+    }
+  }
+  if (oldest == nullptr) return;
+  Sequence& sequence = *oldest;
+  const Clock::time_point start = Clock::now();
+  if (sequence.cached == 0) {
+    sequence.prefill_started = start;
+    sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
+  }
+  const PrefillChunk chunk = next_prefill_chunk(sequence.cached, sequence.prompt_tokens,
+                                                caps_.prefill_bucket, caps_.capacity);
+  std::vector<int32_t> bucket(static_cast<std::size_t>(caps_.prefill_bucket), 0);
+  std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
+  const bool last = chunk.chunk_end == sequence.prompt_tokens;
+  const bool want_logits = last && sequence.options.sampling.needs_logits();
+  runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
+                        static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
+  sequence.cached = chunk.chunk_end;
+  last_step_.prefill_tokens = chunk.valid;
+  last_step_.prefill_seconds = seconds_between(start, Clock::now());
+  if (!last) return;
+  const int32_t token = want_logits ? sequence.sampler.sample(prefill_out_.logits, sequence.tokens)
+                                    : prefill_out_.token;
+  accept_token(sequence, token);
+}
+
+void Scheduler::decode_all() {
+  int64_t highest = -1;
+  int64_t sequences = 0;
+  bool want_logits = false;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const Sequence* sequence = slots_[i].get();
+    if (sequence && sequence->decoding()) {
+      highest = static_cast<int64_t>(i);
+      ++sequences;
+      want_logits = want_logits || sequence->options.sampling.needs_logits();
+    }
+  }
+  if (highest < 0) return;
+  const Clock::time_point start = Clock::now();
+  const int64_t rows = runner_.decode_rows(highest + 1);
+  std::vector<int32_t> tokens(static_cast<std::size_t>(rows), 0);
+  std::vector<int32_t> positions(static_cast<std::size_t>(rows), 0);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
+    const Sequence* sequence = slots_[b].get();
+    if (sequence == nullptr) continue;  // a free slot: row 0 is rewritten when it is filled
+    // A sequence still prefilling gets its next unwritten row, which its next chunk rewrites.
+    positions[b] = static_cast<int32_t>(sequence->cached);
+    if (sequence->decoding()) tokens[b] = *sequence->pending;
+  }
+  runner_.decode(tokens, positions, want_logits, decode_out_);
+  const auto vocab = static_cast<std::size_t>(caps_.vocab_size);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
+    Sequence* sequence = slots_[b].get();
+    if (sequence == nullptr || !sequence->decoding()) continue;
+    sequence->tokens.push_back(*sequence->pending);
+    sequence->pending.reset();
+    ++sequence->cached;
+    int32_t token = decode_out_.tokens[b];
+    if (sequence->options.sampling.needs_logits()) {
+      std::span<float> row = std::span<float>(decode_out_.logits).subspan(b * vocab, vocab);
+      token = sequence->sampler.sample(row, sequence->tokens);
+    }
+    accept_token(*sequence, token);
+  }
+  last_step_.decode_sequences = sequences;
+  last_step_.decode_rows = rows;
+  last_step_.decode_seconds = seconds_between(start, Clock::now());
+}
+
+bool Scheduler::step() {
+  last_step_ = StepReport{};
+  admit();
+  if (running_ == 0) return false;
+  prefill_one();
+  release_finished();
+  decode_all();
+  release_finished();
+  return true;
+}
+
+void Scheduler::run_until_idle() {
+  while (step()) {
+  }
+}
+
+}  // namespace xlacel::engine

@@ -1,0 +1,98 @@
+#pragma once
+// Continuous batching over a ModelRunner (executor/model_runner.h) whose KV cache holds several
+// sequences (slots). Requests are submitted at any time and wait in FIFO order; each step():
+//   1. applies cancellations and gives free slots to waiting requests (the lowest free slot, so
+//      running sequences stay packed at the low slots and decode batches stay small);
+//   2. runs one prefill chunk of the oldest request still prefilling, so a long prompt is
+//      interleaved with decode steps and running streams keep flowing;
+//   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
+//      slot, rounded up to a compiled batch size; idle rows write a free cache row).
+// A finished or cancelled request frees its slot at once. Each request has its own sampler
+// (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what else
+// is in the batch. submit() and cancel() may be called from any thread; step() from one thread
+// at a time, and events are delivered on the thread that runs step().
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop_strings.h"
+#include "executor/model_runner.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xlacel::engine {
+
+// What one step() did, for benchmarks and metrics.
+struct StepReport {
+  int64_t prefill_tokens = 0;  // valid tokens of the chunk run (0: none)
+  double prefill_seconds = 0;
+  int64_t decode_sequences = 0;  // sequences advanced by the decode step (0: none)
+  int64_t decode_rows = 0;       // rows of the graph that ran (its batch size)
+  double decode_seconds = 0;
+};
+
+class Scheduler {
+ public:
+  // `tokenizer` turns tokens into event text and is needed for stop strings; may be null.
+  Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer);
+  ~Scheduler();
+
+  // Queues a request and returns its id. Error naming the field, before anything is queued,
+  // when the prompt is empty or cannot fit a slot's context, or the options are invalid.
+  uint64_t submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                  EventCallback on_event);
+  // Ends a waiting or running request at the next step (its slot is freed then); unknown or
+  // finished ids are ignored.
+  void cancel(uint64_t request);
+
+  // One scheduling step (see above); returns false when there was nothing to do.
+  bool step();
+  // Steps until no request is waiting or running.
+  void run_until_idle();
+
+  bool idle() const;
+  std::size_t waiting() const;
+  std::size_t running() const;
+  const StepReport& last_step() const { return last_step_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Sequence;
+
+  void admit();
+  void prefill_one();
+  void decode_all();
+  // After a new token: emits it and finishes the sequence when a stop condition holds.
+  void accept_token(Sequence& sequence, int32_t token);
+  // Ends a sequence without a new token (cancelled).
+  void finish(Sequence& sequence, FinishReason reason);
+  // Sends `event` as the sequence's last one.
+  void emit_last(Sequence& sequence, TokenEvent event, FinishReason reason);
+  void release_finished();
+
+  executor::ModelRunner& runner_;
+  const Tokenizer* tokenizer_;
+  executor::Capabilities caps_;
+
+  mutable std::mutex mutex_;  // guards waiting_, cancelled_ and next_id_ (submit/cancel threads)
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::unordered_set<uint64_t> cancelled_;
+  uint64_t next_id_ = 1;
+
+  std::vector<std::unique_ptr<Sequence>> slots_;  // [slots]; null = free (step thread only)
+  std::atomic<std::size_t> running_ = 0;          // occupied slots, readable from any thread
+  uint64_t admitted_ = 0;                         // admissions so far: prefill goes oldest first
+  StepReport last_step_;
+  executor::PrefillOutput prefill_out_;
+  executor::DecodeOutput decode_out_;
+};
+
+}  // namespace xlacel::engine

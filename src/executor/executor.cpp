@@ -1,0 +1,251 @@
+#include "executor/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "common/error.h"
+#include "executor/argmax.h"
+#include "models/weight_loader.h"
+
+namespace xlacel::executor {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(std::span<const T> values) {
+  return std::as_bytes(values);
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(const T& value) {
+  return std::as_bytes(std::span<const T>(&value, 1));
+}
+
+}  // namespace
+
+std::vector<int64_t> decode_buckets(int64_t slots) {
+  std::vector<int64_t> buckets;
+  for (int64_t b = 1; b < slots; b *= 2) buckets.push_back(b);
+  buckets.push_back(slots);
+  return buckets;
+}
+
+Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
+                   const ExecutorOptions& options)
+    : device_(std::move(device)),
+      model_(model),
+      architecture_(models::architecture_for(model.config())),
+      options_(options) {
+  const auto start = Clock::now();
+  const ModelConfig& config = model_.config();
+  if (options_.slots < 1) fail("slots", "must be at least 1, got {}", options_.slots);
+  if (options_.capacity < 1) fail("capacity", "must be at least 1, got {}", options_.capacity);
+  if (options_.prefill_bucket < 1 || options_.prefill_bucket > options_.capacity) {
+    fail("prefill_bucket", "must be in [1, capacity {}], got {}", options_.capacity,
+         options_.prefill_bucket);
+  }
+  capabilities_.runtime = device_->runtime();
+  capabilities_.device = device_->description();
+  capabilities_.slots = options_.slots;
+  capabilities_.capacity = options_.capacity;
+  capabilities_.prefill_bucket = options_.prefill_bucket;
+  capabilities_.vocab_size = config.vocab_size;
+
+  // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
+  std::vector<models::GraphOptions> first = {prefill_graph()};
+  for (int64_t rows : options_.preload_decode_rows) {
+    first.push_back(decode_graph(rows, options_.preload_logits));
+  }
+  prepare(first);
+
+  const auto weights_start = Clock::now();
+  models::for_each_weight(model_, options_.weights, [&](const models::HostTensor& tensor) {
+    weights_[tensor.spec.name] =
+        device_->upload(tensor.bytes, tensor.spec.element, tensor.spec.shape);
+    report_.weight_bytes += tensor.bytes.size();
+  });
+  report_.weights_seconds = seconds_since(weights_start);
+  for (const models::TensorSpec& spec :
+       architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
+    caches_[spec.name] = device_->zeros(spec.element, spec.shape);
+    report_.cache_bytes += static_cast<uint64_t>(models::byte_size(spec));
+  }
+  progress(fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
+                       "positions ({:.1f} MiB)",
+                       capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
+                       report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s",
+                       options_.capacity, static_cast<double>(report_.cache_bytes) / (1 << 20)));
+  report_.total_seconds = seconds_since(start);
+}
+
+Executor::~Executor() = default;
+
+void Executor::progress(const std::string& line) const {
+  if (options_.progress) options_.progress(line);
+}
+
+models::GraphOptions Executor::prefill_graph() const {
+  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity,
+          options_.weights, options_.slots};
+}
+
+int64_t Executor::decode_rows(int64_t rows) const {
+  if (rows < 1 || rows > options_.slots) {
+    fail("decode", "{} rows do not fit the {} slots", rows, options_.slots);
+  }
+  for (int64_t bucket : decode_buckets(options_.slots)) {
+    if (bucket >= rows) return bucket;
+  }
+  return options_.slots;
+}
+
+models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits) const {
+  return {want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
+          decode_rows(rows), options_.capacity, options_.weights, options_.slots};
+}
+
+void Executor::prepare(std::span<const models::GraphOptions> graphs) {
+  const ModelConfig& config = model_.config();
+  std::vector<device::GraphSource> sources;
+  std::vector<models::GraphOptions> wanted;
+  for (const models::GraphOptions& options : graphs) {
+    const std::string name = models::graph_name(options);
+    if (graphs_.count(name) != 0) continue;
+    if (std::any_of(wanted.begin(), wanted.end(),
+                    [&](const auto& w) { return models::graph_name(w) == name; })) {
+      continue;
+    }
+    wanted.push_back(options);
+    sources.push_back({name, architecture_.emit(config, options), models::module_name(options.kind),
+                       fmt::format("{}.{}.mlir", model_.name(), name)});
+  }
+  if (sources.empty()) return;
+  std::vector<device::GraphLoad> loads;
+  std::vector<std::unique_ptr<device::Executable>> executables = device_->load(sources, loads);
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    models::GraphSignature signature = architecture_.signature(config, wanted[i]);
+    const std::size_t expected = signature.outputs.size() + signature.caches.size();
+    if (executables[i]->num_results() != expected) {
+      fail(sources[i].source, "the executable has {} results, the signature {}",
+           executables[i]->num_results(), expected);
+    }
+    graphs_.emplace(sources[i].name,
+                    Graph{wanted[i], std::move(signature), std::move(executables[i])});
+  }
+  report_.graphs.insert(report_.graphs.end(), loads.begin(), loads.end());
+}
+
+Executor::Graph& Executor::graph(const models::GraphOptions& options) {
+  auto found = graphs_.find(models::graph_name(options));
+  if (found != graphs_.end()) return found->second;
+  prepare(std::span<const models::GraphOptions>(&options, 1));
+  return graphs_.at(models::graph_name(options));
+}
+
+std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list<Input> inputs) {
+  const models::GraphSignature& signature = graph.signature;
+  std::vector<device::BufferPtr> uploaded;
+  for (const models::TensorSpec& spec : signature.inputs) {
+    const Input* input = nullptr;
+    for (const Input& candidate : inputs) {
+      if (candidate.name == spec.name) input = &candidate;
+    }
+    if (input == nullptr) fail(models::graph_name(graph.options), "no value for input '{}'", spec.name);
+    if (static_cast<int64_t>(input->bytes.size()) != models::byte_size(spec)) {
+      fail(models::graph_name(graph.options), "input '{}' has {} bytes, expected {}", spec.name,
+           input->bytes.size(), models::byte_size(spec));
+    }
+    uploaded.push_back(device_->upload(input->bytes, spec.element, spec.shape));
+  }
+  arguments_.clear();
+  for (const device::BufferPtr& buffer : uploaded) arguments_.push_back(buffer.get());
+  for (const models::WeightSpec& spec : signature.weights) {
+    arguments_.push_back(weights_.at(spec.name).get());
+  }
+  for (const models::TensorSpec& spec : signature.caches) {
+    arguments_.push_back(caches_.at(spec.name).get());
+  }
+  std::vector<device::BufferPtr> results = device_->execute(*graph.executable, arguments_);
+  // The caches were donated: their old buffers are only destroyed, the results take their place.
+  const std::size_t outputs = signature.outputs.size();
+  for (std::size_t i = 0; i < signature.caches.size(); ++i) {
+    caches_[signature.caches[i].name] = std::move(results[outputs + i]);
+  }
+  results.resize(outputs);
+  return results;
+}
+
+void Executor::read(const device::Buffer& buffer, std::span<std::byte> destination) {
+  device_->read(buffer, destination);
+}
+
+void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                             int32_t valid, bool want_logits, PrefillOutput& out) {
+  const int64_t bucket = options_.prefill_bucket;
+  if (static_cast<int64_t>(bucket_tokens.size()) != bucket) {
+    fail("prefill", "needs {} tokens, got {}", bucket, bucket_tokens.size());
+  }
+  if (slot < 0 || slot >= options_.slots) {
+    fail("prefill", "slot {} is not in [0, {})", slot, options_.slots);
+  }
+  if (start < 0 || start + bucket > options_.capacity || valid < 1 || valid > bucket) {
+    fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})",
+         start, valid, bucket, options_.capacity);
+  }
+  Graph& prefill = graph(prefill_graph());
+  std::vector<device::BufferPtr> outputs =
+      run(prefill, {{"tokens", bytes_of(bucket_tokens)},
+                    {"slot", bytes_of(slot)},
+                    {"start", bytes_of(start)},
+                    {"valid_length", bytes_of(valid)}});
+  read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
+  if (want_logits) {
+    out.logits.resize(static_cast<std::size_t>(capabilities_.vocab_size));
+    read(*outputs[1], std::as_writable_bytes(std::span<float>(out.logits)));
+  } else {
+    out.logits.clear();
+  }
+}
+
+void Executor::decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                      bool want_logits, DecodeOutput& out) {
+  const auto rows = static_cast<int64_t>(tokens.size());
+  if (positions.size() != tokens.size()) {
+    fail("decode", "{} tokens but {} positions", tokens.size(), positions.size());
+  }
+  for (int32_t position : positions) {
+    if (position < 0 || position >= options_.capacity) {
+      fail("decode", "position {} is outside the KV cache (capacity {})", position,
+           options_.capacity);
+    }
+  }
+  if (decode_rows(rows) != rows) {
+    fail("decode", "{} rows is not a compiled batch size (next: {})", rows, decode_rows(rows));
+  }
+  Graph& step = graph(decode_graph(rows, want_logits));
+  std::vector<device::BufferPtr> outputs =
+      run(step, {{"tokens", bytes_of(tokens)}, {"positions", bytes_of(positions)}});
+  const auto vocab = static_cast<std::size_t>(capabilities_.vocab_size);
+  out.tokens.resize(static_cast<std::size_t>(rows));
+  if (want_logits) {
+    out.logits.resize(out.tokens.size() * vocab);
+    read(*outputs[0], std::as_writable_bytes(std::span<float>(out.logits)));
+    for (std::size_t b = 0; b < out.tokens.size(); ++b) {
+      out.tokens[b] = argmax(std::span<const float>(out.logits).subspan(b * vocab, vocab));
+    }
+  } else {
+    read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(out.tokens)));
+    out.logits.clear();
+  }
+}
+
+}  // namespace xlacel::executor

@@ -1,0 +1,102 @@
+#pragma once
+// The one executor, written once over the device layer (device/device.h) for every runtime:
+// it uploads the weights once and keeps them resident, keeps the slot KV cache on the device,
+// picks (and compiles on first use, through the runtime's compile cache) the graph for a batch
+// shape, and calls it by its GraphSignature: inputs bound by name, weights and caches by name,
+// donated caches replaced by the results that carry their new values.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/device.h"
+#include "executor/model_runner.h"
+#include "model_files/model_files.h"
+#include "models/architecture.h"
+
+namespace xlacel::executor {
+
+struct ExecutorOptions {
+  models::WeightType weights = models::WeightType::kF32;
+  int64_t capacity = 512;       // KV-cache positions per slot
+  int64_t slots = 1;            // sequences held at once
+  int64_t prefill_bucket = 64;  // tokens per prefill call
+  // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
+  // sizes, and whether the logits variant (host sampling) or the argmax one.
+  std::vector<int64_t> preload_decode_rows = {1};
+  bool preload_logits = false;
+  // One line of progress, for stderr; may be empty.
+  std::function<void(std::string_view)> progress;
+};
+
+// How loading went, for stats and `xlacel bench`.
+struct LoadReport {
+  std::vector<device::GraphLoad> graphs;  // every graph loaded so far, in order
+  double weights_seconds = 0;             // prepare + upload
+  uint64_t weight_bytes = 0;              // bytes of all weights as uploaded
+  uint64_t cache_bytes = 0;               // bytes of the KV cache (all slots)
+  double total_seconds = 0;               // construction: weights, caches, first graphs
+};
+
+// The decode batch sizes compiled for `slots`: 1, 2, 4, ... below it, and `slots` itself.
+std::vector<int64_t> decode_buckets(int64_t slots);
+
+class Executor final : public ModelRunner {
+ public:
+  // Uploads the weights, makes the zeroed KV cache and loads the prefill graph. `model` must
+  // outlive the executor. Error naming the problem (unsupported architecture, bad sizes, a
+  // graph that does not compile).
+  Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
+           const ExecutorOptions& options);
+  ~Executor() override;
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+  const LoadReport& load_report() const { return report_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  // Compiles/loads these graphs now rather than on first use (several at a time).
+  void prepare(std::span<const models::GraphOptions> graphs);
+  // The graph options of a decode step over `rows` rows (its bucket), for prepare().
+  models::GraphOptions decode_graph(int64_t rows, bool want_logits) const;
+  models::GraphOptions prefill_graph() const;
+
+  int64_t decode_rows(int64_t rows) const override;
+  void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                     int32_t valid, bool want_logits, PrefillOutput& out) override;
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+              bool want_logits, DecodeOutput& out) override;
+
+ private:
+  struct Graph {
+    models::GraphOptions options;
+    models::GraphSignature signature;
+    std::unique_ptr<device::Executable> executable;
+  };
+  // A per-call input, bound to the signature input of the same name.
+  struct Input {
+    std::string_view name;
+    std::span<const std::byte> bytes;
+  };
+
+  void progress(const std::string& line) const;
+  Graph& graph(const models::GraphOptions& options);  // loads it on first use
+  // Runs `graph`; returns its outputs (not the caches), in signature order.
+  std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs);
+  void read(const device::Buffer& buffer, std::span<std::byte> destination);
+
+  std::unique_ptr<device::Device> device_;
+  const ModelFiles& model_;
+  const models::Architecture& architecture_;
+  ExecutorOptions options_;
+  Capabilities capabilities_;
+  LoadReport report_;
+  std::map<std::string, device::BufferPtr> weights_;  // by weight name
+  std::map<std::string, device::BufferPtr> caches_;   // by cache name
+  std::map<std::string, Graph> graphs_;               // by graph_name()
+  std::vector<device::Buffer*> arguments_;            // reused by every call
+};
+
+}  // namespace xlacel::executor

@@ -1,0 +1,57 @@
+#pragma once
+// What the scheduler (src/engine) drives: a loaded model whose KV cache holds `slots`
+// sequences. One graph call per method; the executor (executor.h) implements it over any
+// runtime's device layer, and tests implement it with a fake model. Chunking, positions, slot
+// assignment and sampling live above it, the same for every runtime.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace xlacel::executor {
+
+struct Capabilities {
+  std::string runtime;  // "iree", "xla"
+  std::string device;   // for people: "cpu (llvm-cpu for this CPU, IREE local-task, 2 threads)"
+  int64_t slots = 1;    // sequences the KV cache holds
+  int64_t capacity = 0;        // KV-cache positions per slot
+  int64_t prefill_bucket = 0;  // tokens per prefill call
+  int64_t vocab_size = 0;
+};
+
+// What a prefill chunk reads back.
+struct PrefillOutput {
+  int32_t token = -1;         // argmax of the logits (ties to the lower id)
+  std::vector<float> logits;  // [vocab], filled only when asked for
+};
+
+// What a decode step reads back, one entry per row.
+struct DecodeOutput {
+  std::vector<int32_t> tokens;  // [rows]: argmax (device argmax, or of the logits read back)
+  std::vector<float> logits;    // [rows * vocab], filled only when asked for
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual const Capabilities& capabilities() const = 0;
+
+  // One prefill call into `slot`: `bucket_tokens` (exactly prefill_bucket ids, padded by the
+  // caller) at positions start.. ; the first `valid` are real. Requires start + bucket <=
+  // capacity. Other slots are not touched.
+  virtual void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                             int32_t valid, bool want_logits, PrefillOutput& out) = 0;
+
+  // The rows a decode step over slots 0 .. rows-1 runs: the smallest compiled batch size that
+  // holds them (decode() takes exactly that many).
+  virtual int64_t decode_rows(int64_t rows) const = 0;
+
+  // One decode step over slots 0 .. n-1, n = tokens.size() = positions.size() = decode_rows(n):
+  // row b feeds tokens[b] at positions[b] of slot b. A row with nothing to advance passes its
+  // slot's next unwritten position (its result is ignored). Logits are read back only when asked.
+  virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                      bool want_logits, DecodeOutput& out) = 0;
+};
+
+}  // namespace xlacel::executor

@@ -1,0 +1,520 @@
+// The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, the
+// re-feed rule near the capacity), continuous batching (slots freed at once and refilled,
+// ragged decode rows, long prompts interleaved with decode steps), stop conditions, refusal,
+// cancellation, per-request seeded sampling and stop strings, against a fake model runner that
+// records every call and checks what a real graph relies on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/prefill_plan.h"
+#include "engine/scheduler.h"
+#include "engine/stop_strings.h"
+#include "executor/model_runner.h"
+#include "expect_error.h"
+
+namespace xlacel::engine {
+namespace {
+
+using executor::Capabilities;
+using executor::DecodeOutput;
+using executor::PrefillOutput;
+using testing::expect_error;
+
+// The fake model's next token after `token` at `position` (the same in every slot).
+int32_t fake_next(int32_t token, int64_t position, int32_t vocab) {
+  return static_cast<int32_t>((3 * int64_t{token} + 5 * position + 1) % vocab);
+}
+
+// A runner whose "model" predicts fake_next(last token, its position). Its logits fall off with
+// the distance (mod vocab) above that token, so the argmax is fake_next. It keeps the token
+// written at each cache row of each slot and checks that every row a step reads (positions
+// before it, in its own slot) holds the sequence's real token, that chunks stay inside the
+// capacity, and that decode batches have a compiled size (powers of two).
+class FakeRunner : public executor::ModelRunner {
+ public:
+  static constexpr int32_t kPadding = -2;
+  static constexpr int32_t kNeverWritten = -1;
+
+  struct PrefillCall {
+    int32_t slot = 0;
+    std::vector<int32_t> tokens;
+    int32_t start = 0;
+    int32_t valid = 0;
+    bool want_logits = false;
+  };
+  struct DecodeCall {
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> positions;
+    bool want_logits = false;
+  };
+  // Every call in order: 'p' prefill, 'd' decode.
+  std::string calls;
+
+  FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64)
+      : vocab_(vocab) {
+    capabilities_.runtime = "fake";
+    capabilities_.device = "test";
+    capabilities_.slots = slots;
+    capabilities_.capacity = capacity;
+    capabilities_.prefill_bucket = bucket;
+    capabilities_.vocab_size = vocab;
+    cache_.assign(static_cast<std::size_t>(slots),
+                  std::vector<int32_t>(static_cast<std::size_t>(capacity), kNeverWritten));
+  }
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+
+  int64_t decode_rows(int64_t rows) const override {
+    int64_t bucket = 1;
+    while (bucket < rows) bucket *= 2;
+    return std::min(bucket, capabilities_.slots);
+  }
+
+  void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                     int32_t valid, bool want_logits, PrefillOutput& out) override {
+    calls += 'p';
+    prefills.push_back(
+        {slot, {bucket_tokens.begin(), bucket_tokens.end()}, start, valid, want_logits});
+    EXPECT_EQ(static_cast<int64_t>(bucket_tokens.size()), capabilities_.prefill_bucket);
+    EXPECT_GE(valid, 1);
+    EXPECT_LE(int64_t{start} + capabilities_.prefill_bucket, capabilities_.capacity);
+    auto& rows = cache_[static_cast<std::size_t>(slot)];
+    expect_rows_hold_real_tokens(rows, start, slot);
+    for (int32_t i = 0; i < static_cast<int32_t>(bucket_tokens.size()); ++i) {
+      rows[static_cast<std::size_t>(start + i)] = i < valid ? bucket_tokens[i] : kPadding;
+    }
+    out.token = fake_next(bucket_tokens[valid - 1], start + valid - 1, vocab_);
+    out.logits.clear();
+    if (want_logits) append_logits(out.token, out.logits);
+  }
+
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+              bool want_logits, DecodeOutput& out) override {
+    calls += 'd';
+    decodes.push_back({{tokens.begin(), tokens.end()}, {positions.begin(), positions.end()},
+                       want_logits});
+    EXPECT_EQ(decode_rows(static_cast<int64_t>(tokens.size())),
+              static_cast<int64_t>(tokens.size()));
+    out.tokens.clear();
+    out.logits.clear();
+    for (std::size_t b = 0; b < tokens.size(); ++b) {
+      auto& rows = cache_[b];
+      EXPECT_LT(positions[b], capabilities_.capacity);
+      expect_rows_hold_real_tokens(rows, positions[b], static_cast<int32_t>(b));
+      rows[static_cast<std::size_t>(positions[b])] = tokens[b];
+      const int32_t next = fake_next(tokens[b], positions[b], vocab_);
+      out.tokens.push_back(next);
+      if (want_logits) append_logits(next, out.logits);
+    }
+  }
+
+  const std::vector<int32_t>& cache(int32_t slot) const {
+    return cache_[static_cast<std::size_t>(slot)];
+  }
+
+  std::vector<PrefillCall> prefills;
+  std::vector<DecodeCall> decodes;
+
+ private:
+  void expect_rows_hold_real_tokens(const std::vector<int32_t>& rows, int32_t end,
+                                    int32_t slot) const {
+    for (int32_t pos = 0; pos < end; ++pos) {
+      EXPECT_GE(rows[static_cast<std::size_t>(pos)], 0)
+          << "slot " << slot << " row " << pos << " is read before it holds a real token";
+    }
+  }
+
+  void append_logits(int32_t best, std::vector<float>& logits) const {
+    for (int32_t i = 0; i < vocab_; ++i) {
+      const int32_t distance = ((i - best) % vocab_ + vocab_) % vocab_;
+      logits.push_back(3.0f - 0.01f * static_cast<float>(distance));
+    }
+  }
+
+  int32_t vocab_;
+  Capabilities capabilities_;
+  std::vector<std::vector<int32_t>> cache_;
+};
+
+std::vector<int32_t> iota_tokens(int32_t count, int32_t first = 1) {
+  std::vector<int32_t> tokens(static_cast<std::size_t>(count));
+  std::iota(tokens.begin(), tokens.end(), first);
+  return tokens;
+}
+
+// What greedy decoding of the fake model gives for `prompt`: each token from the one before it.
+std::vector<int32_t> fake_greedy(const std::vector<int32_t>& prompt, int64_t count,
+                                 int32_t vocab = 64) {
+  std::vector<int32_t> out;
+  int32_t token = prompt.back();
+  auto position = static_cast<int64_t>(prompt.size()) - 1;
+  for (int64_t i = 0; i < count; ++i) {
+    token = fake_next(token, position++, vocab);
+    out.push_back(token);
+  }
+  return out;
+}
+
+// One request's events, collected.
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::string text;
+  int events = 0;
+  bool finished = false;
+  FinishReason reason = FinishReason::kLength;
+  std::string message;
+  RequestStats stats;
+
+  EventCallback callback() {
+    return [this](const TokenEvent& event) {
+      ++events;
+      EXPECT_FALSE(finished) << "event after the last one";
+      if (event.token >= 0) tokens.push_back(event.token);
+      text += event.text;
+      if (event.finished) {
+        finished = true;
+        reason = event.reason;
+        message = event.message;
+        stats = event.stats;
+      }
+    };
+  }
+};
+
+RequestOptions greedy(int64_t max_tokens) {
+  RequestOptions options;
+  options.max_tokens = max_tokens;
+  return options;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The prefill chunk rule
+
+TEST(PrefillPlan, ChunksOfTheBucketThenTheRest) {
+  PrefillChunk c = next_prefill_chunk(0, 20, 8, 64);
+  EXPECT_EQ(c.start, 0);
+  EXPECT_EQ(c.valid, 8);
+  EXPECT_EQ(c.chunk_end, 8);
+  c = next_prefill_chunk(16, 20, 8, 64);
+  EXPECT_EQ(c.start, 16);
+  EXPECT_EQ(c.valid, 4);
+  EXPECT_EQ(c.chunk_end, 20);
+}
+
+TEST(PrefillPlan, FinalChunkThatWouldOverrunReFeedsEarlierTokens) {
+  // capacity 20, bucket 8: the chunk from 16 would write rows 16..23, so it starts at 12.
+  PrefillChunk c = next_prefill_chunk(16, 19, 8, 20);
+  EXPECT_EQ(c.start, 11);
+  EXPECT_EQ(c.valid, 8);
+  EXPECT_EQ(c.chunk_end, 19);
+}
+
+TEST(PrefillPlan, ReFeedNeverStartsBeforePositionZero) {
+  PrefillChunk c = next_prefill_chunk(0, 5, 8, 8);
+  EXPECT_EQ(c.start, 0);
+  EXPECT_EQ(c.valid, 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One sequence
+
+TEST(Scheduler, ShortPromptIsOneChunkPaddedWithZerosThenGreedyDecode) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected c;
+  scheduler.submit({5, 6, 7}, greedy(4), c.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(runner.prefills.size(), 1u);
+  EXPECT_EQ(runner.prefills[0].tokens, (std::vector<int32_t>{5, 6, 7, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(runner.prefills[0].valid, 3);
+  EXPECT_FALSE(runner.prefills[0].want_logits);
+  EXPECT_EQ(c.tokens, fake_greedy({5, 6, 7}, 4));
+  EXPECT_TRUE(c.finished);
+  EXPECT_EQ(c.reason, FinishReason::kLength);
+  EXPECT_EQ(runner.decodes.size(), 3u);  // the first token comes from the prefill
+  EXPECT_EQ(c.stats.prompt_tokens, 3);
+  EXPECT_EQ(c.stats.output_tokens, 4);
+  EXPECT_EQ(c.stats.decode_steps, 3);
+  EXPECT_TRUE(scheduler.idle());
+}
+
+TEST(Scheduler, LongPromptRunsInBucketsAndOnlyTheLastAsksForLogits) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected c;
+  RequestOptions options = greedy(2);
+  options.sampling.temperature = 0.7f;  // needs logits
+  scheduler.submit(iota_tokens(20), options, c.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(runner.prefills.size(), 3u);
+  EXPECT_EQ(runner.prefills[2].start, 16);
+  EXPECT_EQ(runner.prefills[2].valid, 4);
+  EXPECT_FALSE(runner.prefills[0].want_logits);
+  EXPECT_FALSE(runner.prefills[1].want_logits);
+  EXPECT_TRUE(runner.prefills[2].want_logits);
+  EXPECT_EQ(c.tokens.size(), 2u);
+}
+
+TEST(Scheduler, EosEndsTheRequestAndStaysInTheOutput) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> expected = fake_greedy({9}, 10);
+  RequestOptions options = greedy(10);
+  options.eos_ids = {expected[3]};
+  Collected c;
+  scheduler.submit({9}, options, c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 4));
+  EXPECT_EQ(c.reason, FinishReason::kEos);
+}
+
+TEST(Scheduler, FullContextStopsWithAMessage) {
+  FakeRunner runner(1, 16, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected c;
+  scheduler.submit(iota_tokens(10), greedy(100), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.tokens.size(), 7u);  // positions 10..15 fed back, the 7th token needs row 16
+  EXPECT_EQ(c.reason, FinishReason::kCapacity);
+  EXPECT_EQ(c.message, "context full: 16 of 16 positions used");
+}
+
+TEST(Scheduler, PromptFillingTheContextStillYieldsOneToken) {
+  FakeRunner runner(1, 16, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected c;
+  scheduler.submit(iota_tokens(16), greedy(5), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.tokens.size(), 1u);
+  EXPECT_EQ(c.reason, FinishReason::kCapacity);
+}
+
+TEST(Scheduler, RefusesWhatCannotRunBeforeQueueingIt) {
+  FakeRunner runner(2, 16, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected ok;
+  scheduler.submit({1, 2}, greedy(3), ok.callback());
+  expect_error([&] { scheduler.submit(iota_tokens(17), greedy(3), nullptr); },
+               "prompt: 17 tokens do not fit the context of 16 positions");
+  expect_error([&] { scheduler.submit({}, greedy(3), nullptr); },
+               "prompt: is empty: a request needs at least one token");
+  expect_error([&] { scheduler.submit({64}, greedy(3), nullptr); },
+               "prompt: token id 64 is outside the vocabulary [0, 64)");
+  expect_error([&] { scheduler.submit({1}, greedy(0), nullptr); },
+               "max_tokens: must be at least 1, got 0");
+  RequestOptions bad = greedy(3);
+  bad.sampling.top_p = 2;
+  expect_error([&] { scheduler.submit({1}, bad, nullptr); }, "top_p must be in (0, 1], got 2");
+  RequestOptions stop = greedy(3);
+  stop.stop = {"x"};
+  expect_error([&] { scheduler.submit({1}, stop, nullptr); },
+               "stop: stop strings need a tokenizer");
+  EXPECT_EQ(scheduler.waiting(), 1u);
+  scheduler.run_until_idle();
+  EXPECT_EQ(ok.tokens, fake_greedy({1, 2}, 3));  // unaffected
+}
+
+// ---------------------------------------------------------------------------------------------
+// Continuous batching
+
+TEST(Scheduler, EveryStreamEqualsItsSingleRunWhileRequestsJoinAndLeave) {
+  FakeRunner runner(4, 64, 4);
+  Scheduler scheduler(runner, nullptr);
+  struct Job {
+    std::vector<int32_t> prompt;
+    int64_t max_tokens;
+    Collected collected;
+  };
+  std::vector<Job> jobs = {{iota_tokens(3, 1), 9, {}},   {iota_tokens(11, 7), 4, {}},
+                           {iota_tokens(6, 20), 12, {}}, {iota_tokens(1, 40), 2, {}},
+                           {iota_tokens(9, 3), 7, {}},   {iota_tokens(2, 50), 5, {}},
+                           {iota_tokens(14, 2), 3, {}}};
+  // Three at first, the rest while the others run.
+  for (std::size_t i = 0; i < 3; ++i) {
+    scheduler.submit(jobs[i].prompt, greedy(jobs[i].max_tokens), jobs[i].collected.callback());
+  }
+  for (int i = 0; i < 3; ++i) scheduler.step();
+  for (std::size_t i = 3; i < jobs.size(); ++i) {
+    scheduler.submit(jobs[i].prompt, greedy(jobs[i].max_tokens), jobs[i].collected.callback());
+    scheduler.step();
+  }
+  scheduler.run_until_idle();
+  for (const Job& job : jobs) {
+    EXPECT_TRUE(job.collected.finished);
+    EXPECT_EQ(job.collected.tokens, fake_greedy(job.prompt, job.max_tokens));
+  }
+  // Batches really formed: some decode steps advanced several sequences at once.
+  std::size_t widest = 0;
+  for (const auto& call : runner.decodes) widest = std::max(widest, call.tokens.size());
+  EXPECT_EQ(widest, 4u);
+}
+
+TEST(Scheduler, AFinishedSequenceFreesItsSlotForTheNextStep) {
+  FakeRunner runner(2, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected a, b, c;
+  scheduler.submit({1}, greedy(2), a.callback());
+  scheduler.submit({2}, greedy(50), b.callback());
+  scheduler.submit({3}, greedy(2), c.callback());
+  EXPECT_EQ(scheduler.waiting(), 3u);
+  scheduler.step();  // admits a (slot 0) and b (slot 1); prefills a; decodes a
+  EXPECT_EQ(scheduler.running(), 1u);  // a finished after its second token and left at once
+  EXPECT_TRUE(a.finished);
+  EXPECT_EQ(scheduler.waiting(), 1u);
+  scheduler.step();  // c takes slot 0 and is prefilled (b goes first: admitted earlier)
+  EXPECT_EQ(runner.prefills.back().slot, 1);
+  scheduler.step();
+  EXPECT_EQ(runner.prefills.back().slot, 0);
+  EXPECT_EQ(runner.prefills.back().tokens[0], 3);
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.tokens, fake_greedy({3}, 2));
+  EXPECT_EQ(b.tokens, fake_greedy({2}, 50));
+}
+
+TEST(Scheduler, LongPromptsAreInterleavedWithDecodeSteps) {
+  FakeRunner runner(2, 128, 4);
+  Scheduler scheduler(runner, nullptr);
+  Collected running, longer;
+  scheduler.submit({1, 2}, greedy(30), running.callback());
+  scheduler.step();  // prefilled, one decode step
+  scheduler.submit(iota_tokens(40), greedy(3), longer.callback());
+  runner.calls.clear();
+  for (int i = 0; i < 10; ++i) scheduler.step();
+  // Ten chunks of the long prompt, each followed by a decode step of the running stream.
+  EXPECT_EQ(runner.calls, "pdpdpdpdpdpdpdpdpdpd");
+  scheduler.run_until_idle();
+  EXPECT_EQ(running.tokens, fake_greedy({1, 2}, 30));
+  EXPECT_EQ(longer.tokens, fake_greedy(iota_tokens(40), 3));
+}
+
+TEST(Scheduler, DecodeRowsCoverTheHighestBusySlotRoundedToACompiledSize) {
+  FakeRunner runner(8, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  std::vector<Collected> c(3);
+  for (int i = 0; i < 3; ++i) scheduler.submit({i + 1}, greedy(6), c[i].callback());
+  scheduler.run_until_idle();
+  std::set<std::size_t> sizes;
+  for (const auto& call : runner.decodes) sizes.insert(call.tokens.size());
+  EXPECT_EQ(sizes, (std::set<std::size_t>{1, 2, 4}));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c[i].tokens, fake_greedy({i + 1}, 6));
+}
+
+TEST(Scheduler, CancelEndsARunningOrWaitingRequestAndFreesItsSlot) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  Collected a, b, c;
+  const uint64_t first = scheduler.submit({1}, greedy(100), a.callback());
+  const uint64_t second = scheduler.submit({2}, greedy(100), b.callback());
+  scheduler.submit({3}, greedy(3), c.callback());
+  scheduler.step();
+  scheduler.step();
+  scheduler.cancel(second);  // waiting
+  scheduler.cancel(first);   // running
+  scheduler.step();
+  EXPECT_TRUE(a.finished);
+  EXPECT_EQ(a.reason, FinishReason::kCancelled);
+  EXPECT_EQ(a.tokens, fake_greedy({1}, 3));
+  EXPECT_TRUE(b.finished);
+  EXPECT_EQ(b.reason, FinishReason::kCancelled);
+  EXPECT_TRUE(b.tokens.empty());
+  EXPECT_EQ(runner.prefills.back().tokens[0], 3);  // c took the freed slot in the same step
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.tokens, fake_greedy({3}, 3));
+  scheduler.cancel(first);  // finished already: ignored
+  scheduler.cancel(12345);  // unknown: ignored
+  EXPECT_FALSE(scheduler.step());
+}
+
+TEST(Scheduler, SeededSamplingGivesTheSameTokensWhateverElseIsInTheBatch) {
+  RequestOptions sampled = greedy(20);
+  sampled.sampling.temperature = 1.0f;
+  sampled.sampling.seed = 7;
+  auto run = [&](int companions) {
+    FakeRunner runner(4, 64, 8);
+    Scheduler scheduler(runner, nullptr);
+    std::vector<Collected> others(static_cast<std::size_t>(companions));
+    for (int i = 0; i < companions; ++i) {
+      RequestOptions other = greedy(15 + i);
+      other.sampling.temperature = 0.8f;
+      other.sampling.seed = static_cast<uint64_t>(100 + i);
+      scheduler.submit({i + 10}, other, others[static_cast<std::size_t>(i)].callback());
+    }
+    Collected c;
+    scheduler.submit({5, 6}, sampled, c.callback());
+    scheduler.run_until_idle();
+    return c.tokens;
+  };
+  const std::vector<int32_t> alone = run(0);
+  EXPECT_EQ(alone.size(), 20u);
+  EXPECT_EQ(run(1), alone);
+  EXPECT_EQ(run(3), alone);
+}
+
+TEST(Scheduler, SubmitAndCancelFromOtherThreadsWhileStepping) {
+  FakeRunner runner(4, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  std::vector<Collected> c(16);
+  std::thread submitter([&] {
+    for (int i = 0; i < 16; ++i) {
+      const uint64_t id = scheduler.submit({i + 1}, greedy(20), c[static_cast<std::size_t>(i)].callback());
+      if (i % 4 == 3) scheduler.cancel(id);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!scheduler.step() && std::all_of(c.begin(), c.end(), [](const Collected& x) {
+          return x.finished;
+        })) {
+      break;
+    }
+  }
+  submitter.join();
+  scheduler.run_until_idle();
+  for (int i = 0; i < 16; ++i) {
+    const Collected& x = c[static_cast<std::size_t>(i)];
+    EXPECT_TRUE(x.finished) << i;
+    if (x.reason != FinishReason::kCancelled) {
+      EXPECT_EQ(x.tokens, fake_greedy({i + 1}, 20)) << i;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stop strings
+
+TEST(StopStrings, ReleasesTextThatCannotStartAStopString) {
+  StopStrings stops({"</end>", "STOP"});
+  EXPECT_EQ(stops.feed("Hello </"), "Hello ");
+  EXPECT_EQ(stops.feed("b> more S"), "</b> more ");
+  EXPECT_EQ(stops.feed("T"), "");
+  EXPECT_EQ(stops.feed("OP and the rest"), "");
+  EXPECT_TRUE(stops.stopped());
+  EXPECT_EQ(stops.feed("later"), "");
+}
+
+TEST(StopStrings, StopStringInsideOnePieceCutsBeforeIt) {
+  StopStrings stops({"\n\n"});
+  EXPECT_EQ(stops.feed("one\n\ntwo"), "one");
+  EXPECT_TRUE(stops.stopped());
+}
+
+TEST(StopStrings, FlushReleasesWhatWasHeldBack) {
+  StopStrings stops({"abc"});
+  EXPECT_EQ(stops.feed("xxab"), "xx");
+  EXPECT_EQ(stops.flush(), "ab");
+  EXPECT_FALSE(stops.stopped());
+  StopStrings none({});
+  EXPECT_EQ(none.feed("text"), "text");
+}
+
+}  // namespace
+}  // namespace xlacel::engine
