@@ -1,13 +1,31 @@
 #pragma once
-// Backend selection: every runtime behind the one session::Backend interface.
+// Runtime selection: every runtime behind the one device::Device interface (open_device), and,
+// until the executor replaces it, behind session::Backend (open_backend).
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backends/iree/iree_device.h"
+#include "backends/pjrt/pjrt_device.h"
+#include "device/device.h"
 #include "session/backend.h"
 
 namespace xlacel::backends {
+
+// The options only one runtime has, for each runtime; open_device reads the named runtime's.
+struct RuntimeOptions {
+  IreeOptions iree;
+  PjrtOptions xla;
+};
+
+std::vector<std::string> runtime_names();  // {"iree", "xla"}
+
+// Opens a device of the named runtime; Error naming the runtime and the known ones when there is
+// no such runtime, or naming what is missing (e.g. the pip package to install) when it cannot.
+std::unique_ptr<device::Device> open_device(std::string_view runtime,
+                                            const device::DeviceOptions& options,
+                                            const RuntimeOptions& runtime_options);
 
 std::vector<std::string> backend_names();  // {"iree", "xla"}
 

@@ -5,6 +5,8 @@
 // as element type + shape + bytes.
 //
 // Threads: a Device may be called from any thread, one call at a time (the executor serializes).
+// Lifetimes: Buffers and Executables keep what they need of their Device alive, so they may be
+// destroyed before or after it, in any order.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +25,10 @@ namespace xlacel::device {
 enum class DeviceKind { kCpu, kCuda };
 const char* device_kind_name(DeviceKind kind);  // "cpu", "cuda"
 std::optional<DeviceKind> parse_device_kind(std::string_view name);
+
+// Bytes of a dense, row-major `shape` of `element` (i1 takes a byte per element, as every
+// runtime stores it). Throws Error on a negative dimension.
+std::size_t dense_byte_size(stablehlo::ElementType element, std::span<const int64_t> shape);
 
 // What every runtime understands; options of one runtime only live in that runtime's own
 // options struct (backends/iree/iree_device.h, backends/pjrt/pjrt_device.h).
@@ -79,7 +85,8 @@ class Device {
                                                         std::vector<GraphLoad>& loads) = 0;
 
   // A device buffer holding a copy of `bytes` (dense, row-major `shape` of `element`); `bytes`
-  // may be freed when this returns.
+  // may be freed when this returns. Error when bytes.size() != dense_byte_size(element, shape)
+  // or the runtime has no such element type.
   virtual BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                            std::span<const int64_t> shape) = 0;
   // A zero-filled device buffer.
@@ -91,8 +98,8 @@ class Device {
   virtual std::vector<BufferPtr> execute(Executable& executable,
                                          std::span<Buffer* const> arguments) = 0;
 
-  // Copies the whole buffer (exactly destination.size() bytes) to the host, waiting for the
-  // computation that produces it.
+  // Copies the whole buffer (exactly destination.size() bytes, else Error) to the host, waiting
+  // for the computation that produces it.
   virtual void read(const Buffer& buffer, std::span<std::byte> destination) = 0;
 };
 

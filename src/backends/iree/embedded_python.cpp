@@ -3,6 +3,8 @@
 #include <Python.h>
 
 #include <filesystem>
+#include <mutex>
+#include <optional>
 
 #include "common/error.h"
 #include "common/venv.h"
@@ -40,10 +42,9 @@ void start_interpreter(const fs::path& python) {
   PyConfig_Clear(&config);
 }
 
-}  // namespace
-
-void ensure_python_with_iree_runtime() {
-  if (Py_IsInitialized()) return;
+// Finds the venv, starts Python in it and imports iree.runtime. Python is left up without the
+// GIL held (even when the import fails): see ensure_python_with_iree_runtime.
+void start_python_with_iree_runtime() {
   const fs::path site_runtime =
       fs::path("lib") / python_directory() / "site-packages" / "iree" / "runtime";
   std::optional<fs::path> runtime = find_in_venv(site_runtime);
@@ -71,12 +72,40 @@ void ensure_python_with_iree_runtime() {
     fail("iree backend", "{} has no bin/python; recreate it with scripts/setup", venv.string());
   }
   start_interpreter(python);
+  std::optional<Error> import_error;
   try {
     py::module_::import("iree.runtime");
   } catch (const py::error_already_set& e) {
-    fail("iree backend", "cannot import iree.runtime from {}: {}; {}", venv.string(), one_line(e),
-         kIreeRuntimeInstallHint);
+    import_error = Error(fmt::format("iree backend: cannot import iree.runtime from {}: {}; {}",
+                                     venv.string(), one_line(e), kIreeRuntimeInstallHint));
   }
+  // Let go of the GIL for good (this thread state is never restored): from now on each use of
+  // Python takes it, on whatever thread it runs.
+  PyEval_SaveThread();
+  if (import_error) throw *import_error;
+}
+
+}  // namespace
+
+void ensure_python_with_iree_runtime() {
+  // Once Python is up it cannot be started again, so a failure after that is remembered and
+  // given to every later caller.
+  static std::mutex mutex;
+  static bool started = false;
+  static std::optional<Error> failure;
+  std::lock_guard lock(mutex);
+  if (started) {
+    if (failure) throw *failure;
+    return;
+  }
+  try {
+    start_python_with_iree_runtime();
+  } catch (const Error& e) {
+    if (!Py_IsInitialized()) throw;  // nothing started: a later call may find the venv
+    failure = e;
+  }
+  started = true;
+  if (failure) throw *failure;
 }
 
 py::module_ load_python_module(const std::string& name, const char* source) {

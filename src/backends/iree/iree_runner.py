@@ -1,62 +1,116 @@
-"""The Python half of xlacel's IREE backend (iree_backend.cpp), run in its embedded interpreter.
+"""The Python half of xlacel's IREE device (iree_device.cpp), run in its embedded interpreter.
 
-It holds what must stay on the IREE device between calls: the loaded modules, the uploaded
-weights and the KV caches. Every graph aliases its caches to its results, so IREE writes the
-new rows into the same device buffers (no copy of the cache per step) and the results simply
-replace the handles kept here. Only the token id, or the logits when asked, comes back.
+It knows no model: modules arrive as .vmfb files, buffers as bytes + element type + shape, and
+a call takes and returns IREE buffer views in the order of the graph's arguments and results.
+It drives iree.runtime's low-level VM API (VmContext.invoke on lists of buffer views) rather
+than FunctionInvoker, whose per-call argument packing costs more than small graphs take to run.
 """
 
 import ml_dtypes
 import numpy as np
 import iree.runtime as rt
 
-# Element types by xlacel name: the numpy type that carries the bytes, and IREE's type.
+# Element types by xlacel name (stablehlo::to_string): the numpy type that carries the bytes,
+# and IREE's element type. bf16 needs ml_dtypes: IREE checks the numpy type of what it copies.
 _ELEMENTS = {
     "f32": (np.float32, rt.HalElementType.FLOAT_32),
-    "bf16": (ml_dtypes.bfloat16, rt.HalElementType.BFLOAT_16),  # IREE checks the numpy type
+    "bf16": (ml_dtypes.bfloat16, rt.HalElementType.BFLOAT_16),
     "f16": (np.float16, rt.HalElementType.FLOAT_16),
+    "i8": (np.int8, rt.HalElementType.SINT_8),
+    "i32": (np.int32, rt.HalElementType.SINT_32),
+    "i64": (np.int64, rt.HalElementType.SINT_64),
+    "ui8": (np.uint8, rt.HalElementType.UINT_8),
+    "ui32": (np.uint32, rt.HalElementType.UINT_32),
 }
 
+# The --task_topology_group_count this process's local-task driver was created with (0: IREE's
+# default), or None before it exists. iree.runtime caches one driver per name for the whole
+# process and the driver creates its worker threads from the flags once, so the worker count
+# can be chosen only by the first device opened.
+_local_task_workers = None
 
-class Runner:
-    def __init__(self, driver):
-        self.config = rt.Config(driver)
+
+def _element(name):
+    try:
+        return _ELEMENTS[name]
+    except KeyError:
+        raise ValueError(f"element type {name} is not supported by the IREE device "
+                         f"(supported: {', '.join(_ELEMENTS)})") from None
+
+
+def _set_local_task_workers(threads):
+    global _local_task_workers
+    if _local_task_workers is None:
+        if threads > 0:
+            rt.flags.parse_flags(f"--task_topology_group_count={threads}")
+        _local_task_workers = threads
+    elif threads not in (0, _local_task_workers):
+        have = _local_task_workers or "IREE's default number of"
+        raise ValueError(f"cannot use {threads} threads: IREE's local-task driver already runs "
+                         f"{have} worker threads in this process (set once per process)")
+
+
+def _result_count(function):
+    # "sync func @main(%input0: ...) -> (%output0: tensor<4xf32>, %output1: ...)"
+    declaration = function.reflection.get("iree.abi.declaration")
+    if declaration is None:
+        raise ValueError(f"function {function.name} has no iree.abi.declaration reflection")
+    _, arrow, results = declaration.partition("->")
+    return results.count("%output") if arrow else 0
+
+
+class Entry:
+    """One module's `main`, loaded in its own VM context with the device's HAL module."""
+
+    def __init__(self, context, function, num_results):
+        self.context = context
+        self.function = function
+        self.num_results = num_results
+
+
+class Device:
+    def __init__(self, driver, threads):
+        if driver == "local-task":
+            _set_local_task_workers(threads)
+        self.config = rt.Config(driver)  # opens the device: a missing GPU fails here
         self.device = self.config.device
-        self.entries = {}
-        self.weights = []
-        self.caches = []
+        self.instance = self.config.vm_instance
 
-    def load_module(self, graph, vmfb_path, module_name):
-        context = rt.SystemContext(config=self.config)
-        context.add_vm_module(rt.VmModule.mmap(context.instance, vmfb_path))
-        self.entries[graph] = context.modules[module_name]["main"]
+    def load(self, vmfb_path, module_name):
+        module = rt.VmModule.mmap(self.instance, vmfb_path)
+        if module.name != module_name:
+            raise ValueError(f"{vmfb_path} holds module '{module.name}', not '{module_name}'")
+        function = module.lookup_function("main")
+        if function is None:
+            raise ValueError(f"module '{module_name}' in {vmfb_path} has no function main")
+        context = rt.VmContext(self.instance, modules=[*self.config.default_vm_modules, module])
+        return Entry(context, function, _result_count(function))
 
-    def add_weight(self, data, element, shape):
-        numpy_type, hal_type = _ELEMENTS[element]
+    def upload(self, data, element, shape):
+        numpy_type, hal_type = _element(element)
         array = np.frombuffer(data, dtype=numpy_type).reshape(shape)
-        self.weights.append(rt.asdevicearray(self.device, array, element_type=hal_type))
+        return self.device.allocator.allocate_buffer_copy(
+            memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+            device=self.device, buffer=array, element_type=hal_type)
 
-    def make_caches(self, count, shape, element):
-        numpy_type, hal_type = _ELEMENTS[element]
-        zeros = np.zeros(shape, numpy_type)
-        self.caches = [rt.asdevicearray(self.device, zeros, element_type=hal_type)
-                       for _ in range(count)]
+    def zeros(self, element, shape):
+        numpy_type, _ = _element(element)
+        # np.zeros maps the kernel's zero page: the host side costs no memory until written.
+        return self.upload(np.zeros(shape, numpy_type), element, shape)
 
-    def prefill(self, tokens, start, valid, want_logits):
-        out = self.entries["prefill"](np.frombuffer(tokens, np.int32), np.array(start, np.int32),
-                                      np.array(valid, np.int32), *self.weights, *self.caches)
-        self.caches = out[2:]
-        logits = out[1].to_host() if want_logits else None
-        return int(out[0].to_host()), logits
+    def call(self, entry, args):
+        arguments = rt.VmVariantList(len(args))
+        for arg in args:
+            arguments.push_ref(arg)
+        results = rt.VmVariantList(entry.num_results)
+        # `main` has IREE's sync ABI: the results are ready when invoke returns.
+        entry.context.invoke(entry.function, arguments, results)
+        return [results.get_as_object(i, rt.HalBufferView) for i in range(results.size)]
 
-    def decode(self, token, position):
-        out = self.entries["decode"](np.array([token], np.int32), np.array(position, np.int32),
-                                     *self.weights, *self.caches)
-        self.caches = out[1:]
-        return int(out[0].to_host())
-
-    def decode_logits(self, token, position):
-        out = self.entries["decode-logits"](np.array([token], np.int32), np.array(position, np.int32),
-                                            *self.weights, *self.caches)
-        self.caches = out[1:]
-        return out[0].to_host()
+    def read(self, buffer_view, out):
+        # DeviceArray maps host-visible memory (CPU) or copies through a staging buffer (GPU).
+        host = rt.DeviceArray(self.device, buffer_view).to_host()
+        destination = np.frombuffer(out, dtype=np.uint8)
+        if host.nbytes != destination.nbytes:
+            raise ValueError(f"the buffer holds {host.nbytes} bytes, not {destination.nbytes}")
+        np.copyto(destination, host.reshape(-1).view(np.uint8))

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <future>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "backends/pjrt/compile_options_proto.h"
 #include "backends/pjrt/pjrt_client.h"
 #include "backends/pjrt/pjrt_executable_cache.h"
+#include "backends/pjrt/pjrt_open_client.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
 #include "compile_cache/compile_cache.h"
@@ -33,21 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-pjrt::PJRT_Buffer_Type buffer_type(stablehlo::ElementType element) {
-  switch (element) {
-    case stablehlo::ElementType::kF32:
-      return pjrt::PJRT_Buffer_Type_F32;
-    case stablehlo::ElementType::kBF16:
-      return pjrt::PJRT_Buffer_Type_BF16;
-    case stablehlo::ElementType::kF16:
-      return pjrt::PJRT_Buffer_Type_F16;
-    case stablehlo::ElementType::kI32:
-      return pjrt::PJRT_Buffer_Type_S32;
-    default:
-      fail("xla backend", "unsupported argument element type {}", stablehlo::to_string(element));
-  }
 }
 
 class PjrtBackend final : public session::Backend {
@@ -74,6 +59,10 @@ class PjrtBackend final : public session::Backend {
   void progress(const std::string& line) const {
     if (options_.progress) options_.progress(line);
   }
+  device::DeviceKind device_kind() const {
+    return options_.device == DeviceKind::kCuda ? device::DeviceKind::kCuda
+                                                : device::DeviceKind::kCpu;
+  }
   void open_client();
   void load_graphs();
   void upload_weights();
@@ -91,9 +80,8 @@ class PjrtBackend final : public session::Backend {
   session::Capabilities capabilities_;
   session::LoadReport report_;
   std::filesystem::path plugin_path_;
-  int cuda_libraries_ = 0;
   // Declared before what it owns: destroyed after every buffer and executable.
-  std::unique_ptr<pjrt::Client> client_;
+  std::shared_ptr<const pjrt::Client> client_;
   std::optional<Graph> prefill_;
   std::optional<Graph> decode_;
   std::optional<Graph> decode_logits_;
@@ -127,33 +115,8 @@ PjrtBackend::PjrtBackend(const BackendOptions& options) : options_(options) {
 }
 
 void PjrtBackend::open_client() {
-  pjrt::PluginLocation location = pjrt::find_plugin(options_.device, options_.plugin_path);
-  plugin_path_ = location.path;
-  if (options_.device == DeviceKind::kCuda) {
-    cuda_libraries_ = pjrt::preload_cuda_libraries(plugin_path_);
-  }
-  std::shared_ptr<const pjrt::Plugin> plugin = pjrt::Plugin::load(plugin_path_);
-  try {
-    client_ = std::make_unique<pjrt::Client>(plugin);
-  } catch (const Error& e) {
-    fail(label(), "{}: {}{}", plugin_path_.string(), e.what(),
-         options_.device == DeviceKind::kCuda && cuda_libraries_ == 0
-             ? " (no NVIDIA libraries found in the venv's nvidia-* wheels)"
-             : "");
-  }
-  const std::string& platform = client_->platform_name();
-  const bool matches = options_.device == DeviceKind::kCuda
-                           ? platform == "cuda" || platform == "gpu"
-                           : platform == "cpu";
-  if (!matches) {
-    fail(label(), "PJRT plugin {} runs on platform '{}', not {}", plugin_path_.string(), platform,
-         session::device_kind_name(options_.device));
-  }
-  // The CPU plugin's platform version is just "cpu" again: show it only when it says more.
-  const std::string& version = client_->platform_version();
-  progress(fmt::format("xla: PJRT plugin {} (API {}.{}, platform {}{})", plugin_path_.string(),
-                       plugin->major(), plugin->minor(), platform,
-                       version.empty() || version == platform ? "" : " " + version));
+  client_ = pjrt::open_client(device_kind(), options_.plugin_path, 0, options_.progress);
+  plugin_path_ = client_->plugin().path();
 }
 
 void PjrtBackend::load_graphs() {
@@ -165,41 +128,19 @@ void PjrtBackend::load_graphs() {
 
   const std::string compile_options = pjrt::single_device_compile_options();
   const compile_cache::CompileTarget target =
-      pjrt::pjrt_target(*client_, options_.device, compile_options);
+      pjrt::pjrt_target(*client_, device_kind(), compile_options);
   const std::vector<session::BackendGraph> graphs = session::emit_backend_graphs(options_);
   compile_cache::CompileCache cache(options_.compile_cache_dir);
-  // Progress goes out from this thread only (the callback need not be thread-safe).
-  pjrt::PjrtCompiler probe(*client_, compile_options);
+  std::vector<compile_cache::CompileRequest> requests;
   for (const session::BackendGraph& graph : graphs) {
-    if (!client_->plugin().can_serialize() ||
-        !cache.lookup(probe, {graph.mlir, graph.source, target})) {
+    requests.push_back({graph.mlir, graph.source, target});
+    // Progress goes out from this thread only (the callback need not be thread-safe).
+    if (pjrt::will_compile(*client_, cache, requests.back(), compile_options)) {
       progress(fmt::format("xla: compiling {} ...", models::graph_name(graph.options)));
     }
   }
-  auto load_one = [&](std::size_t i) {
-    return pjrt::load_executable(*client_, cache, {graphs[i].mlir, graphs[i].source, target},
-                                 compile_options);
-  };
-  // All graphs at once: PJRT_Client_Compile is thread-safe and XLA's passes are mostly serial.
-  std::vector<std::future<pjrt::ExecutableLoad>> pending;
-  for (std::size_t i = 1; i < graphs.size(); ++i) {
-    pending.push_back(std::async(std::launch::async, load_one, i));
-  }
-  std::vector<pjrt::ExecutableLoad> loads;
-  std::optional<Error> first_error;
-  try {
-    loads.push_back(load_one(0));
-  } catch (const Error& e) {
-    first_error = e;
-  }
-  for (auto& future : pending) {
-    try {
-      loads.push_back(future.get());
-    } catch (const Error& e) {
-      if (!first_error) first_error = e;
-    }
-  }
-  if (first_error) throw *first_error;
+  std::vector<pjrt::ExecutableLoad> loads =
+      pjrt::load_executables(*client_, cache, requests, compile_options);
 
   const std::size_t caches = 2 * static_cast<std::size_t>(config.num_layers);
   for (std::size_t i = 0; i < graphs.size(); ++i) {
@@ -235,7 +176,8 @@ void PjrtBackend::upload_weights() {
   // One tensor at a time: upload() returns once the plugin is done with the host copy, so peak
   // host memory stays at one tensor.
   models::for_each_weight(*options_.model, options_.weights, [&](const models::HostTensor& t) {
-    weights_.push_back(client_->upload(t.bytes.data(), buffer_type(t.spec.element), t.spec.shape));
+    weights_.push_back(
+        client_->upload(t.bytes.data(), pjrt::buffer_type(t.spec.element), t.spec.shape));
     report_.weight_bytes += t.bytes.size();
   });
   report_.weights_seconds = seconds_since(start);
@@ -252,7 +194,7 @@ void PjrtBackend::make_caches() {
                             static_cast<std::size_t>(stablehlo::bit_width(element) / 8);
   const std::vector<std::byte> zeros(bytes);
   for (int64_t i = 0; i < 2 * config.num_layers; ++i) {
-    caches_.push_back(client_->upload(zeros.data(), buffer_type(element), shape));
+    caches_.push_back(client_->upload(zeros.data(), pjrt::buffer_type(element), shape));
   }
 }
 

@@ -41,9 +41,14 @@ struct PJRT_SerializedExecutable;
 // Status codes (absl's).
 enum PJRT_Error_Code : int32_t { PJRT_Error_Code_UNIMPLEMENTED = 12 };
 
-// Element types, numbered as in the documented enum (only those our graphs use).
+// Element types, numbered as in the documented enum (those stablehlo::ElementType has).
 enum PJRT_Buffer_Type : int32_t {
+  PJRT_Buffer_Type_PRED = 1,
+  PJRT_Buffer_Type_S8 = 2,
   PJRT_Buffer_Type_S32 = 4,
+  PJRT_Buffer_Type_S64 = 5,
+  PJRT_Buffer_Type_U8 = 6,
+  PJRT_Buffer_Type_U32 = 8,
   PJRT_Buffer_Type_F16 = 10,
   PJRT_Buffer_Type_F32 = 11,
   PJRT_Buffer_Type_BF16 = 13,

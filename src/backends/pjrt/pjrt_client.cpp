@@ -1,10 +1,35 @@
 #include "backends/pjrt/pjrt_client.h"
 
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 
 namespace xlacel::pjrt {
+
+PJRT_Buffer_Type buffer_type(stablehlo::ElementType element) {
+  switch (element) {
+    case stablehlo::ElementType::kF32:
+      return PJRT_Buffer_Type_F32;
+    case stablehlo::ElementType::kF16:
+      return PJRT_Buffer_Type_F16;
+    case stablehlo::ElementType::kBF16:
+      return PJRT_Buffer_Type_BF16;
+    case stablehlo::ElementType::kI1:
+      return PJRT_Buffer_Type_PRED;
+    case stablehlo::ElementType::kI8:
+      return PJRT_Buffer_Type_S8;
+    case stablehlo::ElementType::kI32:
+      return PJRT_Buffer_Type_S32;
+    case stablehlo::ElementType::kI64:
+      return PJRT_Buffer_Type_S64;
+    case stablehlo::ElementType::kUI8:
+      return PJRT_Buffer_Type_U8;
+    case stablehlo::ElementType::kUI32:
+      return PJRT_Buffer_Type_U32;
+  }
+  return PJRT_Buffer_Type_F32;  // unreachable: the switch covers every element type
+}
 
 // --- Buffer
 
@@ -33,6 +58,14 @@ void Buffer::to_host(void* destination, std::size_t size) const {
   plugin_->check(plugin_->api().PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
   // The event also carries any error of the computation that produced the buffer.
   plugin_->await(args.event, "PJRT_Buffer_ToHostBuffer");
+}
+
+std::size_t Buffer::host_size() const {
+  // With no destination, PJRT_Buffer_ToHostBuffer only reports the size.
+  auto args = make_args<PJRT_Buffer_ToHostBuffer_Args>();
+  args.src = buffer_;
+  plugin_->check(plugin_->api().PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
+  return args.dst_size;
 }
 
 // --- LoadedExecutable
@@ -133,9 +166,22 @@ std::vector<Buffer> LoadedExecutable::execute(std::span<PJRT_Buffer* const> argu
 
 // --- Client
 
-Client::Client(std::shared_ptr<const Plugin> plugin) : plugin_(std::move(plugin)) {
+Client::Client(std::shared_ptr<const Plugin> plugin, std::span<const IntegerOption> options)
+    : plugin_(std::move(plugin)) {
   const PJRT_Api& api = plugin_->api();
+  std::vector<PJRT_NamedValue> values;
+  for (const IntegerOption& option : options) {
+    auto value = make_args<PJRT_NamedValue>();
+    value.name = option.name.data();
+    value.name_size = option.name.size();
+    value.type = PJRT_NamedValue_kInt64;
+    value.int64_value = option.value;
+    value.value_size = 1;
+    values.push_back(value);
+  }
   auto create = make_args<PJRT_Client_Create_Args>();
+  create.create_options = values.data();
+  create.num_options = values.size();
   plugin_->check(api.PJRT_Client_Create(&create), "PJRT_Client_Create");
   client_ = create.client;
   try {

@@ -12,8 +12,12 @@
 #include <vector>
 
 #include "backends/pjrt/pjrt_plugin.h"
+#include "stablehlo/types.h"
 
 namespace xlacel::pjrt {
+
+// PJRT's type for a StableHLO element type (every one has one).
+PJRT_Buffer_Type buffer_type(stablehlo::ElementType element);
 
 class Buffer {
  public:
@@ -31,6 +35,8 @@ class Buffer {
 
   // Copies the whole buffer into `destination` (exactly its size in bytes) and waits.
   void to_host(void* destination, std::size_t size) const;
+  // The bytes to_host() writes.
+  std::size_t host_size() const;
 
  private:
   const Plugin* plugin_ = nullptr;
@@ -67,9 +73,16 @@ class LoadedExecutable {
   std::size_t num_outputs_ = 0;
 };
 
+// A PJRT_Client_Create option with an integer value (the plugin rejects names it does not know).
+struct IntegerOption {
+  std::string name;
+  int64_t value = 0;
+};
+
 class Client {
  public:
-  explicit Client(std::shared_ptr<const Plugin> plugin);
+  explicit Client(std::shared_ptr<const Plugin> plugin,
+                  std::span<const IntegerOption> options = {});
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client();

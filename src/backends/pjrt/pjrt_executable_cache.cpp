@@ -6,7 +6,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
+#include <optional>
 #include <system_error>
 
 #include "common/error.h"
@@ -73,15 +75,15 @@ void PjrtCompiler::compile(const compile_cache::CompileJob& job) {
   if (!out) fail(job.output.string(), "cannot write the serialized executable");
 }
 
-compile_cache::CompileTarget pjrt_target(const Client& client, session::DeviceKind device,
+compile_cache::CompileTarget pjrt_target(const Client& client, device::DeviceKind device,
                                          const std::string& compile_options) {
   compile_cache::CompileTarget target;
   target.name = fmt::format("xla {}", client.platform_name());
   // XLA CPU generates code for the host's CPU features; a GPU executable for its device.
   target.identity =
-      device == session::DeviceKind::kCpu
+      device == device::DeviceKind::kCpu
           ? "cpu host\n" + compile_cache::host_cpu().identity
-          : fmt::format("{} device {}", session::device_kind_name(device), client.device_kind());
+          : fmt::format("{} device {}", device::device_kind_name(device), client.device_kind());
   target.flags = {"compile_options=" + hex(compile_options)};
   return target;
 }
@@ -135,6 +137,44 @@ ExecutableLoad load_executable(const Client& client, compile_cache::CompileCache
   }
   load.seconds = seconds_since(start);
   return load;
+}
+
+std::vector<ExecutableLoad> load_executables(
+    const Client& client, compile_cache::CompileCache& cache,
+    std::span<const compile_cache::CompileRequest> requests, const std::string& compile_options) {
+  auto load_one = [&](std::size_t i) {
+    return load_executable(client, cache, requests[i], compile_options);
+  };
+  std::vector<std::future<ExecutableLoad>> pending;
+  for (std::size_t i = 1; i < requests.size(); ++i) {
+    pending.push_back(std::async(std::launch::async, load_one, i));
+  }
+  std::vector<ExecutableLoad> loads;
+  std::optional<Error> first_error;
+  if (!requests.empty()) {
+    try {
+      loads.push_back(load_one(0));
+    } catch (const Error& e) {
+      first_error = e;
+    }
+  }
+  for (auto& future : pending) {
+    try {
+      loads.push_back(future.get());
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+    }
+  }
+  if (first_error) throw *first_error;
+  return loads;
+}
+
+bool will_compile(const Client& client, compile_cache::CompileCache& cache,
+                  const compile_cache::CompileRequest& request,
+                  const std::string& compile_options) {
+  if (!client.plugin().can_serialize()) return true;
+  PjrtCompiler probe(client, compile_options);
+  return !cache.lookup(probe, request).has_value();
 }
 
 }  // namespace xlacel::pjrt

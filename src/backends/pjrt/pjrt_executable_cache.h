@@ -5,6 +5,7 @@
 // its PJRT API version, platform name/version and attributes (XLA version), the device (the
 // host CPU's identity on cpu, the device kind on cuda), the compile options and the MLIR text.
 // Plugins that cannot serialize compile every time (reported as not cached).
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +13,7 @@
 #include "backends/pjrt/pjrt_client.h"
 #include "compile_cache/compile_cache.h"
 #include "compile_cache/compiler.h"
-#include "session/backend.h"
+#include "device/device.h"
 
 namespace xlacel::pjrt {
 
@@ -38,7 +39,7 @@ class PjrtCompiler final : public compile_cache::Compiler {
 };
 
 // The target part of the cache key: where the executable runs and how it was compiled.
-compile_cache::CompileTarget pjrt_target(const Client& client, session::DeviceKind device,
+compile_cache::CompileTarget pjrt_target(const Client& client, device::DeviceKind device,
                                          const std::string& compile_options);
 
 struct ExecutableLoad {
@@ -55,5 +56,16 @@ struct ExecutableLoad {
 ExecutableLoad load_executable(const Client& client, compile_cache::CompileCache& cache,
                                const compile_cache::CompileRequest& request,
                                const std::string& compile_options);
+
+// load_executable for every request, all at once (PJRT_Client_Compile is thread-safe and XLA's
+// passes are mostly serial); results in request order. When any fails, the first Error (in
+// request order) is thrown once all have finished.
+std::vector<ExecutableLoad> load_executables(
+    const Client& client, compile_cache::CompileCache& cache,
+    std::span<const compile_cache::CompileRequest> requests, const std::string& compile_options);
+
+// Whether load_executable will compile `request` (rather than load it from `cache`).
+bool will_compile(const Client& client, compile_cache::CompileCache& cache,
+                  const compile_cache::CompileRequest& request, const std::string& compile_options);
 
 }  // namespace xlacel::pjrt

@@ -25,8 +25,8 @@ struct WheelPlugin {
   const char* what;
 };
 
-WheelPlugin wheel_plugin(session::DeviceKind device) {
-  if (device == session::DeviceKind::kCuda) {
+WheelPlugin wheel_plugin(device::DeviceKind device) {
+  if (device == device::DeviceKind::kCuda) {
     return {"jax_plugins/xla_cuda13/xla_cuda_plugin.so", kCudaPluginPackage, "CUDA"};
   }
   return {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", kCpuPluginPackage, "CPU"};
@@ -46,11 +46,7 @@ std::vector<fs::path> venv_site_packages() {
   return dirs;
 }
 
-std::string device_label(session::DeviceKind device) {
-  return fmt::format("xla backend ({})", session::device_kind_name(device));
-}
-
-fs::path checked_file(const fs::path& path, const std::string& how, session::DeviceKind device) {
+fs::path checked_file(const fs::path& path, const std::string& how, device::DeviceKind device) {
   std::error_code error;
   if (!fs::exists(path, error)) {
     fail(device_label(device), "PJRT plugin {} ({}): no such file", path.string(), how);
@@ -118,7 +114,11 @@ constexpr Entry kRequired[] = {
 
 }  // namespace
 
-PluginLocation find_plugin(session::DeviceKind device, const std::string& explicit_path) {
+std::string device_label(device::DeviceKind kind) {
+  return fmt::format("xla backend ({})", device::device_kind_name(kind));
+}
+
+PluginLocation find_plugin(device::DeviceKind device, const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     return {checked_file(explicit_path, "--plugin", device), "--plugin"};
   }

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "backends/pjrt/pjrt_c_api_subset.h"
-#include "session/backend.h"
+#include "device/device.h"
 
 namespace xlacel::pjrt {
 
@@ -20,6 +20,9 @@ inline constexpr int kMinimumMinor = 57;
 inline constexpr const char* kCpuPluginPackage = "xla-cpu-pjrt==0.0.1";
 inline constexpr const char* kCudaPluginPackage = "jax-cuda13-pjrt";
 
+// "xla backend (cpu)": what Errors about a device's plugin start with.
+std::string device_label(device::DeviceKind kind);
+
 // Where a plugin was found, and how (for messages).
 struct PluginLocation {
   std::filesystem::path path;
@@ -30,7 +33,7 @@ struct PluginLocation {
 // venv's wheel (cpu: xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so from xla-cpu-pjrt; cuda:
 // jax_plugins/xla_cuda13/xla_cuda_plugin.so from jax-cuda13-pjrt). Throws Error naming the path
 // (or the package to install) when there is none.
-PluginLocation find_plugin(session::DeviceKind device, const std::string& explicit_path);
+PluginLocation find_plugin(device::DeviceKind device, const std::string& explicit_path);
 
 // dlopens the NVIDIA libraries the CUDA plugin needs from the nvidia-* wheels next to it (as
 // jax_plugins/xla_cuda13 does before loading it), so that the plugin's own dlopen calls find

@@ -1,0 +1,300 @@
+#include "backends/iree/iree_device.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "backends/iree/embedded_python.h"
+#include "backends/iree/iree_runner_py.h"
+#include "common/error.h"
+#include "compile_cache/compile_cache.h"
+#include "compile_cache/iree_compiler.h"
+
+namespace xlacel::backends {
+
+namespace py = pybind11;
+using device::BufferPtr;
+using device::DeviceKind;
+using device::GraphLoad;
+using device::GraphSource;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The runner module (iree_runner.py), loaded once per process: it keeps process-wide state (the
+// local-task worker count). Never destroyed, like the interpreter.
+const py::object& runner_module() {
+  static std::mutex mutex;
+  static const py::object* module = nullptr;
+  std::lock_guard lock(mutex);  // before the GIL: Python may switch threads while loading
+  if (module == nullptr) {
+    py::gil_scoped_acquire gil;
+    module = new py::object(load_python_module("xlacel_iree_runner", kIreeRunnerPython));
+  }
+  return *module;
+}
+
+py::tuple shape_tuple(std::span<const int64_t> shape) {
+  py::tuple tuple(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) tuple[i] = py::int_(shape[i]);
+  return tuple;
+}
+
+// The classes below hold pybind11 objects, whose types have hidden visibility: they stay in this
+// anonymous namespace. Each drops its objects under the GIL.
+
+// An IREE HalBufferView.
+class IreeBuffer final : public device::Buffer {
+ public:
+  explicit IreeBuffer(py::object view) : view_(std::move(view)) {}
+  ~IreeBuffer() override {
+    py::gil_scoped_acquire gil;
+    view_ = py::object();
+  }
+  const py::object& view() const { return view_; }
+
+ private:
+  py::object view_;
+};
+
+// A loaded module's `main` (iree_runner.Entry).
+class IreeExecutable final : public device::Executable {
+ public:
+  IreeExecutable(py::object entry, std::size_t num_results)
+      : entry_(std::move(entry)), num_results_(num_results) {}
+  ~IreeExecutable() override {
+    py::gil_scoped_acquire gil;
+    entry_ = py::object();
+  }
+  std::size_t num_results() const override { return num_results_; }
+  const py::object& entry() const { return entry_; }
+
+ private:
+  py::object entry_;
+  std::size_t num_results_;
+};
+
+class IreeDevice final : public device::Device {
+ public:
+  IreeDevice(const device::DeviceOptions& options, const IreeOptions& iree);
+  ~IreeDevice() override;
+
+  const std::string& runtime() const override { return runtime_; }
+  const std::string& description() const override { return description_; }
+
+  std::vector<std::unique_ptr<device::Executable>> load(std::span<const GraphSource> graphs,
+                                                        std::vector<GraphLoad>& loads) override;
+  BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
+                   std::span<const int64_t> shape) override;
+  BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
+  std::vector<BufferPtr> execute(device::Executable& executable,
+                                 std::span<device::Buffer* const> arguments) override;
+  void read(const device::Buffer& buffer, std::span<std::byte> destination) override;
+
+ private:
+  void progress(const std::string& line) const {
+    if (options_.progress) options_.progress(line);
+  }
+  // Compiles (or finds in the cache) every graph, two compiles at a time (iree-compile mostly
+  // uses one core).
+  std::vector<compile_cache::CompileResult> compile(std::span<const GraphSource> graphs);
+  const IreeBuffer& buffer_of(const device::Buffer* buffer) const;
+
+  device::DeviceOptions options_;
+  std::string runtime_ = "iree";
+  std::string label_;  // "iree backend (cpu)", for Errors
+  std::string description_;
+  compile_cache::CompileTarget target_;
+  py::object device_;  // iree_runner.Device
+  // Its methods, looked up once.
+  py::object load_, upload_, zeros_, call_, read_;
+};
+
+IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& iree)
+    : options_(options),
+      label_(fmt::format("iree backend ({})", device::device_kind_name(options.kind))) {
+  if (options_.threads < 0) fail(label_, "threads must be 0 or more, got {}", options_.threads);
+  if (options_.kind == DeviceKind::kCuda && options_.threads > 0) {
+    fail(label_, "threads applies to the CPU only, got {} for cuda", options_.threads);
+  }
+  compile_cache::IreeTargetOptions target_options;
+  target_options.backend = options_.kind == DeviceKind::kCuda ? "cuda" : "llvm-cpu";
+  if (!iree.cuda_sm.empty()) target_options.cuda_sm = iree.cuda_sm;
+  target_ = compile_cache::iree_target(target_options);
+  for (const std::string& flag : iree.compiler_flags) target_.flags.push_back(flag);
+
+  ensure_python_with_iree_runtime();
+  const char* driver = options_.kind == DeviceKind::kCuda ? "cuda" : "local-task";
+  const py::object& module = runner_module();
+  py::gil_scoped_acquire gil;
+  try {
+    device_ = module.attr("Device")(driver, options_.threads);
+  } catch (const py::error_already_set& e) {
+    fail(label_, "cannot open IREE device '{}': {}", driver, one_line(e));
+  }
+  load_ = device_.attr("load");
+  upload_ = device_.attr("upload");
+  zeros_ = device_.attr("zeros");
+  call_ = device_.attr("call");
+  read_ = device_.attr("read");
+
+  description_ =
+      options_.kind == DeviceKind::kCuda
+          ? fmt::format("cuda ({}, IREE cuda driver)", target_options.cuda_sm)
+          : fmt::format("cpu (llvm-cpu for this CPU, IREE local-task, {})",
+                        options_.threads > 0 ? fmt::format("{} thread{}", options_.threads,
+                                                           options_.threads == 1 ? "" : "s")
+                                             : std::string("default threads"));
+}
+
+IreeDevice::~IreeDevice() {
+  py::gil_scoped_acquire gil;
+  load_ = upload_ = zeros_ = call_ = read_ = device_ = py::object();
+}
+
+std::vector<compile_cache::CompileResult> IreeDevice::compile(std::span<const GraphSource> graphs) {
+  compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
+  compile_cache::CompileCache cache(options_.compile_cache_dir);
+  // Progress goes out from this thread only (the callback need not be thread-safe).
+  for (const GraphSource& graph : graphs) {
+    if (!cache.lookup(compiler, {graph.mlir, graph.source, target_})) {
+      progress(fmt::format("iree: compiling {} for {} ...", graph.name, target_.name));
+    }
+  }
+  auto compile_one = [&](std::size_t i) {
+    return cache.get_or_compile(compiler, {graphs[i].mlir, graphs[i].source, target_});
+  };
+  std::vector<compile_cache::CompileResult> results;
+  for (std::size_t i = 0; i < graphs.size(); i += 2) {
+    std::future<compile_cache::CompileResult> second;
+    if (i + 1 < graphs.size()) second = std::async(std::launch::async, compile_one, i + 1);
+    std::optional<Error> first_error;
+    try {
+      results.push_back(compile_one(i));
+    } catch (const Error& e) {
+      first_error = e;  // the second compile still has to finish before we leave
+    }
+    if (second.valid()) {
+      compile_cache::CompileResult result = second.get();
+      if (!first_error) results.push_back(std::move(result));
+    }
+    if (first_error) throw *first_error;
+  }
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    progress(fmt::format("iree: {} {} ({:.2f} s)", graphs[i].name,
+                         results[i].hit ? "from cache" : "compiled",
+                         results[i].hit ? results[i].seconds : results[i].compile_seconds));
+  }
+  return results;
+}
+
+std::vector<std::unique_ptr<device::Executable>> IreeDevice::load(
+    std::span<const GraphSource> graphs, std::vector<GraphLoad>& loads) {
+  std::vector<compile_cache::CompileResult> compiled = compile(graphs);
+  std::vector<std::unique_ptr<device::Executable>> executables;
+  py::gil_scoped_acquire gil;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    const auto start = Clock::now();
+    try {
+      py::object entry = load_(compiled[i].artifact.string(), graphs[i].module_name);
+      const auto results = entry.attr("num_results").cast<std::size_t>();
+      executables.push_back(std::make_unique<IreeExecutable>(std::move(entry), results));
+    } catch (const py::error_already_set& e) {
+      fail(graphs[i].source, "cannot load {}: {}", compiled[i].artifact.string(), one_line(e));
+    }
+    loads.push_back({graphs[i].name, compiled[i].hit, compiled[i].seconds + seconds_since(start),
+                     compiled[i].compile_seconds});
+  }
+  return executables;
+}
+
+BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
+                             std::span<const int64_t> shape) {
+  const std::size_t expected = device::dense_byte_size(element, shape);
+  if (bytes.size() != expected) {
+    fail(label_, "upload of {} bytes for a {}-byte {} buffer", bytes.size(), expected,
+         stablehlo::to_string(element));
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    // Read-only view of the caller's bytes: the runner copies them to the device.
+    py::memoryview view =
+        py::memoryview::from_memory(bytes.data(), static_cast<py::ssize_t>(bytes.size()));
+    return std::make_unique<IreeBuffer>(
+        upload_(view, std::string(stablehlo::to_string(element)), shape_tuple(shape)));
+  } catch (const py::error_already_set& e) {
+    fail(label_, "upload: {}", one_line(e));
+  }
+}
+
+BufferPtr IreeDevice::zeros(stablehlo::ElementType element, std::span<const int64_t> shape) {
+  device::dense_byte_size(element, shape);  // rejects negative dimensions
+  py::gil_scoped_acquire gil;
+  try {
+    return std::make_unique<IreeBuffer>(
+        zeros_(std::string(stablehlo::to_string(element)), shape_tuple(shape)));
+  } catch (const py::error_already_set& e) {
+    fail(label_, "zeros: {}", one_line(e));
+  }
+}
+
+const IreeBuffer& IreeDevice::buffer_of(const device::Buffer* buffer) const {
+  const auto* iree = dynamic_cast<const IreeBuffer*>(buffer);
+  if (iree == nullptr) {
+    fail(label_, "{}", buffer == nullptr ? "null buffer" : "buffer of another runtime");
+  }
+  return *iree;
+}
+
+std::vector<BufferPtr> IreeDevice::execute(device::Executable& executable,
+                                           std::span<device::Buffer* const> arguments) {
+  const auto* iree = dynamic_cast<const IreeExecutable*>(&executable);
+  if (iree == nullptr) fail(label_, "execute: executable of another runtime");
+  std::vector<const IreeBuffer*> buffers;
+  buffers.reserve(arguments.size());
+  for (const device::Buffer* argument : arguments) buffers.push_back(&buffer_of(argument));
+  py::gil_scoped_acquire gil;
+  try {
+    py::list args(buffers.size());
+    for (std::size_t i = 0; i < buffers.size(); ++i) args[i] = buffers[i]->view();
+    py::list results = call_(iree->entry(), args);
+    std::vector<BufferPtr> out;
+    out.reserve(results.size());
+    for (py::handle result : results) {
+      out.push_back(std::make_unique<IreeBuffer>(py::reinterpret_borrow<py::object>(result)));
+    }
+    return out;
+  } catch (const py::error_already_set& e) {
+    fail(label_, "execute: {}", one_line(e));
+  }
+}
+
+void IreeDevice::read(const device::Buffer& buffer, std::span<std::byte> destination) {
+  const IreeBuffer& iree = buffer_of(&buffer);
+  py::gil_scoped_acquire gil;
+  try {
+    py::memoryview out = py::memoryview::from_memory(
+        destination.data(), static_cast<py::ssize_t>(destination.size()), /*readonly=*/false);
+    read_(iree.view(), out);
+  } catch (const py::error_already_set& e) {
+    fail(label_, "read: {}", one_line(e));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<device::Device> open_iree_device(const device::DeviceOptions& options,
+                                                 const IreeOptions& iree) {
+  return std::make_unique<IreeDevice>(options, iree);
+}
+
+}  // namespace xlacel::backends

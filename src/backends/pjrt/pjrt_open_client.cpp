@@ -1,0 +1,92 @@
+#include "backends/pjrt/pjrt_open_client.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/error.h"
+
+namespace xlacel::pjrt {
+
+namespace {
+
+// XLA's CPU client sizes its thread pools (the client's task pool and the Eigen intra-op pool)
+// when it is created: max($PJRT_NPROC, or else the CPUs the process may run on, and the
+// cpu_device_count create option, 4 by default). The plugin takes no create option for the
+// thread count itself, so a thread count is $PJRT_NPROC for the duration of PJRT_Client_Create
+// (then the old value comes back) with cpu_device_count 1: we use only the first device anyway.
+class ScopedThreadCount {
+ public:
+  explicit ScopedThreadCount(int threads) {
+    if (threads <= 0) return;
+    if (const char* old = std::getenv(kVariable)) old_ = old;
+    ::setenv(kVariable, std::to_string(threads).c_str(), 1);
+    set_ = true;
+  }
+  ~ScopedThreadCount() {
+    if (!set_) return;
+    if (old_) {
+      ::setenv(kVariable, old_->c_str(), 1);
+    } else {
+      ::unsetenv(kVariable);
+    }
+  }
+  ScopedThreadCount(const ScopedThreadCount&) = delete;
+  ScopedThreadCount& operator=(const ScopedThreadCount&) = delete;
+
+ private:
+  static constexpr const char* kVariable = "PJRT_NPROC";
+  bool set_ = false;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::string& plugin_path,
+                                          int threads,
+                                          const std::function<void(std::string_view)>& progress) {
+  const std::string label = device_label(kind);
+  if (threads < 0) fail(label, "threads must be 0 or more, got {}", threads);
+  if (kind == device::DeviceKind::kCuda && threads > 0) {
+    fail(label, "threads applies to the CPU only, got {} for cuda", threads);
+  }
+  const PluginLocation location = find_plugin(kind, plugin_path);
+  const int cuda_libraries =
+      kind == device::DeviceKind::kCuda ? preload_cuda_libraries(location.path) : 0;
+  std::shared_ptr<const Plugin> plugin = Plugin::load(location.path);
+  std::shared_ptr<const Client> client;
+  try {
+    // Clients are created one at a time: the environment is the process's.
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    ScopedThreadCount thread_count(threads);
+    std::vector<IntegerOption> options;
+    if (threads > 0) options.push_back({"cpu_device_count", 1});
+    client = std::make_shared<const Client>(plugin, options);
+  } catch (const Error& e) {
+    fail(label, "{}: {}{}", location.path.string(), e.what(),
+         kind == device::DeviceKind::kCuda && cuda_libraries == 0
+             ? " (no NVIDIA libraries found in the venv's nvidia-* wheels)"
+             : "");
+  }
+  const std::string& platform = client->platform_name();
+  const bool matches = kind == device::DeviceKind::kCuda ? platform == "cuda" || platform == "gpu"
+                                                         : platform == "cpu";
+  if (!matches) {
+    fail(label, "PJRT plugin {} runs on platform '{}', not {}", location.path.string(), platform,
+         device::device_kind_name(kind));
+  }
+  if (progress) {
+    // The CPU plugin's platform version is just "cpu" again: show it only when it says more.
+    const std::string& version = client->platform_version();
+    progress(fmt::format("xla: PJRT plugin {} (API {}.{}, platform {}{})", location.path.string(),
+                         plugin->major(), plugin->minor(), platform,
+                         version.empty() || version == platform ? "" : " " + version));
+  }
+  return client;
+}
+
+}  // namespace xlacel::pjrt
