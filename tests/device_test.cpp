@@ -297,7 +297,7 @@ TEST(DeviceErrors, UnknownRuntimeNamesTheKnownOnes) {
     backends::open_device("tpu", {}, {});
     FAIL() << "opened an unknown runtime";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--backend: unknown runtime 'tpu' (known: iree, xla)");
+    EXPECT_EQ(std::string(e.what()), "runtime: unknown runtime 'tpu' (known: iree, xla)");
   }
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/prefill_plan.h"
@@ -66,7 +67,12 @@ std::optional<std::string> missing_runtime(const std::string& runtime) {
     }
     return std::nullopt;
   }
-  return backends::missing_runtime(runtime, device::DeviceKind::kCpu);
+  try {
+    pjrt::find_plugin(device::DeviceKind::kCpu, "");
+    return std::nullopt;
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
 }
 
 struct EngineShape {
@@ -347,7 +353,7 @@ TEST_P(EngineOnRuntime, SmolLM2SeededSamplingDoesNotDependOnTheBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace xlacel::engine

@@ -1,6 +1,5 @@
 #pragma once
-// Runtime selection: every runtime behind the one device::Device interface (open_device), and,
-// until the executor replaces it, behind session::Backend (open_backend).
+// Runtime selection: every runtime behind the one device::Device interface.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -9,7 +8,6 @@
 #include "backends/iree/iree_device.h"
 #include "backends/pjrt/pjrt_device.h"
 #include "device/device.h"
-#include "session/backend.h"
 
 namespace xlacel::backends {
 
@@ -26,12 +24,5 @@ std::vector<std::string> runtime_names();  // {"iree", "xla"}
 std::unique_ptr<device::Device> open_device(std::string_view runtime,
                                             const device::DeviceOptions& options,
                                             const RuntimeOptions& runtime_options);
-
-std::vector<std::string> backend_names();  // {"iree", "xla"}
-
-// Loads the model on the named backend; Error naming the backend and what is missing (e.g.
-// the pip package to install) when it cannot.
-std::unique_ptr<session::Backend> open_backend(std::string_view name,
-                                               const session::BackendOptions& options);
 
 }  // namespace xlacel::backends

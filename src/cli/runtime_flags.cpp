@@ -1,6 +1,7 @@
 #include "cli/runtime_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -35,6 +36,10 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
 engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles& model,
                                      int64_t positions, int64_t slots, bool quiet) {
   engine::EngineOptions options;
+  const std::vector<std::string> runtimes = backends::runtime_names();
+  if (std::find(runtimes.begin(), runtimes.end(), flags.backend) == runtimes.end()) {
+    fail("--backend", "unknown backend '{}' (known: {})", flags.backend, fmt::join(runtimes, ", "));
+  }
   options.runtime = flags.backend;
   auto device = device::parse_device_kind(flags.device);
   if (!device) fail("--device", "unknown device '{}' (cpu, cuda)", flags.device);
