@@ -13,7 +13,8 @@ namespace xlacel::cli {
 // $XLACEL_MODEL, else the model scripts/setup fetched into $XLACEL_CACHE (~/.cache/xlacel).
 std::string default_model_path();
 
-// Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent).
+// Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent);
+// Error "<path>: unknown architecture ..." for a model of a family xlacel does not run.
 ModelFiles open_model(const std::string& path);
 
 std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model);

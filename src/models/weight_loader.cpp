@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/float16.h"
+#include "models/architecture.h"
 #include "models/rope_frequencies.h"
 
 namespace xlacel::models {
@@ -109,7 +110,8 @@ HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
 
 void for_each_weight(const ModelFiles& files, WeightType type,
                      const std::function<void(const HostTensor&)>& callback) {
-  for (const WeightSpec& spec : weight_specs(files.config(), type)) {
+  const Architecture& architecture = architecture_for(files.config(), files.path());
+  for (const WeightSpec& spec : architecture.weight_specs(files.config(), type)) {
     callback(prepare_weight(files, spec));
   }
 }

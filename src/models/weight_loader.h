@@ -27,7 +27,8 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 // One weight argument in its spec's element type.
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
 
-// Every weight argument, in argument order (weight_specs(files.config(), type)).
+// Every weight argument, in argument order (architecture_for(config).weight_specs); Error
+// "<path>: unknown architecture ..." for a model_type no architecture supports.
 std::vector<HostTensor> prepare_weights(const ModelFiles& files, WeightType type);
 
 // Streams every weight argument, in order, one at a time (peak memory: one tensor).

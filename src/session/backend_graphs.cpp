@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "models/architecture.h"
 
 namespace xlacel::session {
 
@@ -18,8 +19,11 @@ std::vector<BackendGraph> emit_backend_graphs(const BackendOptions& options) {
     kinds.push_back({models::GraphKind::kDecodeLogits, 1, options.capacity, options.weights});
   }
   std::vector<BackendGraph> graphs;
+  const ModelConfig& config = options.model->config();
+  const models::Architecture& architecture =
+      models::architecture_for(config, options.model->path());
   for (const models::GraphOptions& graph : kinds) {
-    graphs.push_back({graph, models::emit_graph(options.model->config(), graph),
+    graphs.push_back({graph, architecture.emit(config, graph),
                       fmt::format("{}.{}.mlir", options.model->name(), models::graph_name(graph))});
   }
   return graphs;
