@@ -137,5 +137,53 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
                         bad_messages.string());
 }
 
+// `emit` takes --slots: the decode graph's rows read and write slots 0 .. bucket-1 of a cache of
+// `slots` sequences; options the graph cannot honour are one-line errors naming the graph.
+TEST(Cli, EmitTakesSlots) {
+  const std::string tiny = testing::test_data("models/tiny_llama3").string();
+  Result decode = run_xlacel({"emit", "-m", tiny, "--graph", "decode", "--bucket", "4", "--slots",
+                              "4", "--capacity", "256"});
+  ASSERT_EQ(decode.exit_code, 0) << decode.err;
+  EXPECT_NE(decode.out.find("func.func @main(%tokens: tensor<4xi32>, %positions: tensor<4xi32>, "),
+            std::string::npos)
+      << decode.out.substr(0, 400);
+  EXPECT_NE(decode.out.find("%k_cache_0: tensor<4x2x256x16xf32> {tf.aliasing_output = 1 : i32}"),
+            std::string::npos);
+  Result prefill = run_xlacel({"emit", "-m", tiny, "--graph", "prefill", "--bucket", "16"});
+  ASSERT_EQ(prefill.exit_code, 0) << prefill.err;
+  EXPECT_NE(prefill.out.find("%tokens: tensor<16xi32>, %slot: tensor<i32>, %start: tensor<i32>, "
+                             "%valid_length: tensor<i32>"),
+            std::string::npos);
+  EXPECT_NE(prefill.out.find("%k_cache_0: tensor<1x2x512x16xf32>"), std::string::npos);
+
+  Result too_many =
+      run_xlacel({"emit", "-m", tiny, "--graph", "decode", "--bucket", "8", "--slots", "4"});
+  EXPECT_EQ(too_many.exit_code, 1);
+  EXPECT_EQ(too_many.err,
+            "xlacel: decode-b8-s4-c512-f32: decode bucket (8) exceeds the slots (4): row b runs "
+            "slot b\n");
+}
+
+// A model of a family xlacel does not run is read (its config parses) but every command that
+// opens it stops with one line naming the model and the supported families.
+TEST(Cli, UnknownArchitectureIsOneLine) {
+  fs::path dir = testing::scratch_dir("cli") / "phi3";
+  fs::create_directories(dir);
+  const fs::path tiny = testing::test_data("models/tiny_llama3");
+  Json config = read_json_file((tiny / "config.json").string());
+  config["model_type"] = "phi3";
+  write_file(dir / "config.json", config.dump());
+  fs::copy_file(tiny / "model.safetensors", dir / "model.safetensors",
+                fs::copy_options::overwrite_existing);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", dir.string()},
+                                               {"emit", "-m", dir.string(), "--graph", "decode"}}) {
+    Result result = run_xlacel(args);
+    EXPECT_EQ(result.exit_code, 1) << args[0];
+    EXPECT_EQ(result.err, "xlacel: " + dir.string() +
+                              ": unknown architecture 'phi3' (supported: llama, mistral, qwen2)\n")
+        << args[0];
+  }
+}
+
 }  // namespace
 }  // namespace xlacel

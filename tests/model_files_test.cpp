@@ -12,6 +12,7 @@
 #include "model_files/gguf_file.h"
 #include "model_files/model_files.h"
 #include "model_files/safetensors_file.h"
+#include "models/architecture.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -358,15 +359,31 @@ TEST(HfDirectory, Qwen2HasAttentionBias) {
   EXPECT_EQ(model.config().rope_scaling.type, RopeScaling::Type::kNone);
 }
 
+// The reader takes any model_type; whether xlacel runs it is the architecture registry's call,
+// whose error names the model and lists what is supported.
+TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
+  Json config = Json::parse(kLlama3Config);
+  config["model_type"] = "gpt_neox";
+  fs::path dir = make_hf_directory("unknown", config.dump());
+  ModelFiles model = ModelFiles::open(dir.string());
+  EXPECT_EQ(model.config().architecture, "gpt_neox");
+  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+               "unknown architecture 'gpt_neox' (supported: llama, mistral, qwen2)");
+  expect_error([&] { models::architecture_for(model.config()); }, "gpt_neox: ",
+               "unknown architecture 'gpt_neox'");
+  for (const char* known : {"llama", "mistral", "qwen2"}) {
+    config["model_type"] = known;
+    ModelFiles supported = ModelFiles::open(make_hf_directory(known, config.dump()).string());
+    EXPECT_EQ(models::architecture_for(supported.config()).name(), "llama") << known;
+  }
+}
+
 TEST(HfDirectory, BadConfigsNameTheProblem) {
   auto check = [](Json config, const std::string& needle) {
     fs::path dir = make_hf_directory("bad", config.dump());
     expect_error([&] { ModelFiles::open(dir.string()); }, (dir / "config.json").string(), needle);
   };
   Json base = Json::parse(kLlama3Config);
-  Json unknown = base;
-  unknown["model_type"] = "gpt_neox";
-  check(unknown, "unknown architecture 'gpt_neox'");
   Json missing = base;
   missing.erase("hidden_size");
   check(missing, "missing field 'hidden_size'");

@@ -1,6 +1,7 @@
 // The Llama-family graphs and weight preparation without running a model: f32 narrowing,
-// llama.cpp's Q/K un-permutation, the weight argument list, RoPE frequencies against
-// transformers, option checks, op counts per graph, and CUDA compile-only (tiny model).
+// llama.cpp's Q/K un-permutation, the architecture registry, the weight argument list, RoPE
+// frequencies against transformers, option checks, every emitted `main` against its
+// GraphSignature, op counts per graph, and CUDA compile-only (tiny model).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -10,9 +11,11 @@
 #include <limits>
 
 #include "common/error.h"
-#include "model_files/model_files.h"
 #include "common/float16.h"
+#include "model_files/model_files.h"
+#include "models/architecture.h"
 #include "models/graph_options.h"
+#include "models/graph_signature.h"
 #include "models/rope_frequencies.h"
 #include "models/test_support.h"
 #include "models/weight_layout.h"
@@ -93,9 +96,66 @@ ModelConfig smol_like() {
   return c;
 }
 
+const Architecture& llama() {
+  return architecture_for(smol_like());
+}
+
+std::string emit(const ModelConfig& c, const GraphOptions& options) {
+  return architecture_for(c).emit(c, options);
+}
+
+TEST(Architecture, RegistryKnowsTheLlamaFamily) {
+  EXPECT_EQ(supported_model_types(), (std::vector<std::string>{"llama", "mistral", "qwen2"}));
+  ModelConfig c = smol_like();
+  for (const char* type : {"llama", "mistral", "qwen2"}) {
+    c.architecture = type;
+    EXPECT_EQ(architecture_for(c).name(), "llama");
+  }
+  c.architecture = "phi3";
+  try {
+    architecture_for(c, "/models/phi3");
+    ADD_FAILURE() << "phi3 has an architecture";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "/models/phi3: unknown architecture 'phi3' (supported: llama, mistral, qwen2)");
+  }
+  try {
+    architecture_for(c);
+    ADD_FAILURE() << "phi3 has an architecture";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "phi3: unknown architecture 'phi3' (supported: llama, mistral, qwen2)");
+  }
+}
+
+TEST(Architecture, CacheSpecsAndSizes) {
+  ModelConfig c = smol_like();
+  std::vector<TensorSpec> caches = llama().cache_specs(c, WeightType::kBF16, 8, 512);
+  ASSERT_EQ(caches.size(), 4u);  // k, v per layer
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : caches) names.push_back(spec.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"k_cache_0", "v_cache_0", "k_cache_1", "v_cache_1"}));
+  EXPECT_EQ(caches[0].shape, (std::vector<int64_t>{8, 2, 512, 8}));  // slots, kv heads, cap, D
+  EXPECT_EQ(caches[0].element, stablehlo::ElementType::kBF16);
+  EXPECT_EQ(element_count(caches[0]), 8 * 2 * 512 * 8);
+  EXPECT_EQ(byte_size(caches[0]), 8 * 2 * 512 * 8 * 2);
+  EXPECT_EQ(element_count({"scalar", stablehlo::ElementType::kI32, {}}), 1);
+  EXPECT_EQ(byte_size({"scalar", stablehlo::ElementType::kI32, {}}), 4);
+  EXPECT_EQ(byte_size({"mask", stablehlo::ElementType::kI1, {3}}), 3);
+  EXPECT_EQ(llama().cache_specs(c, WeightType::kF32, 1, 64)[3].element,
+            stablehlo::ElementType::kF32);
+}
+
+TEST(GraphOptions, NamesIncludeSlots) {
+  EXPECT_EQ(graph_name({GraphKind::kDecode, 8, 512, WeightType::kF32, 8}), "decode-b8-s8-c512-f32");
+  EXPECT_EQ(graph_name({GraphKind::kPrefill, 64, 512, WeightType::kF32, 8}),
+            "prefill-b64-s8-c512-f32");
+  EXPECT_EQ(graph_name({GraphKind::kDecodeLogits, 1, 256, WeightType::kBF16}),
+            "decode-logits-b1-s1-c256-bf16");
+}
+
 TEST(WeightLayout, ArgumentOrder) {
   ModelConfig c = smol_like();
-  auto specs = weight_specs(c, WeightType::kBF16);
+  auto specs = llama().weight_specs(c, WeightType::kBF16);
   std::vector<std::string> names;
   for (const auto& s : specs) names.push_back(s.name);
   std::vector<std::string> want = {"rope_inv_freq", "embed_tokens"};
@@ -116,7 +176,7 @@ TEST(WeightLayout, ArgumentOrder) {
 
   c.tie_word_embeddings = false;
   c.attention_bias = true;
-  specs = weight_specs(c, WeightType::kF32);
+  specs = llama().weight_specs(c, WeightType::kF32);
   EXPECT_EQ(specs.back().name, "lm_head");
   EXPECT_EQ(specs[4].name, "l0_q_bias");
 }
@@ -150,49 +210,176 @@ TEST(RopeFrequencies, PlainAndFrequencyFactors) {
   EXPECT_THROW(rope_inverse_frequencies(c, std::vector<float>{1}), Error);
 }
 
-TEST(LlamaGraph, RejectsOptionsTheConfigCannotHonour) {
-  ModelConfig c = smol_like();
-  EXPECT_THROW(emit_graph(c, {GraphKind::kPrefill, 64, 32, WeightType::kF32}), Error);
-  EXPECT_THROW(emit_graph(c, {GraphKind::kDecode, 4, 32, WeightType::kF32}), Error);
-  EXPECT_THROW(emit_graph(c, {GraphKind::kDecode, 1, 1024, WeightType::kF32}), Error);
-  EXPECT_THROW(emit_graph(c, {GraphKind::kPrefill, 0, 32, WeightType::kF32}), Error);
+// Error's message for emitting `options`, or "" when it emits.
+std::string emit_error(const ModelConfig& c, const GraphOptions& options) {
+  try {
+    emit(c, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
-TEST(LlamaGraph, SignatureAndAliases) {
+TEST(LlamaGraph, RejectsOptionsTheConfigCannotHonour) {
   ModelConfig c = smol_like();
-  for (WeightType w : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
-    std::string text = emit_graph(c, {GraphKind::kPrefill, 8, 64, w});
-    EXPECT_NE(text.find("module @xlacel_prefill"), std::string::npos);
-    EXPECT_NE(text.find("func.func @main(%tokens: tensor<8xi32>, %start: tensor<i32>, "
-                        "%valid_length: tensor<i32>, %rope_inv_freq: tensor<4xf32>"),
-              std::string::npos)
-        << text.substr(0, 600);
-    std::string cache = fmt::format("tensor<2x64x8x{}>", weight_type_name(w));
-    // Results: next token, logits, then 4 caches aliased to results 2..5.
-    EXPECT_NE(text.find("%k_cache_0: " + cache + " {tf.aliasing_output = 2 : i32}"),
-              std::string::npos);
-    EXPECT_NE(text.find("%v_cache_1: " + cache + " {tf.aliasing_output = 5 : i32}"),
-              std::string::npos);
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 64, 32, WeightType::kF32}),
+            "prefill-b64-s1-c32-f32: bucket (64) exceeds the KV-cache capacity (32)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kDecode, 4, 32, WeightType::kF32, 2}),
+            "decode-b4-s2-c32-f32: decode bucket (4) exceeds the slots (2): row b runs slot b");
+  EXPECT_EQ(emit_error(c, {GraphKind::kDecode, 1, 1024, WeightType::kF32}),
+            "decode-b1-s1-c1024-f32: capacity (1024) exceeds the model's "
+            "max_position_embeddings (256)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 0, 32, WeightType::kF32}),
+            "prefill-b0-s1-c32-f32: bucket must be at least 1 (got 0)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kDecodeLogits, 1, 32, WeightType::kF32, 0}),
+            "decode-logits-b1-s0-c32-f32: slots must be at least 1 (got 0)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 0, WeightType::kF32}),
+            "prefill-b16-s1-c0-f32: capacity must be at least 1 (got 0)");
+  EXPECT_THROW(llama().signature(c, {GraphKind::kDecode, 4, 32, WeightType::kF32, 2}), Error);
+  // A prefill bucket may exceed the slots (it fills one slot); decode may use fewer rows.
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 2}), "");
+  EXPECT_EQ(emit_error(c, {GraphKind::kDecode, 2, 32, WeightType::kF32, 4}), "");
+}
+
+// `main`'s argument list and result types, as printed: "%name: tensor<...> {attrs}" each.
+struct MainSignature {
+  std::vector<std::string> arguments;
+  std::vector<std::string> results;
+};
+
+std::vector<std::string> split(const std::string& text, const std::string& separator) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t at = text.find(separator); at != std::string::npos; at = text.find(separator, from)) {
+    parts.push_back(text.substr(from, at - from));
+    from = at + separator.size();
   }
-  std::string decode = emit_graph(c, {GraphKind::kDecode, 1, 64, WeightType::kF32});
-  EXPECT_NE(decode.find("module @xlacel_decode "), std::string::npos);
-  EXPECT_NE(decode.find("%position: tensor<i32>"), std::string::npos);
-  EXPECT_NE(decode.find("{tf.aliasing_output = 1 : i32}"), std::string::npos);
-  std::string logits = emit_graph(c, {GraphKind::kDecodeLogits, 1, 64, WeightType::kF32});
-  EXPECT_NE(logits.find("module @xlacel_decode_logits"), std::string::npos);
+  parts.push_back(text.substr(from));
+  return parts;
+}
+
+MainSignature parse_main(const std::string& text) {
+  const std::string head = "func.func @main(";
+  size_t open = text.find(head);
+  EXPECT_NE(open, std::string::npos);
+  size_t line_end = text.find(" {\n", open);
+  std::string line = text.substr(open + head.size(), line_end - open - head.size());
+  size_t arrow = line.rfind(") -> ");
+  MainSignature main;
+  // Argument types hold no ", %" and the results no ", " inside one type.
+  for (std::string& argument : split(line.substr(0, arrow), ", %")) {
+    main.arguments.push_back(argument.front() == '%' ? argument : "%" + argument);
+  }
+  std::string results = line.substr(arrow + 5);
+  if (results.front() == '(') results = results.substr(1, results.size() - 2);
+  main.results = split(results, ", ");
+  return main;
+}
+
+std::string type_text(const TensorSpec& spec) {
+  return stablehlo::TensorType(spec.element, spec.shape).str();
+}
+
+// What the executor binds by: every argument and result of `main` is the signature's, by name,
+// type and order, and every cache is aliased to its result.
+void expect_main_matches_signature(const ModelConfig& c, const GraphOptions& options) {
+  SCOPED_TRACE(graph_name(options) + (c.attention_bias ? " bias" : "") +
+               (c.tie_word_embeddings ? " tied" : " untied"));
+  GraphSignature signature = llama().signature(c, options);
+  MainSignature main = parse_main(emit(c, options));
+  std::vector<std::string> want_arguments;
+  for (const TensorSpec& spec : signature.inputs) {
+    want_arguments.push_back(fmt::format("%{}: {}", spec.name, type_text(spec)));
+  }
+  for (const WeightSpec& spec : signature.weights) {
+    want_arguments.push_back(
+        fmt::format("%{}: {}", spec.name, stablehlo::TensorType(spec.element, spec.shape).str()));
+  }
+  for (size_t i = 0; i < signature.caches.size(); ++i) {
+    const TensorSpec& spec = signature.caches[i];
+    want_arguments.push_back(fmt::format("%{}: {} {{tf.aliasing_output = {} : i32}}", spec.name,
+                                         type_text(spec), signature.outputs.size() + i));
+  }
+  EXPECT_EQ(main.arguments, want_arguments);
+  std::vector<std::string> want_results;
+  for (const TensorSpec& spec : signature.outputs) want_results.push_back(type_text(spec));
+  for (const TensorSpec& spec : signature.caches) want_results.push_back(type_text(spec));
+  EXPECT_EQ(main.results, want_results);
+}
+
+TEST(LlamaGraph, EmittedMainMatchesTheSignature) {
+  for (bool bias : {false, true}) {
+    for (bool tied : {false, true}) {
+      ModelConfig c = smol_like();
+      c.attention_bias = bias;
+      c.tie_word_embeddings = tied;
+      for (WeightType w : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
+        expect_main_matches_signature(c, {GraphKind::kPrefill, 16, 64, w, 4});
+        expect_main_matches_signature(c, {GraphKind::kDecode, 4, 64, w, 4});
+        expect_main_matches_signature(c, {GraphKind::kDecode, 2, 64, w, 4});
+        expect_main_matches_signature(c, {GraphKind::kDecodeLogits, 4, 64, w, 4});
+        expect_main_matches_signature(c, {GraphKind::kDecodeLogits, 1, 64, w, 1});
+      }
+    }
+  }
+}
+
+TEST(LlamaGraph, SignatureNamesAndShapes) {
+  ModelConfig c = smol_like();
+  GraphSignature prefill = llama().signature(c, {GraphKind::kPrefill, 8, 64, WeightType::kF32, 4});
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : prefill.inputs) names.push_back(spec.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"tokens", "slot", "start", "valid_length"}));
+  EXPECT_EQ(prefill.inputs[0].shape, (std::vector<int64_t>{8}));
+  ASSERT_EQ(prefill.outputs.size(), 2u);
+  EXPECT_EQ(prefill.outputs[0].name, "next_token");
+  EXPECT_EQ(prefill.outputs[1].name, "logits");
+  EXPECT_EQ(prefill.outputs[1].shape, (std::vector<int64_t>{100}));
+  EXPECT_EQ(prefill.caches[0].shape, (std::vector<int64_t>{4, 2, 64, 8}));
+
+  GraphSignature decode = llama().signature(c, {GraphKind::kDecode, 4, 64, WeightType::kF32, 8});
+  ASSERT_EQ(decode.inputs.size(), 2u);
+  EXPECT_EQ(decode.inputs[1].name, "positions");
+  EXPECT_EQ(decode.inputs[1].shape, (std::vector<int64_t>{4}));
+  ASSERT_EQ(decode.outputs.size(), 1u);
+  EXPECT_EQ(decode.outputs[0].name, "next_tokens");
+  EXPECT_EQ(decode.outputs[0].shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(decode.caches[0].shape, (std::vector<int64_t>{8, 2, 64, 8}));
+
+  GraphSignature logits =
+      llama().signature(c, {GraphKind::kDecodeLogits, 4, 64, WeightType::kF32, 8});
+  ASSERT_EQ(logits.outputs.size(), 1u);
+  EXPECT_EQ(logits.outputs[0].name, "logits");
+  EXPECT_EQ(logits.outputs[0].shape, (std::vector<int64_t>{4, 100}));
+
+  std::string text = emit(c, {GraphKind::kDecode, 4, 64, WeightType::kF32, 8});
+  EXPECT_NE(text.find("module @xlacel_decode "), std::string::npos);
+  std::string logits_text = emit(c, {GraphKind::kDecodeLogits, 4, 64, WeightType::kF32, 8});
+  EXPECT_NE(logits_text.find("module @xlacel_decode_logits"), std::string::npos);
+  // Decode writes each row's K/V by scatter into the whole cache, prefill by
+  // dynamic_update_slice into its slot.
+  auto decode_ops = testing::op_counts(text);
+  EXPECT_EQ(decode_ops["stablehlo.scatter"], 4);
+  EXPECT_EQ(decode_ops["stablehlo.dynamic_update_slice"], 0);
+  auto prefill_ops = testing::op_counts(emit(c, {GraphKind::kPrefill, 8, 64, WeightType::kF32, 4}));
+  EXPECT_EQ(prefill_ops["stablehlo.dynamic_update_slice"], 4);
+  EXPECT_EQ(prefill_ops["stablehlo.scatter"], 0);
 }
 
 TEST(LlamaGraph, SmolLM2OpCounts) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model_path);
   ModelFiles files = ModelFiles::open(model_path);
   for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits}) {
-    GraphOptions options{kind, kind == GraphKind::kPrefill ? 64 : 1, 512, WeightType::kF32};
-    std::string text = emit_graph(files.config(), options);
+    GraphOptions options{kind, kind == GraphKind::kPrefill ? 64 : 8, 512, WeightType::kF32, 8};
+    std::string text = emit(files.config(), options);
     auto counts = testing::op_counts(text);
-    std::cout << "SmolLM2 " << graph_kind_name(kind) << " (bucket " << options.bucket
-              << ", capacity 512, f32): " << testing::format_op_counts(counts) << "\n";
+    std::cout << "SmolLM2 " << graph_name(options) << ": " << testing::format_op_counts(counts)
+              << "\n";
     EXPECT_EQ(counts["stablehlo.dot_general"], 30 * 9 + 1);  // 7 linears + 2 attention + head
-    EXPECT_EQ(counts["stablehlo.dynamic_update_slice"], 60);
+    // K and V of 30 layers: prefill into its slot, decode by a scatter of every row.
+    const char* cache_write =
+        kind == GraphKind::kPrefill ? "stablehlo.dynamic_update_slice" : "stablehlo.scatter";
+    EXPECT_EQ(counts[cache_write], 60);
   }
 }
 
@@ -216,9 +403,9 @@ TEST(LlamaGraph, CudaCompilesTiny) {
   };
   for (WeightType w : {WeightType::kF32, WeightType::kBF16}) {
     for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits}) {
-      GraphOptions options{kind, kind == GraphKind::kPrefill ? 16 : 1, 256, w};
-      fs::path mlir = dir / fmt::format("{}_{}.mlir", graph_kind_name(kind), weight_type_name(w));
-      testing::write_text(mlir, emit_graph(tiny.config(), options));
+      GraphOptions options{kind, kind == GraphKind::kPrefill ? 16 : 4, 256, w, 4};
+      fs::path mlir = dir / fmt::format("{}.mlir", graph_name(options));
+      testing::write_text(mlir, emit(tiny.config(), options));
       auto result = compile(mlir, target);
       if (result.status != 0 && target == "sm_90" &&
           result.output.find("missing GPU target") != std::string::npos) {

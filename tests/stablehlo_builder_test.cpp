@@ -128,6 +128,124 @@ TEST(StablehloInference, DataMovement) {
       << text;
 }
 
+TEST(StablehloInference, Scatter) {
+  Function f("f");
+  Value cache = f.argument("cache", f32({4, 2, 8, 3}));   // [slots, heads, capacity, D]
+  Value rows = f.argument("rows", i32({2, 2}));           // (slot, position) per row
+  Value updates = f.argument("updates", f32({2, 2, 3}));  // [rows, heads, D]
+  Value x = f.argument("x", f32({2, 5, 4}));
+  Value batched = f.argument("batched", i32({2, 3, 1}));
+  Value window = f.argument("window", f32({2, 3, 2}));
+  ScatterDimensions d{.update_window_dims = {1, 2},
+                      .inserted_window_dims = {0, 2},
+                      .scatter_dims_to_operand_dims = {0, 2},
+                      .index_vector_dim = 1};
+  EXPECT_EQ(scatter_replace(cache, rows, updates, d).type(), f32({4, 2, 8, 3}));
+  // Smaller windows than the input, and batching dims: x [2, 5, 4], per-batch rows of 1 index.
+  ScatterDimensions b{.update_window_dims = {2},
+                      .inserted_window_dims = {1},
+                      .input_batching_dims = {0},
+                      .scatter_indices_batching_dims = {0},
+                      .scatter_dims_to_operand_dims = {1},
+                      .index_vector_dim = 2};
+  Value added = scatter(x, batched, window, b,
+                        [](Block&, Value current, Value update) { return add(current, update); });
+  EXPECT_EQ(added.type(), f32({2, 5, 4}));
+  f.finish({scatter_replace(cache, rows, updates, d,
+                            {.indices_are_sorted = true, .unique_indices = true}),
+            added});
+  std::string text = print_function(f);
+  EXPECT_NE(text.find(R"("stablehlo.scatter"(%cache, %rows, %updates) ({
+  ^bb0(%1: tensor<f32>, %2: tensor<f32>):
+    "stablehlo.return"(%2) : (tensor<f32>) -> ()
+  }) {indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1, 2], inserted_window_dims = [0, 2], scatter_dims_to_operand_dims = [0, 2], index_vector_dim = 1>, unique_indices = false} : (tensor<4x2x8x3xf32>, tensor<2x2xi32>, tensor<2x2x3xf32>) -> tensor<4x2x8x3xf32>)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#stablehlo.scatter<update_window_dims = [2], inserted_window_dims = [1], "
+                      "input_batching_dims = [0], scatter_indices_batching_dims = [0], "
+                      "scatter_dims_to_operand_dims = [1], index_vector_dim = 2>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{indices_are_sorted = true, scatter_dimension_numbers"), std::string::npos);
+  EXPECT_NE(text.find("unique_indices = true}"), std::string::npos);
+}
+
+TEST(StablehloErrors, Scatter) {
+  Function f("f");
+  Value cache = f.argument("cache", f32({4, 2, 8, 3}));
+  Value rows = f.argument("rows", i32({2, 2}));
+  Value updates = f.argument("updates", f32({2, 2, 3}));
+  ScatterDimensions d{.update_window_dims = {1, 2},
+                      .inserted_window_dims = {0, 2},
+                      .scatter_dims_to_operand_dims = {0, 2},
+                      .index_vector_dim = 1};
+  auto with = [&](auto change) {
+    ScatterDimensions changed = d;
+    change(changed);
+    return changed;
+  };
+  const std::string types = "tensor<4x2x8x3xf32>, tensor<2x2xi32>, tensor<2x2x3xf32>";
+  expect_build_error([&] { scatter_replace(cache, convert(rows, ElementType::kF32), updates, d); },
+                     {"stablehlo.scatter", "scatter_indices must be integer"});
+  expect_build_error([&] { scatter_replace(cache, rows, convert(updates, ElementType::kBF16), d); },
+                     {"stablehlo.scatter", "element type", "tensor<2x2x3xbf16>"});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, rows, updates, with([](auto& x) { x.inserted_window_dims = {0}; }));
+      },
+      {"stablehlo.scatter", "cover the input rank", types});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, rows, updates, with([](auto& x) { x.update_window_dims = {2, 1}; }));
+      },
+      {"stablehlo.scatter", "update_window_dims must be sorted", "update_window_dims [2, 1]"});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, rows, updates,
+                        with([](auto& x) { x.scatter_dims_to_operand_dims = {0}; }));
+      },
+      {"stablehlo.scatter", "index vector size"});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, rows, updates, with([](auto& x) {
+                          x.scatter_dims_to_operand_dims = {2, 2};
+                        }));
+      },
+      {"stablehlo.scatter", "repeats"});
+  expect_build_error(
+      [&] { scatter_replace(cache, rows, updates, with([](auto& x) { x.index_vector_dim = 3; })); },
+      {"stablehlo.scatter", "index_vector_dim"});
+  expect_build_error(
+      [&] {
+        Value three_heads = concatenate({updates, slice(updates, {0, 0, 0}, {2, 1, 3})}, 1);
+        scatter_replace(cache, rows, three_heads, d);
+      },
+      {"stablehlo.scatter", "window exceeds"});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, slice(rows, {0, 0}, {1, 2}), updates, d);
+      },
+      {"stablehlo.scatter", "scatter dimensions must match"});
+  expect_build_error(
+      [&] {
+        scatter_replace(cache, rows, updates, with([](auto& x) {
+                          x.input_batching_dims = {1};
+                          x.inserted_window_dims = {0};
+                          x.scatter_dims_to_operand_dims = {0};
+                        }));
+      },
+      {"stablehlo.scatter"});
+  expect_build_error(
+      [&] {
+        scatter(cache, rows, updates, d,
+                [](Block& body, Value, Value) { return scalar(body, ElementType::kI32, 0); });
+      },
+      {"stablehlo.scatter", "returns tensor<i32> but must return tensor<f32>"});
+  expect_build_error(
+      [&] { scatter(cache, rows, updates, d, [&](Block&, Value, Value) { return cache; }); },
+      {"stablehlo.scatter", "outside"});
+}
+
 TEST(StablehloInference, ReduceAndDot) {
   Function f("f");
   Value x = f.argument("x", f32({2, 3, 4}));

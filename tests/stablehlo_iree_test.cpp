@@ -258,6 +258,47 @@ std::vector<OpCase> op_cases() {
                             .index_vector_dim = 2};
          return {gather(x[0], x[1], d, {1, 1, 4})};
        }});
+  // A replacing scatter of [D] rows at (slot, head, position) triples (the KV-cache write of
+  // the decode graphs; x1 is unsorted), and an adding one with batching dims and repeated
+  // indices.
+  cases.push_back({"scatter",
+                   {{F({3, 2, 5, 4}), uniform(-1, 1, {3, 2, 5, 4})},
+                    {I({2, 2, 3}), "[[[2, 0, 4], [2, 1, 4]], [[0, 0, 1], [0, 1, 1]]]"},
+                    {F({2, 2, 4}), uniform(5, 6, {2, 2, 4})}},
+                   "out = x0.copy()\n"
+                   "for b in range(2):\n"
+                   "    for h in range(2):\n"
+                   "        out[tuple(x1[b, h])] = x2[b, h]",
+                   0,
+                   0,
+                   [](Module&, Function&, const Args& x) -> Results {
+                     ScatterDimensions d{.update_window_dims = {2},
+                                         .inserted_window_dims = {0, 1, 2},
+                                         .scatter_dims_to_operand_dims = {0, 1, 2},
+                                         .index_vector_dim = 2};
+                     return {scatter_replace(x[0], x[1], x[2], d)};
+                   }});
+  cases.push_back({"scatter_add_batching",
+                   {{F({2, 5, 4}), uniform(-1, 1, {2, 5, 4})},
+                    {I({2, 3, 1}), "[[[0], [3], [3]], [[4], [1], [0]]]"},
+                    {F({2, 3, 4}), uniform(-1, 1, {2, 3, 4})}},
+                   "out = x0.astype(np.float64)\n"
+                   "for b in range(2):\n"
+                   "    for i in range(3):\n"
+                   "        out[b, x1[b, i, 0]] += x2[b, i]",
+                   1e-6,
+                   1e-6,
+                   [](Module&, Function&, const Args& x) -> Results {
+                     ScatterDimensions d{.update_window_dims = {2},
+                                         .inserted_window_dims = {1},
+                                         .input_batching_dims = {0},
+                                         .scatter_indices_batching_dims = {0},
+                                         .scatter_dims_to_operand_dims = {1},
+                                         .index_vector_dim = 2};
+                     return {scatter(x[0], x[1], x[2], d, [](Block&, Value current, Value update) {
+                       return add(current, update);
+                     })};
+                   }});
   cases.push_back({"select",
                    {{B({2, 3}), "rng.uniform(size=(2, 3)) < 0.5"},
                     {F({2, 3}), uniform(-1, 1, {2, 3})},

@@ -1,5 +1,5 @@
 // `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
-//  [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80] [--opt-level O3]
+//  [--slots N] [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80] [--opt-level O3]
 //  [--output-format text|json]`, or `xlacel compile --mlir FILE [--target ...]`: one module
 // compiled with iree-compile through the compile cache ($XLACEL_CACHE/compiled). Prints the
 // artifact's path, hit or miss, and the compile time.
@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "compile_cache/compile_cache.h"
 #include "compile_cache/iree_compiler.h"
+#include "models/architecture.h"
 #include "models/graph_options.h"
 
 namespace xlacel::cli {
@@ -50,7 +51,7 @@ void run_compile(const CompileOptions& options) {
   } else {
     models::GraphOptions graph = graph_options(options.graph);
     ModelFiles model = open_model(options.graph.model);
-    mlir = models::emit_graph(model.config(), graph);
+    mlir = models::architecture_for(model.config(), model.path()).emit(model.config(), graph);
     // Named like a file, as diagnostics print it: "<model>.<graph>.mlir:LINE:COL: error: ...".
     source = fmt::format("{}.{}.mlir", model.name(), models::graph_name(graph));
   }

@@ -1,5 +1,5 @@
 // `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
-//  [--weights f32|bf16|f16] -o FILE.mlir`: the StableHLO text of one graph.
+//  [--slots N] [--weights f32|bf16|f16] -o FILE.mlir`: the StableHLO text of one graph.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include "cli/graph_flags.h"
 #include "cli/model_loading.h"
 #include "common/error.h"
+#include "models/architecture.h"
 
 namespace xlacel::cli {
 
@@ -22,7 +23,8 @@ struct EmitOptions {
 void run_emit(const EmitOptions& options) {
   models::GraphOptions graph = graph_options(options.graph);
   ModelFiles model = open_model(options.graph.model);
-  std::string text = models::emit_graph(model.config(), graph);
+  std::string text =
+      models::architecture_for(model.config(), model.path()).emit(model.config(), graph);
   if (options.output.empty() || options.output == "-") {
     fmt::print("{}", text);
     return;

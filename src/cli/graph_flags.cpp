@@ -12,10 +12,15 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
       command->add_option("--graph", flags.graph, "prefill, decode or decode-logits")
           ->capture_default_str(),
       command->add_option("--bucket", flags.bucket,
-                          "tokens per call (default: 64 for prefill, 1 for decode)"),
-      command->add_option("--capacity", flags.capacity, "KV-cache positions")
+                          "prefill: tokens per call (default 64); decode: rows, one per slot "
+                          "0 .. N-1 (default 1)"),
+      command->add_option("--capacity", flags.capacity, "KV-cache positions per slot")
           ->capture_default_str(),
       command->add_option("--weights", flags.weights, "weight element type: f32, bf16 or f16")
+          ->capture_default_str(),
+      command
+          ->add_option("--slots", flags.slots,
+                       "sequences the KV cache holds (decode: bucket <= slots)")
           ->capture_default_str(),
   };
 }
@@ -34,6 +39,7 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   graph.weights = parse_weights_flag(flags.weights);
   graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
   graph.capacity = flags.capacity;
+  graph.slots = flags.slots;
   return graph;
 }
 

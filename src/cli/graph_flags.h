@@ -1,6 +1,6 @@
 #pragma once
 // The graph-selection options `emit` and `compile` share: -m, --graph, --bucket, --capacity,
-// --weights, and turning them into models::GraphOptions.
+// --weights, --slots, and turning them into models::GraphOptions.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -17,6 +17,7 @@ struct GraphFlags {
   int64_t bucket = 0;  // 0: 1 for decode graphs, 64 for prefill
   int64_t capacity = 512;
   std::string weights = "f32";
+  int64_t slots = 1;
 };
 
 // Registers the options on `command`; returns them (in the order above) so that a caller can

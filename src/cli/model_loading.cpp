@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "models/architecture.h"
 
 namespace xlacel::cli {
 
@@ -22,14 +23,16 @@ std::string default_model_path() {
 }
 
 ModelFiles open_model(const std::string& path) {
-  if (path.empty()) {
-    std::string fallback = default_model_path();
-    if (!std::filesystem::exists(fallback)) {
-      fail(fallback, "default model not found; run scripts/setup or pass -m MODEL");
+  std::string model_path = path;
+  if (model_path.empty()) {
+    model_path = default_model_path();
+    if (!std::filesystem::exists(model_path)) {
+      fail(model_path, "default model not found; run scripts/setup or pass -m MODEL");
     }
-    return ModelFiles::open(fallback);
   }
-  return ModelFiles::open(path);
+  ModelFiles model = ModelFiles::open(model_path);
+  models::architecture_for(model.config(), model.path());  // a model xlacel cannot run: Error
+  return model;
 }
 
 }  // namespace xlacel::cli

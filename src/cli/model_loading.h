@@ -11,7 +11,8 @@ namespace xlacel::cli {
 // $XLACEL_MODEL, else the model scripts/setup fetched into $XLACEL_CACHE (~/.cache/xlacel).
 std::string default_model_path();
 
-// Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent).
+// Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent);
+// Error "<path>: unknown architecture ..." for a model of a family xlacel does not run.
 ModelFiles open_model(const std::string& path);
 
 // The model's text side lives in the engine; the commands that need only one part use these.

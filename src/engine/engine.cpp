@@ -1,9 +1,11 @@
 #include "engine/engine.h"
 
+#include "common/error.h"
+
 namespace xlacel::engine {
 
-Engine::Engine(ModelFiles model, const EngineOptions& options)
-    : model_(std::move(model)), text_(model_) {
+Engine::Engine(ModelFiles model, const EngineOptions& options) : model_(std::move(model)) {
+  if (has_tokenizer(model_)) text_.emplace(model_);
   load(options);
 }
 
@@ -18,7 +20,12 @@ void Engine::load(const EngineOptions& options) {
   executor_ = std::make_unique<executor::Executor>(
       backends::open_device(options.runtime, options.device, options.runtime_options), model_,
       executor_options);
-  scheduler_ = std::make_unique<Scheduler>(*executor_, &text_.tokenizer());
+  scheduler_ = std::make_unique<Scheduler>(*executor_, text_ ? &text_->tokenizer() : nullptr);
+}
+
+const ModelText& Engine::text() const {
+  if (!text_) fail(model_.path(), "the model has no tokenizer");
+  return *text_;
 }
 
 RequestOptions Engine::default_request() const {

@@ -3,6 +3,7 @@
 // chat template) loaded once, the executor holding weights and the slot KV cache, and the
 // scheduler that batches requests over it.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/backends.h"
@@ -30,7 +31,9 @@ class Engine {
   Engine(ModelFiles model, const EngineOptions& options);
 
   const ModelFiles& model() const { return model_; }
-  const ModelText& text() const { return text_; }
+  // The model's tokenizer and template; Error naming the model when it has no tokenizer (a
+  // model without one still runs on token ids).
+  const ModelText& text() const;
   executor::Executor& executor() { return *executor_; }
   Scheduler& scheduler() { return *scheduler_; }
 
@@ -41,7 +44,7 @@ class Engine {
   void load(const EngineOptions& options);
 
   ModelFiles model_;
-  ModelText text_;
+  std::optional<ModelText> text_;
   std::unique_ptr<executor::Executor> executor_;
   std::unique_ptr<Scheduler> scheduler_;
 };

@@ -6,9 +6,13 @@
 
 namespace xlacel::engine {
 
+bool has_tokenizer(const ModelFiles& model) {
+  return model.gguf() != nullptr || !model.tokenizer_json_path().empty();
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model) {
   if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
-  if (model.tokenizer_json_path().empty()) {
+  if (!has_tokenizer(model)) {
     fail(model.path(), "no tokenizer.json in the model directory");
   }
   return Tokenizer::from_tokenizer_json(model.tokenizer_json_path());

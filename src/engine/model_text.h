@@ -16,6 +16,8 @@
 
 namespace xlacel::engine {
 
+// Whether the model comes with a tokenizer (a GGUF's vocabulary, or tokenizer.json).
+bool has_tokenizer(const ModelFiles& model);
 std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model);
 // The model's template; Error naming the model when it has none.
 ChatTemplate load_chat_template(const ModelFiles& model);

@@ -1,22 +1,11 @@
 #include "model_files/model_config.h"
 
-#include <array>
-
 #include "common/error.h"
 #include "model_files/gguf_file.h"
 
 namespace xlacel {
 
 namespace {
-
-constexpr std::array<const char*, 3> kArchitectures = {"llama", "mistral", "qwen2"};
-
-void require_known_architecture(const std::string& architecture, const std::string& where) {
-  for (const char* known : kArchitectures) {
-    if (architecture == known) return;
-  }
-  fail(where, "unknown architecture '{}' (supported: llama, mistral, qwen2)", architecture);
-}
 
 int64_t json_int(const Json& object, const char* key, const std::string& path) {
   if (!object.contains(key)) fail(path, "missing field '{}'", key);
@@ -104,7 +93,6 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     fail(path, "missing field 'model_type'");
   }
   result.architecture = config["model_type"].get<std::string>();
-  require_known_architecture(result.architecture, path);
 
   result.vocab_size = json_int(config, "vocab_size", path);
   result.hidden_size = json_int(config, "hidden_size", path);
@@ -156,7 +144,6 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
 ModelConfig config_from_gguf(const GgufFile& gguf) {
   ModelConfig result;
   result.architecture = gguf.get_string("general.architecture");
-  require_known_architecture(result.architecture, gguf.path());
   const std::string prefix = result.architecture + ".";
   auto key = [&](const char* suffix) { return prefix + suffix; };
 

@@ -26,7 +26,9 @@ struct RopeScaling {
 const char* rope_scaling_name(RopeScaling::Type type);
 
 struct ModelConfig {
-  std::string architecture;  // "llama", "mistral" or "qwen2"
+  // HF model_type or GGUF general.architecture, read for any model; whether xlacel can run it is
+  // models::architecture_for's question.
+  std::string architecture;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;

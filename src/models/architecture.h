@@ -4,6 +4,7 @@
 // in the registry (architecture.cpp). Nothing outside src/models knows a family's weights, cache
 // layout or graphs.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model_files/model_config.h"
@@ -17,7 +18,7 @@ class Architecture {
  public:
   virtual ~Architecture() = default;
 
-  virtual std::string name() const = 0;                     // "llama"
+  virtual std::string name() const = 0;                      // "llama"
   virtual std::vector<std::string> model_types() const = 0;  // {"llama", "mistral", "qwen2"}
 
   // Every weight argument, in argument order (resident on the device).
@@ -26,16 +27,19 @@ class Architecture {
   // The KV-cache tensors for `slots` sequences of `capacity` positions, in argument order.
   virtual std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights,
                                               int64_t slots, int64_t capacity) const = 0;
-  // The graph's arguments and results (graph_signature.h); emit() declares exactly these.
-  virtual GraphSignature signature(const ModelConfig& config, const GraphOptions& options) const = 0;
+  // The graph's arguments and results (graph_signature.h); emit() declares exactly these. Error
+  // naming the problem for options the config cannot honour (check_graph_options).
+  virtual GraphSignature signature(const ModelConfig& config,
+                                   const GraphOptions& options) const = 0;
   // The StableHLO text of one graph; Error naming the problem for options the config cannot
   // honour (bucket > capacity, capacity > max positions, decode bucket > slots, ...).
   virtual std::string emit(const ModelConfig& config, const GraphOptions& options) const = 0;
 };
 
-// The architecture of config.architecture (its model_type); Error "<model_type>: unknown
-// architecture (supported: llama, mistral, qwen2)" otherwise.
-const Architecture& architecture_for(const ModelConfig& config);
+// The architecture of config.architecture (its model_type); otherwise Error
+// "<where>: unknown architecture 'phi3' (supported: llama, mistral, qwen2)", where `where` is
+// the model's path when given, else the model_type.
+const Architecture& architecture_for(const ModelConfig& config, std::string_view where = {});
 
 // Every supported model_type, sorted, for messages and `xlacel inspect`.
 std::vector<std::string> supported_model_types();

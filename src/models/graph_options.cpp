@@ -43,8 +43,8 @@ std::optional<WeightType> parse_weight_type(std::string_view name) {
 }
 
 std::string graph_name(const GraphOptions& options) {
-  return fmt::format("{}-b{}-c{}-{}", graph_kind_name(options.kind), options.bucket,
-                     options.capacity, weight_type_name(options.weights));
+  return fmt::format("{}-b{}-s{}-c{}-{}", graph_kind_name(options.kind), options.bucket,
+                     options.slots, options.capacity, weight_type_name(options.weights));
 }
 
 std::string module_name(GraphKind kind) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model_files/model_config.h"
+#include "models/graph_options.h"
 #include "models/weight_layout.h"
 #include "stablehlo/types.h"
 
@@ -29,5 +31,20 @@ struct GraphSignature {
   std::vector<TensorSpec> caches;   // resident and donated: each call returns their new values
   std::vector<TensorSpec> outputs;  // what the host may read back
 };
+
+// The inputs and outputs of a graph of `options`, the same for every architecture
+// (graph_options.h):
+//   prefill        inputs tokens i32[bucket], slot i32[], start i32[], valid_length i32[];
+//                  outputs next_token i32[], logits f32[vocab]
+//   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
+//                  i32[bucket]
+//   decode-logits  as decode; outputs logits f32[bucket, vocab]
+std::vector<TensorSpec> graph_inputs(const GraphOptions& options);
+std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size);
+
+// Throws Error "<graph name>: <problem>" for options no graph can honour (bucket, slots or
+// capacity below 1, a prefill bucket above the capacity, a decode bucket above the slots) or
+// that the config cannot (capacity above max_position_embeddings).
+void check_graph_options(const ModelConfig& config, const GraphOptions& options);
 
 }  // namespace xlacel::models

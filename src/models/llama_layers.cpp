@@ -67,49 +67,51 @@ Value apply_rotary(Value x, const Rotary& r) {
 
 Value attention(const AttentionInputs& in) {
   Block& b = in.q.block();
-  const int64_t tokens = in.q.shape()[0];
-  const int64_t heads = in.q.shape()[1];
-  const int64_t d = in.q.shape()[2];
-  const int64_t kv_heads = in.k_cache.shape()[0];
-  const int64_t capacity = in.k_cache.shape()[1];
+  const int64_t n = in.q.shape()[0];
+  const int64_t tokens = in.q.shape()[1];
+  const int64_t heads = in.q.shape()[2];
+  const int64_t d = in.q.shape()[3];
+  const int64_t kv_heads = in.k_cache.shape()[1];
+  const int64_t capacity = in.k_cache.shape()[2];
   const int64_t group = heads / kv_heads;
 
-  // [T, H, D] -> [Hkv, G*T, D]: head h = kv * G + g (repeat_kv's order).
-  Value q = reshape(in.q, {tokens, kv_heads, group, d});
-  q = reshape(transpose(q, {1, 2, 0, 3}), {kv_heads, group * tokens, d});
+  // [N, T, H, D] -> [N, Hkv, G*T, D]: head h = kv * G + g (repeat_kv's order).
+  Value q = reshape(in.q, {n, tokens, kv_heads, group, d});
+  q = reshape(transpose(q, {0, 2, 3, 1, 4}), {n, kv_heads, group * tokens, d});
   Value scores = dot_f32(q, in.k_cache,
-                         {.lhs_batching = {0},
-                          .rhs_batching = {0},
-                          .lhs_contracting = {2},
-                          .rhs_contracting = {2}});  // [Hkv, G*T, C]
-  const TensorType score_type(ElementType::kF32, {kv_heads, group, tokens, capacity});
+                         {.lhs_batching = {0, 1},
+                          .rhs_batching = {0, 1},
+                          .lhs_contracting = {3},
+                          .rhs_contracting = {3}});  // [N, Hkv, G*T, C]
+  const TensorType score_type(ElementType::kF32, {n, kv_heads, group, tokens, capacity});
   scores = reshape(scores, score_type.shape());
   scores = scores * constant(b, score_type, 1.0 / std::sqrt(static_cast<double>(d)));
 
-  // Key c is visible to the query at position p when c <= p and c < end.
-  const TensorType mask_type(ElementType::kI32, {tokens, capacity});
-  Value key = iota(b, mask_type, 1);
-  Value query = broadcast_like(in.positions, mask_type.shape(), {0});
-  Value end = broadcast_like(in.end, mask_type.shape(), {});
-  Value visible =
-      logical_and(compare(key, query, Direction::kLE), compare(key, end, Direction::kLT));
-  visible = broadcast_like(visible, score_type.shape(), {2, 3});
+  const TensorType mask_type(ElementType::kI32, {n, tokens, capacity});
+  Value key = iota(b, mask_type, 2);
+  Value query = broadcast_like(in.positions, mask_type.shape(), {0, 1});
+  Value visible = compare(key, query, Direction::kLE);
+  if (in.end) {
+    Value end = broadcast_like(*in.end, mask_type.shape(), {0});
+    visible = logical_and(visible, compare(key, end, Direction::kLT));
+  }
+  visible = broadcast_like(visible, score_type.shape(), {0, 3, 4});
   // The lowest finite float rather than -inf: a fully masked row stays finite (never NaN).
   Value lowest = constant(b, score_type, static_cast<double>(std::numeric_limits<float>::lowest()));
   scores = select(visible, scores, lowest);
 
-  Value max = broadcast_like(reduce_max(scores, {3}), score_type.shape(), {0, 1, 2});
+  Value max = broadcast_like(reduce_max(scores, {4}), score_type.shape(), {0, 1, 2, 3});
   Value e = exponential(scores - max);
-  Value sum = broadcast_like(reduce_sum(e, {3}), score_type.shape(), {0, 1, 2});
-  Value probs = reshape(e / sum, {kv_heads, group * tokens, capacity});
+  Value sum = broadcast_like(reduce_sum(e, {4}), score_type.shape(), {0, 1, 2, 3});
+  Value probs = reshape(e / sum, {n, kv_heads, group * tokens, capacity});
 
   Value out = dot_f32(probs, in.v_cache,
-                      {.lhs_batching = {0},
-                       .rhs_batching = {0},
-                       .lhs_contracting = {2},
-                       .rhs_contracting = {1}});  // [Hkv, G*T, D]
-  out = transpose(reshape(out, {kv_heads, group, tokens, d}), {2, 0, 1, 3});
-  return reshape(out, {tokens, heads * d});
+                      {.lhs_batching = {0, 1},
+                       .rhs_batching = {0, 1},
+                       .lhs_contracting = {3},
+                       .rhs_contracting = {2}});  // [N, Hkv, G*T, D]
+  out = transpose(reshape(out, {n, kv_heads, group, tokens, d}), {0, 3, 1, 2, 4});
+  return reshape(out, {n * tokens, heads * d});
 }
 
 Value mlp(Value x, Value gate, Value up, Value down) {

@@ -27,14 +27,16 @@ Rotary rotary(Value positions, Value inv_freq);
 Value apply_rotary(Value x, const Rotary& rotary);
 
 struct AttentionInputs {
-  Value q;        // f32 [T, heads, head_dim], rotated
-  Value k_cache;  // [kv_heads, capacity, head_dim], this call's keys already written
+  Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
+  Value k_cache;  // [N, kv_heads, capacity, head_dim]: each sequence's keys, this call's written
   Value v_cache;
-  Value positions;  // i32 [T]: position of each query
-  Value end;        // i32 []: keys at positions >= end are masked (start + valid_length)
+  Value positions;           // i32 [N, T]: position of each query
+  std::optional<Value> end;  // i32 [N]: keys at positions >= end are masked (prefill's
+                             // start + valid_length); absent: only c <= position counts
 };
-// Causal GQA attention over the cache; head h reads kv head h / (heads / kv_heads).
-// Scores scaled by 1/sqrt(head_dim), softmax in f32. Result f32 [T, heads * head_dim].
+// Causal GQA attention of each sequence over its own cache; head h reads kv head
+// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end).
+// Scores scaled by 1/sqrt(head_dim), softmax in f32. Result f32 [N * T, heads * head_dim].
 Value attention(const AttentionInputs& in);
 
 // SwiGLU: down(silu(gate(x)) * up(x)).

@@ -22,7 +22,7 @@ ElementType cache_element(WeightType weights) {
   return element_of(weights);
 }
 
-std::vector<WeightSpec> weight_specs(const ModelConfig& c, WeightType weights) {
+std::vector<WeightSpec> llama_weight_specs(const ModelConfig& c, WeightType weights) {
   const ElementType e = element_of(weights);
   const int64_t q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim;

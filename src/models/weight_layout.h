@@ -2,16 +2,9 @@
 // The weight arguments of the Llama-family graphs: names, shapes and element types, in argument
 // order. This list is THE one definition shared by the graph emitter (llama_graph.cpp declares
 // exactly these function arguments, in this order) and the weight loader (weight_loader.h
-// produces host tensors in this order), so the two cannot drift apart.
-//
-// Argument order of every graph's `main` (see graph_options.h for the inputs and results):
-//
-//   inputs            prefill: tokens i32[bucket], start i32[], valid_length i32[]
-//                     decode, decode-logits: tokens i32[1], position i32[]
-//   weights           the list below, in order
-//   KV cache          k_cache_0, v_cache_0, k_cache_1, v_cache_1, ... (one pair per layer), each
-//                     [num_kv_heads, capacity, head_dim] of cache_element(weights), each aliased
-//                     (tf.aliasing_output) to the result that returns its updated value
+// produces host tensors in this order), both reaching it through the Llama Architecture's
+// weight_specs (architecture.h), so the two cannot drift apart. Argument order of every graph's
+// `main`: inputs, these weights, then the KV caches (graph_signature.h, graph_options.h).
 //
 // Weights (HF layout: linear weights are [out_features, in_features]; GGUF files are mapped to
 // HF names and their Q/K rows un-permuted as transformers does when it loads a GGUF):
@@ -63,7 +56,8 @@ stablehlo::ElementType element_of(WeightType type);
 // The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).
 stablehlo::ElementType cache_element(WeightType weights);
 
-// Every weight argument, in argument order.
-std::vector<WeightSpec> weight_specs(const ModelConfig& config, WeightType weights);
+// Every weight argument of a Llama-family model, in argument order; everyone else asks
+// architecture_for(config).weight_specs.
+std::vector<WeightSpec> llama_weight_specs(const ModelConfig& config, WeightType weights);
 
 }  // namespace xlacel::models

@@ -4,11 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/float16.h"
+#include "models/architecture.h"
 #include "models/rope_frequencies.h"
 
 namespace xlacel::models {
@@ -21,19 +20,6 @@ bool gguf_permutes_qk(const ModelConfig& config) {
   // llama.cpp's converter permutes Q/K rows for the llama architecture (Mistral GGUFs are
   // "llama" too); transformers' GGUF loader reverses it for the same architecture.
   return config.architecture == "llama" || config.architecture == "mistral";
-}
-
-const char* numpy_dtype(ElementType element) {
-  switch (element) {
-    case ElementType::kF32:
-      return "float32";
-    case ElementType::kBF16:
-      return "bfloat16";
-    case ElementType::kF16:
-      return "float16";
-    default:
-      return "?";
-  }
 }
 
 }  // namespace
@@ -109,40 +95,10 @@ HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
 
 void for_each_weight(const ModelFiles& files, WeightType type,
                      const std::function<void(const HostTensor&)>& callback) {
-  for (const WeightSpec& spec : weight_specs(files.config(), type)) {
+  const Architecture& architecture = architecture_for(files.config(), files.path());
+  for (const WeightSpec& spec : architecture.weight_specs(files.config(), type)) {
     callback(prepare_weight(files, spec));
   }
-}
-
-std::vector<HostTensor> prepare_weights(const ModelFiles& files, WeightType type) {
-  std::vector<HostTensor> result;
-  for_each_weight(files, type, [&](const HostTensor& t) { result.push_back(t); });
-  return result;
-}
-
-void write_weight_file(const ModelFiles& files, WeightType type, const std::string& data_path,
-                       const std::string& manifest_path) {
-  std::ofstream out(data_path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(data_path, "cannot write");
-  nlohmann::json tensors = nlohmann::json::array();
-  uint64_t offset = 0;
-  for_each_weight(files, type, [&](const HostTensor& t) {
-    static const char zeros[64] = {};
-    const uint64_t aligned = (offset + 63) / 64 * 64;
-    out.write(zeros, static_cast<std::streamsize>(aligned - offset));
-    out.write(reinterpret_cast<const char*>(t.bytes.data()),
-              static_cast<std::streamsize>(t.bytes.size()));
-    tensors.push_back({{"name", t.spec.name},
-                       {"shape", t.spec.shape},
-                       {"dtype", numpy_dtype(t.spec.element)},
-                       {"offset", aligned},
-                       {"nbytes", t.bytes.size()}});
-    offset = aligned + t.bytes.size();
-  });
-  if (!out.flush()) fail(data_path, "write failed");
-  nlohmann::json manifest = {
-      {"weights", weight_type_name(type)}, {"data", data_path}, {"tensors", tensors}};
-  std::ofstream(manifest_path) << manifest.dump(1);
 }
 
 }  // namespace xlacel::models

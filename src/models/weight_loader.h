@@ -27,19 +27,9 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 // One weight argument in its spec's element type.
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
 
-// Every weight argument, in argument order (weight_specs(files.config(), type)).
-std::vector<HostTensor> prepare_weights(const ModelFiles& files, WeightType type);
-
 // Streams every weight argument, in order, one at a time (peak memory: one tensor).
 void for_each_weight(const ModelFiles& files, WeightType type,
                      const std::function<void(const HostTensor&)>& callback);
-
-// Writes every weight argument to `data_path` (raw little-endian tensors, each at an offset
-// aligned to 64 bytes) and a JSON manifest to `manifest_path`:
-//   {"weights": "f32", "data": "<data_path>", "tensors": [{"name", "shape", "dtype", "offset",
-//    "nbytes"}, ...]}  in argument order; dtype is "float32", "bfloat16" or "float16".
-void write_weight_file(const ModelFiles& files, WeightType type, const std::string& data_path,
-                       const std::string& manifest_path);
 
 // Undoes llama.cpp's permute() of Q/K rows for `n_head` heads: row h*D + 2i + r of `rows`
 // (GGUF order) moves to row h*D + r*D/2 + i (HF order). `columns` values per row.

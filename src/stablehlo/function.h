@@ -5,8 +5,8 @@
 // TensorType. Ops are free functions (ops.h) that take Values, infer the result type per the
 // StableHLO spec, reject bad operands with BuildError and append one operation to the Block the
 // operands live in; ops without operands (constant, iota, call) take that Block explicitly.
-// A Block is a function body or the body of a reduce; values may only be used in the block that
-// defines them (reduce bodies capture nothing from outside).
+// A Block is a function body or the body of a reduce or scatter; values may only be used in the
+// block that defines them (those bodies capture nothing from outside).
 //
 //   Function f("scale", Visibility::kPublic);
 //   Value x = f.argument("x", TensorType(ElementType::kF32, {2, 3}));

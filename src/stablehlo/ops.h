@@ -8,4 +8,5 @@
 #include "stablehlo/module.h"
 #include "stablehlo/printer.h"
 #include "stablehlo/reduce.h"
+#include "stablehlo/scatter.h"
 #include "stablehlo/types.h"

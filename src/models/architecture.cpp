@@ -1,0 +1,44 @@
+#include "models/architecture.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "models/llama_architecture.h"
+
+namespace xlacel::models {
+
+namespace {
+
+// Every family xlacel runs; each lists the model_types (HF model_type, GGUF
+// general.architecture) it accepts.
+const std::vector<const Architecture*>& registry() {
+  static const std::vector<const Architecture*> architectures = {&llama_architecture()};
+  return architectures;
+}
+
+}  // namespace
+
+const Architecture& architecture_for(const ModelConfig& config, std::string_view where) {
+  for (const Architecture* architecture : registry()) {
+    for (const std::string& type : architecture->model_types()) {
+      if (type == config.architecture) return *architecture;
+    }
+  }
+  fail(where.empty() ? std::string_view(config.architecture) : where,
+       "unknown architecture '{}' (supported: {})", config.architecture,
+       fmt::join(supported_model_types(), ", "));
+}
+
+std::vector<std::string> supported_model_types() {
+  std::vector<std::string> types;
+  for (const Architecture* architecture : registry()) {
+    for (std::string& type : architecture->model_types()) types.push_back(std::move(type));
+  }
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+}  // namespace xlacel::models

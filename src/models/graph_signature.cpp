@@ -1,0 +1,62 @@
+#include "models/graph_signature.h"
+
+#include "common/error.h"
+
+namespace xlacel::models {
+
+using stablehlo::ElementType;
+
+int64_t element_count(const TensorSpec& spec) {
+  int64_t count = 1;
+  for (int64_t dim : spec.shape) count *= dim;
+  return count;
+}
+
+int64_t byte_size(const TensorSpec& spec) {
+  // Sub-byte elements (i1) take a byte each, as runtimes store them.
+  const int64_t element_bytes = (stablehlo::bit_width(spec.element) + 7) / 8;
+  return element_count(spec) * element_bytes;
+}
+
+std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
+  const int64_t bucket = options.bucket;
+  if (options.kind == GraphKind::kPrefill) {
+    return {{"tokens", ElementType::kI32, {bucket}},
+            {"slot", ElementType::kI32, {}},
+            {"start", ElementType::kI32, {}},
+            {"valid_length", ElementType::kI32, {}}};
+  }
+  return {{"tokens", ElementType::kI32, {bucket}}, {"positions", ElementType::kI32, {bucket}}};
+}
+
+std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size) {
+  switch (options.kind) {
+    case GraphKind::kPrefill:
+      return {{"next_token", ElementType::kI32, {}}, {"logits", ElementType::kF32, {vocab_size}}};
+    case GraphKind::kDecode:
+      return {{"next_tokens", ElementType::kI32, {options.bucket}}};
+    case GraphKind::kDecodeLogits:
+      return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
+  }
+  return {};
+}
+
+void check_graph_options(const ModelConfig& config, const GraphOptions& options) {
+  const std::string where = graph_name(options);
+  if (options.bucket < 1) fail(where, "bucket must be at least 1 (got {})", options.bucket);
+  if (options.slots < 1) fail(where, "slots must be at least 1 (got {})", options.slots);
+  if (options.capacity < 1) fail(where, "capacity must be at least 1 (got {})", options.capacity);
+  if (options.kind == GraphKind::kPrefill && options.bucket > options.capacity) {
+    fail(where, "bucket ({}) exceeds the KV-cache capacity ({})", options.bucket, options.capacity);
+  }
+  if (options.kind != GraphKind::kPrefill && options.bucket > options.slots) {
+    fail(where, "decode bucket ({}) exceeds the slots ({}): row b runs slot b", options.bucket,
+         options.slots);
+  }
+  if (config.max_position_embeddings > 0 && options.capacity > config.max_position_embeddings) {
+    fail(where, "capacity ({}) exceeds the model's max_position_embeddings ({})", options.capacity,
+         config.max_position_embeddings);
+  }
+}
+
+}  // namespace xlacel::models
