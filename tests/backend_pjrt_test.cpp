@@ -163,6 +163,19 @@ TEST(PjrtPlugin, MaxAndMinPropagateNaN) {
   }
 }
 
+// Runs kAddOne's executable on {1, 2, 3, 4}.
+void expect_adds_one(device::Device& device, device::Executable& add_one) {
+  const std::vector<float> x = {1, 2, 3, 4};
+  const int64_t four[] = {4};
+  device::BufferPtr input =
+      device.upload(std::as_bytes(std::span(x)), stablehlo::ElementType::kF32, four);
+  device::Buffer* arguments[] = {input.get()};
+  std::vector<device::BufferPtr> results = device.execute(add_one, arguments);
+  std::vector<float> y(4);
+  device.read(*results.at(0), std::as_writable_bytes(std::span(y)));
+  EXPECT_EQ(y, (std::vector<float>{2, 3, 4, 5}));
+}
+
 // --- executable cache
 
 TEST(PjrtExecutableCache, SecondLoadDeserializes) {
@@ -188,15 +201,7 @@ TEST(PjrtExecutableCache, SecondLoadDeserializes) {
     EXPECT_EQ(note.find("not loadable"), std::string::npos) << note;
     EXPECT_EQ(note.find("cannot serialize"), std::string::npos) << note;
   }
-  const std::vector<float> x = {1, 2, 3, 4};
-  const int64_t four[] = {4};
-  device::BufferPtr input =
-      device->upload(std::as_bytes(std::span(x)), stablehlo::ElementType::kF32, four);
-  device::Buffer* arguments[] = {input.get()};
-  std::vector<device::BufferPtr> results = device->execute(*executables[0], arguments);
-  std::vector<float> y(4);
-  device->read(*results.at(0), std::as_writable_bytes(std::span(y)));
-  EXPECT_EQ(y, (std::vector<float>{2, 3, 4, 5}));
+  expect_adds_one(*device, *executables[0]);
 }
 
 // --- CUDA
@@ -226,15 +231,7 @@ TEST(PjrtCuda, RunsAModule) {
   const device::GraphSource graphs[] = {{"add-one", kAddOne, "add_one", "add_one.mlir"}};
   std::vector<device::GraphLoad> loads;
   auto executables = device->load(graphs, loads);
-  const std::vector<float> x = {1, 2, 3, 4};
-  const int64_t four[] = {4};
-  device::BufferPtr input =
-      device->upload(std::as_bytes(std::span(x)), stablehlo::ElementType::kF32, four);
-  device::Buffer* arguments[] = {input.get()};
-  std::vector<device::BufferPtr> results = device->execute(*executables[0], arguments);
-  std::vector<float> y(4);
-  device->read(*results.at(0), std::as_writable_bytes(std::span(y)));
-  EXPECT_EQ(y, (std::vector<float>{2, 3, 4, 5}));
+  expect_adds_one(*device, *executables[0]);
 }
 
 }  // namespace

@@ -251,7 +251,7 @@ TEST(Sampler, FastOnAFullVocabulary) {
 // ---------------------------------------------------------------------------------------------
 // Measurement helpers
 
-TEST(MemoryBandwidth, PlausibleAndQuick) {
+TEST(MemoryBandwidth, Plausible) {
   const auto start = std::chrono::steady_clock::now();
   const double bytes_per_second = measure_read_bandwidth();
   const double seconds =
@@ -259,9 +259,8 @@ TEST(MemoryBandwidth, PlausibleAndQuick) {
   std::printf("read bandwidth: %.1f GB/s in %.2f s\n", bytes_per_second / 1e9, seconds);
   EXPECT_GT(bytes_per_second, 0.5e9);
   EXPECT_LT(bytes_per_second, 1e13);
-  // About a second on real hardware; first-touching the buffer in a small VM whose memory the
-  // host has reclaimed can take a few seconds more.
-  EXPECT_LT(seconds, 10.0);
+  // Its duration is printed, not asserted: about a second on an idle machine, but 17 s were seen
+  // while the engine tests ran beside it (speed is measured, not asserted in tests).
 
   EXPECT_GT(measure_read_bandwidth(1, 64 << 20), 0.5e9);
 }
