@@ -51,11 +51,11 @@ TEST(BenchCli, BatchTableOnBothRuntimes) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   XLACEL_REQUIRE_IREE_PYTHON();
   for (const std::string backend : {"iree", "xla"}) {
-    const auto run = testing::run_xlacel(
-        testing::scratch_dir("bench_batch_" + backend),
-        {"bench", "-m", model, "--backend", backend, "--prompt-tokens", "16", "--gen-tokens", "8",
-         "-r", "1", "--batch", "1,2", "--threads", "2", "--no-cold-compile", "--output-format",
-         "json"});
+    const auto run =
+        testing::run_xlacel(testing::scratch_dir("bench_batch_" + backend),
+                            {"bench", "-m", model, "--backend", backend, "--prompt-tokens", "16",
+                             "--gen-tokens", "8", "-r", "1", "--batch", "1,2", "--threads", "2",
+                             "--no-cold-compile", "--output-format", "json"});
     if (backend == "xla" && run.exit_code != 0 &&
         run.err.find("no PJRT CPU plugin") != std::string::npos) {
       GTEST_SKIP() << run.err;

@@ -134,7 +134,7 @@ RequestOptions greedy(int64_t max_tokens) {
 // own budget (so requests join and leave mid-run); returns the streams in prompt order and the
 // widest decode batch seen.
 std::pair<std::vector<Stream>, int64_t> run_staggered(Engine& engine, const json& reference,
-                                                     int copies) {
+                                                      int copies) {
   const std::size_t prompts = reference["prompts"].size();
   std::vector<Stream> streams(prompts * static_cast<std::size_t>(copies));
   int64_t widest = 0;
@@ -158,12 +158,13 @@ void expect_streams_match(const std::vector<Stream>& streams, const json& refere
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const json& prompt = reference["prompts"][i % prompts];
     const auto want_all = ids(prompt["output_ids"]);
-    const std::vector<int32_t> want(want_all.begin(),
-                                    want_all.begin() + static_cast<std::ptrdiff_t>(
-                                                           want_all.size() - 3 * (i / prompts)));
+    const std::vector<int32_t> want(
+        want_all.begin(),
+        want_all.begin() + static_cast<std::ptrdiff_t>(want_all.size() - 3 * (i / prompts)));
     EXPECT_TRUE(streams[i].finished);
-    EXPECT_EQ(streams[i].tokens, want) << label << " " << prompt["name"] << " (request " << i
-                                       << "): differs at token " << matched(streams[i].tokens, want);
+    EXPECT_EQ(streams[i].tokens, want)
+        << label << " " << prompt["name"] << " (request " << i << "): differs at token "
+        << matched(streams[i].tokens, want);
     std::printf("%s %-18s request %zu: %zu/%zu tokens match HF\n", label.c_str(),
                 prompt["name"].get<std::string>().c_str(), i, matched(streams[i].tokens, want),
                 want.size());
@@ -173,8 +174,7 @@ void expect_streams_match(const std::vector<Stream>& streams, const json& refere
 // Teacher-forced logits of every reference prompt on slot `slot`: the prompt through the
 // prefill graph in chunks, then HF's own tokens fed one by one; compared at HF's top ids.
 // Returns the largest |difference|.
-double teacher_forced_max_diff(executor::Executor& executor, const json& reference,
-                               int32_t slot) {
+double teacher_forced_max_diff(executor::Executor& executor, const json& reference, int32_t slot) {
   const executor::Capabilities& caps = executor.capabilities();
   double worst = 0;
   for (const json& prompt : reference["prompts"]) {
@@ -187,8 +187,7 @@ double teacher_forced_max_diff(executor::Executor& executor, const json& referen
       std::vector<int32_t> bucket(static_cast<std::size_t>(caps.prefill_bucket), 0);
       std::copy_n(prompt_ids.begin() + chunk.start, chunk.valid, bucket.begin());
       executor.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
-                             static_cast<int32_t>(chunk.valid), chunk.chunk_end == total,
-                             prefill);
+                             static_cast<int32_t>(chunk.valid), chunk.chunk_end == total, prefill);
       cached = chunk.chunk_end;
     }
     std::vector<float> logits = prefill.logits;
@@ -269,14 +268,14 @@ TEST_P(EngineOnRuntime, TinyLlama3ChunkedPrefillAgreesWithTokenByTokenDecode) {
   for (int64_t p = 1; p < total; ++p) {
     // Row 0 rewrites slot 0's next free row; slot 0's prompt is untouched.
     const std::vector<int32_t> tokens = {0, prompt[static_cast<std::size_t>(p)]};
-    const std::vector<int32_t> positions = {static_cast<int32_t>(total),
-                                            static_cast<int32_t>(p)};
+    const std::vector<int32_t> positions = {static_cast<int32_t>(total), static_cast<int32_t>(p)};
     executor.decode(tokens, positions, true, stepwise);
   }
   const auto vocab = static_cast<std::size_t>(executor.capabilities().vocab_size);
   double diff = 0;
   for (std::size_t i = 0; i < vocab; ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(chunked.logits[i] - stepwise.logits[vocab + i])));
+    diff = std::max(diff,
+                    static_cast<double>(std::abs(chunked.logits[i] - stepwise.logits[vocab + i])));
   }
   std::printf("%s tiny: chunked prefill vs token-by-token decode, max |logit diff| %.3g\n",
               GetParam().c_str(), diff);
@@ -338,7 +337,8 @@ TEST_P(EngineOnRuntime, SmolLM2SeededSamplingDoesNotDependOnTheBatch) {
     std::vector<Stream> others(static_cast<std::size_t>(companions));
     for (int i = 0; i < companions; ++i) {
       engine->scheduler().submit(engine->text().encode_text(i % 2 ? "The sea" : "In 1969, the"),
-                                 greedy(20 + 3 * i), others[static_cast<std::size_t>(i)].callback());
+                                 greedy(20 + 3 * i),
+                                 others[static_cast<std::size_t>(i)].callback());
     }
     Stream stream;
     engine->scheduler().submit(prompt, sampled, stream.callback());

@@ -92,10 +92,9 @@ TEST(GenerateCli, StreamsAChatAnswerAndStopsAtEndOfTurn) {
 TEST(GenerateCli, StopStringEndsTheTextBeforeIt) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   XLACEL_REQUIRE_IREE_PYTHON();
-  const auto run =
-      run_xlacel(scratch_dir("generate_stop"), {"generate", "-m", model, "--chat",
-                                                "What is the capital of France?", "--stop",
-                                                " Paris", "--stop", "never appears"});
+  const auto run = run_xlacel(scratch_dir("generate_stop"),
+                              {"generate", "-m", model, "--chat", "What is the capital of France?",
+                               "--stop", " Paris", "--stop", "never appears"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "The capital of France is\n");
   EXPECT_NE(run.err.find("stop: stop"), std::string::npos) << run.err;

@@ -28,7 +28,8 @@ std::string read_bytes(const fs::path& path) {
 }
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Expects an Error whose message names `file` and contains `needle`.
@@ -284,8 +285,9 @@ fs::path make_hf_directory(const std::string& name, const std::string& config) {
   fs::create_directories(dir);
   write_bytes(dir / "config.json", config);
   write_bytes(dir / "generation_config.json", R"({"eos_token_id": [2, 7]})");
-  write_bytes(dir / "tokenizer_config.json",
-              R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "chat_template": "{{ x }}"})");
+  write_bytes(
+      dir / "tokenizer_config.json",
+      R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "chat_template": "{{ x }}"})");
   float one = 1.0f;
   std::string four(reinterpret_cast<const char*>(&one), 4);
   write_safetensors(dir / "part-1.safetensors",
@@ -330,10 +332,9 @@ TEST(HfDirectory, ReadsTransformers5RopeParameters) {
   Json config = Json::parse(kLlama3Config);
   config.erase("rope_scaling");
   config.erase("rope_theta");
-  config["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0},
-                               {"factor", 8.0}, {"low_freq_factor", 1.0},
-                               {"high_freq_factor", 4.0},
-                               {"original_max_position_embeddings", 64}};
+  config["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 250000.0},
+                               {"factor", 8.0},           {"low_freq_factor", 1.0},
+                               {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
   ModelFiles model = ModelFiles::open(make_hf_directory("rope_parameters", config.dump()).string());
   EXPECT_EQ(model.config().rope_theta, 250000.0);
   EXPECT_EQ(model.config().rope_scaling.type, RopeScaling::Type::kLlama3);
@@ -369,8 +370,8 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   EXPECT_EQ(model.config().architecture, "gpt_neox");
   expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
                "unknown architecture 'gpt_neox' (supported: llama, mistral, qwen2)");
-  expect_error([&] { models::architecture_for(model.config()); }, "gpt_neox: ",
-               "unknown architecture 'gpt_neox'");
+  expect_error([&] { models::architecture_for(model.config()); },
+               "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {
     config["model_type"] = known;
     ModelFiles supported = ModelFiles::open(make_hf_directory(known, config.dump()).string());

@@ -58,8 +58,7 @@ class FakeRunner : public executor::ModelRunner {
   // Every call in order: 'p' prefill, 'd' decode.
   std::string calls;
 
-  FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64)
-      : vocab_(vocab) {
+  FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64) : vocab_(vocab) {
     capabilities_.runtime = "fake";
     capabilities_.device = "test";
     capabilities_.slots = slots;
@@ -96,11 +95,11 @@ class FakeRunner : public executor::ModelRunner {
     if (want_logits) append_logits(out.token, out.logits);
   }
 
-  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-              bool want_logits, DecodeOutput& out) override {
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
+              DecodeOutput& out) override {
     calls += 'd';
-    decodes.push_back({{tokens.begin(), tokens.end()}, {positions.begin(), positions.end()},
-                       want_logits});
+    decodes.push_back(
+        {{tokens.begin(), tokens.end()}, {positions.begin(), positions.end()}, want_logits});
     EXPECT_EQ(decode_rows(static_cast<int64_t>(tokens.size())),
               static_cast<int64_t>(tokens.size()));
     out.tokens.clear();
@@ -365,7 +364,7 @@ TEST(Scheduler, AFinishedSequenceFreesItsSlotForTheNextStep) {
   scheduler.submit({2}, greedy(50), b.callback());
   scheduler.submit({3}, greedy(2), c.callback());
   EXPECT_EQ(scheduler.waiting(), 3u);
-  scheduler.step();  // admits a (slot 0) and b (slot 1); prefills a; decodes a
+  scheduler.step();                    // admits a (slot 0) and b (slot 1); prefills a; decodes a
   EXPECT_EQ(scheduler.running(), 1u);  // a finished after its second token and left at once
   EXPECT_TRUE(a.finished);
   EXPECT_EQ(scheduler.waiting(), 1u);
@@ -464,16 +463,16 @@ TEST(Scheduler, SubmitAndCancelFromOtherThreadsWhileStepping) {
   std::vector<Collected> c(16);
   std::thread submitter([&] {
     for (int i = 0; i < 16; ++i) {
-      const uint64_t id = scheduler.submit({i + 1}, greedy(20), c[static_cast<std::size_t>(i)].callback());
+      const uint64_t id =
+          scheduler.submit({i + 1}, greedy(20), c[static_cast<std::size_t>(i)].callback());
       if (i % 4 == 3) scheduler.cancel(id);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (!scheduler.step() && std::all_of(c.begin(), c.end(), [](const Collected& x) {
-          return x.finished;
-        })) {
+    if (!scheduler.step() &&
+        std::all_of(c.begin(), c.end(), [](const Collected& x) { return x.finished; })) {
       break;
     }
   }

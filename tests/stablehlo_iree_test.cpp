@@ -650,9 +650,13 @@ nlohmann::json manifest_case(const Built& built, size_t seed) {
   for (const TensorType& type : built.result_types) {
     results.push_back({{"dtype", numpy_dtype(type.element())}, {"shape", type.shape()}});
   }
-  return {{"op", c.op},           {"seed", seed},       {"inputs", inputs},
-          {"results", results},   {"reference", c.reference},
-          {"rtol", c.rtol},       {"atol", c.atol}};
+  return {{"op", c.op},
+          {"seed", seed},
+          {"inputs", inputs},
+          {"results", results},
+          {"reference", c.reference},
+          {"rtol", c.rtol},
+          {"atol", c.atol}};
 }
 
 // Writes the manifest to dir, runs run_modules.py on it and expects every case to match numpy.
@@ -685,8 +689,8 @@ void run_and_check(const fs::path& dir, const nlohmann::json& manifest, const st
     }
     const bool ok = it->second["ok"].get<bool>();
     passed += ok;
-    EXPECT_TRUE(ok) << op << ": " << what << " result differs from numpy: "
-                    << it->second["message"].get<std::string>();
+    EXPECT_TRUE(ok) << op << ": " << what
+                    << " result differs from numpy: " << it->second["message"].get<std::string>();
   }
   std::cout << what << ": " << passed << " of " << manifest["cases"].size()
             << " op cases match numpy\n";

@@ -189,9 +189,8 @@ void run_bench(const BenchCommandOptions& options) {
                fmt::format("xlacel-bench-{}", static_cast<long>(::getpid()));
     std::filesystem::remove_all(cold_dir);
     engine_options.device.compile_cache_dir = cold_dir;
-    cold_report = engine::Engine(open_model(options.runtime.model), engine_options)
-                      .executor()
-                      .load_report();
+    cold_report =
+        engine::Engine(open_model(options.runtime.model), engine_options).executor().load_report();
   }
   engine::Engine engine(std::move(model), std::move(text), engine_options);
   if (!cold_dir.empty()) std::filesystem::remove_all(cold_dir);
@@ -264,8 +263,8 @@ void run_bench(const BenchCommandOptions& options) {
   }
   fmt::print("model: {}\n", engine.model().path());
   fmt::print("backend: {}, device: {}, weights {}, context {}, prefill bucket {}, slots {}\n",
-             caps.runtime, caps.device, options.runtime.weights, caps.capacity,
-             caps.prefill_bucket, caps.slots);
+             caps.runtime, caps.device, options.runtime.weights, caps.capacity, caps.prefill_bucket,
+             caps.slots);
   if (cold_report) fmt::print("compile (cold):   {}\n", graphs_text(*cold_report));
   fmt::print("compile (cached): {}\n", graphs_text(report));
   fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s\n", mib(report.weight_bytes),
@@ -283,9 +282,10 @@ void run_bench(const BenchCommandOptions& options) {
       bandwidth / 1e9, threads, limit(1), mib(traffic.per_step(1)), mib(traffic.weight_bytes),
       mib(traffic.cache_bytes), 100 * tg_s.mean / limit(1));
   if (batches.empty()) return;
-  fmt::print("decode by batch size (tg{}, {} runs each; limit = B x bandwidth / (weights + B x "
-             "KV cache of a slot)):\n",
-             options.gen_tokens, options.repetitions);
+  fmt::print(
+      "decode by batch size (tg{}, {} runs each; limit = B x bandwidth / (weights + B x "
+      "KV cache of a slot)):\n",
+      options.gen_tokens, options.repetitions);
   fmt::print("  {:>5} {:>10} {:>14} {:>14} {:>9} {:>12} {:>9}\n", "batch", "step ms",
              "aggregate t/s", "per-seq t/s", "speedup", "limit t/s", "of limit");
   for (const BatchFigures& f : batches) {

@@ -41,9 +41,12 @@ nlohmann::json load_json(const executor::LoadReport& report) {
 // The sampler names its fields ("top_p must be ..."); here the user typed flags.
 [[noreturn]] void fail_naming_flag(std::string problem) {
   static const std::pair<const char*, const char*> kFlags[] = {
-      {"temperature", "--temp"},          {"top_k", "--top-k"},
-      {"top_p", "--top-p"},               {"min_p", "--min-p"},
-      {"repeat_penalty", "--repeat-penalty"}, {"repeat_last_n", "--repeat-last-n"}};
+      {"temperature", "--temp"},
+      {"top_k", "--top-k"},
+      {"top_p", "--top-p"},
+      {"min_p", "--min-p"},
+      {"repeat_penalty", "--repeat-penalty"},
+      {"repeat_last_n", "--repeat-last-n"}};
   for (const auto& [field, flag] : kFlags) {
     if (problem.starts_with(std::string(field) + " ")) {
       problem.replace(0, std::string_view(field).size(), flag);
@@ -63,9 +66,9 @@ void run_generate(const GenerateCommandOptions& options) {
   ModelFiles model = open_model(options.runtime.model);
   engine::ModelText text(model);
   std::vector<int32_t> prompt = prompt_ids(text, options.prompt);
-  engine::EngineOptions engine_options = cli::engine_options(
-      options.runtime, model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens, 1,
-      false);
+  engine::EngineOptions engine_options =
+      cli::engine_options(options.runtime, model,
+                          static_cast<int64_t>(prompt.size()) + options.max_new_tokens, 1, false);
   engine_options.executor.preload_logits = options.sampling.needs_logits();
   if (static_cast<int64_t>(prompt.size()) > engine_options.executor.capacity) {
     fail("prompt", "{} tokens do not fit the context of {} positions (raise --context)",

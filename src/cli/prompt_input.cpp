@@ -54,8 +54,9 @@ std::vector<int32_t> prompt_ids(const engine::ModelText& text, const PromptInput
                             Json::object());
   }
   Conversation conversation = read_messages_file(input.messages_path);
-  return naming_file(input.messages_path,
-                     [&] { return text.encode_chat(conversation.messages, conversation.extra_context); });
+  return naming_file(input.messages_path, [&] {
+    return text.encode_chat(conversation.messages, conversation.extra_context);
+  });
 }
 
 }  // namespace xlacel::cli

@@ -16,8 +16,9 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                       "GGUF file or HF model directory (default: the model scripts/setup fetched)");
   command->add_option("--backend", flags.backend, "iree or xla")->capture_default_str();
   command->add_option("--device", flags.device, "cpu or cuda")->capture_default_str();
-  command->add_option("--threads", flags.threads,
-                      "CPU worker threads of the runtime (0: its default, one per core)")
+  command
+      ->add_option("--threads", flags.threads,
+                   "CPU worker threads of the runtime (0: its default, one per core)")
       ->capture_default_str();
   command
       ->add_option("--weights", flags.weights, "weight and KV-cache type: f32 (exact), bf16 or f16")

@@ -11,17 +11,17 @@ namespace xlacel::engine {
 
 struct RequestOptions {
   SamplingOptions sampling;
-  int64_t max_tokens = 128;        // new tokens at most (>= 1)
-  std::vector<int32_t> eos_ids;    // any of these ends the request (kept in the output)
-  std::vector<std::string> stop;   // stop strings: the text ends before the first one found
+  int64_t max_tokens = 128;       // new tokens at most (>= 1)
+  std::vector<int32_t> eos_ids;   // any of these ends the request (kept in the output)
+  std::vector<std::string> stop;  // stop strings: the text ends before the first one found
 };
 
 enum class FinishReason {
-  kEos,         // an end-of-sequence id
-  kStop,        // a stop string
-  kLength,      // max_tokens
-  kCapacity,    // the slot's KV cache is full
-  kCancelled,   // cancel()
+  kEos,        // an end-of-sequence id
+  kStop,       // a stop string
+  kLength,     // max_tokens
+  kCapacity,   // the slot's KV cache is full
+  kCancelled,  // cancel()
 };
 const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length", ...
 

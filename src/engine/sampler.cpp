@@ -26,7 +26,6 @@ struct BestFirst {
 
 }  // namespace
 
-
 std::string SamplingOptions::validate() const {
   if (!std::isfinite(temperature)) {
     return fmt::format("temperature must be a finite number (<= 0: greedy), got {}", temperature);

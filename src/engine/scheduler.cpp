@@ -212,8 +212,8 @@ void Scheduler::accept_token(Sequence& sequence, int32_t token) {
   } else if (sequence.cached >= caps_.capacity) {
     // The new token needs a cache row of its own before the next one can be computed.
     reason = FinishReason::kCapacity;
-    event.message = fmt::format("context full: {} of {} positions used", sequence.cached,
-                                caps_.capacity);
+    event.message =
+        fmt::format("context full: {} of {} positions used", sequence.cached, caps_.capacity);
   }
   if (!reason) {
     sequence.pending = token;

@@ -79,11 +79,12 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
     caches_[spec.name] = device_->zeros(spec.element, spec.shape);
     report_.cache_bytes += static_cast<uint64_t>(models::byte_size(spec));
   }
-  progress(fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
-                       "positions ({:.1f} MiB)",
-                       capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
-                       report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s",
-                       options_.capacity, static_cast<double>(report_.cache_bytes) / (1 << 20)));
+  progress(
+      fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
+                  "positions ({:.1f} MiB)",
+                  capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
+                  report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s",
+                  options_.capacity, static_cast<double>(report_.cache_bytes) / (1 << 20)));
   report_.total_seconds = seconds_since(start);
 }
 
@@ -94,8 +95,8 @@ void Executor::progress(const std::string& line) const {
 }
 
 models::GraphOptions Executor::prefill_graph() const {
-  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity,
-          options_.weights, options_.slots};
+  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights,
+          options_.slots};
 }
 
 int64_t Executor::decode_rows(int64_t rows) const {
@@ -159,7 +160,8 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
     for (const Input& candidate : inputs) {
       if (candidate.name == spec.name) input = &candidate;
     }
-    if (input == nullptr) fail(models::graph_name(graph.options), "no value for input '{}'", spec.name);
+    if (input == nullptr)
+      fail(models::graph_name(graph.options), "no value for input '{}'", spec.name);
     if (static_cast<int64_t>(input->bytes.size()) != models::byte_size(spec)) {
       fail(models::graph_name(graph.options), "input '{}' has {} bytes, expected {}", spec.name,
            input->bytes.size(), models::byte_size(spec));
@@ -198,15 +200,14 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
     fail("prefill", "slot {} is not in [0, {})", slot, options_.slots);
   }
   if (start < 0 || start + bucket > options_.capacity || valid < 1 || valid > bucket) {
-    fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})",
-         start, valid, bucket, options_.capacity);
+    fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})", start,
+         valid, bucket, options_.capacity);
   }
   Graph& prefill = graph(prefill_graph());
-  std::vector<device::BufferPtr> outputs =
-      run(prefill, {{"tokens", bytes_of(bucket_tokens)},
-                    {"slot", bytes_of(slot)},
-                    {"start", bytes_of(start)},
-                    {"valid_length", bytes_of(valid)}});
+  std::vector<device::BufferPtr> outputs = run(prefill, {{"tokens", bytes_of(bucket_tokens)},
+                                                         {"slot", bytes_of(slot)},
+                                                         {"start", bytes_of(start)},
+                                                         {"valid_length", bytes_of(valid)}});
   read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
   if (want_logits) {
     out.logits.resize(static_cast<std::size_t>(capabilities_.vocab_size));

@@ -66,8 +66,8 @@ class Executor final : public ModelRunner {
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                      int32_t valid, bool want_logits, PrefillOutput& out) override;
-  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-              bool want_logits, DecodeOutput& out) override;
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
+              DecodeOutput& out) override;
 
  private:
   struct Graph {

@@ -11,10 +11,10 @@
 namespace xlacel::executor {
 
 struct Capabilities {
-  std::string runtime;  // "iree", "xla"
-  std::string device;   // for people: "cpu (llvm-cpu for this CPU, IREE local-task, 2 threads)"
-  int64_t slots = 1;    // sequences the KV cache holds
-  int64_t capacity = 0;        // KV-cache positions per slot
+  std::string runtime;   // "iree", "xla"
+  std::string device;    // for people: "cpu (llvm-cpu for this CPU, IREE local-task, 2 threads)"
+  int64_t slots = 1;     // sequences the KV cache holds
+  int64_t capacity = 0;  // KV-cache positions per slot
   int64_t prefill_bucket = 0;  // tokens per prefill call
   int64_t vocab_size = 0;
 };

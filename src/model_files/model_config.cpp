@@ -78,9 +78,12 @@ RopeScaling rope_from_hf(const Json& config, double& rope_theta, const std::stri
 
 const char* rope_scaling_name(RopeScaling::Type type) {
   switch (type) {
-    case RopeScaling::Type::kNone: return "default";
-    case RopeScaling::Type::kLlama3: return "llama3";
-    case RopeScaling::Type::kFrequencyFactors: return "frequency factors (rope_freqs.weight)";
+    case RopeScaling::Type::kNone:
+      return "default";
+    case RopeScaling::Type::kLlama3:
+      return "llama3";
+    case RopeScaling::Type::kFrequencyFactors:
+      return "frequency factors (rope_freqs.weight)";
   }
   return "?";
 }
@@ -102,8 +105,8 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   result.num_kv_heads =
       json_optional_int(config, "num_key_value_heads", path).value_or(result.num_heads);
   auto head_dim = json_optional_int(config, "head_dim", path);
-  result.head_dim = head_dim ? *head_dim
-                             : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
+  result.head_dim =
+      head_dim ? *head_dim : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
   result.rms_norm_eps = json_number(config, "rms_norm_eps", path);
   result.rope_scaling = rope_from_hf(config, result.rope_theta, path);
@@ -178,7 +181,8 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     if (array == nullptr) fail(gguf.path(), "metadata 'tokenizer.ggml.tokens' is not an array");
     result.vocab_size = static_cast<int64_t>(array->items.size());
   } else {
-    fail(gguf.path(), "cannot tell the vocabulary size (no {} and no tokenizer)", key("vocab_size"));
+    fail(gguf.path(), "cannot tell the vocabulary size (no {} and no tokenizer)",
+         key("vocab_size"));
   }
   result.tie_word_embeddings = !gguf.find_tensor("output.weight").has_value();
   result.attention_bias = gguf.find_tensor("blk.0.attn_q.bias").has_value();
@@ -197,7 +201,8 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
 
 void validate_config(const ModelConfig& c, const std::string& where) {
   auto positive = [&](int64_t value, const char* name) {
-    if (value <= 0 || value > (int64_t{1} << 32)) fail(where, "{} must be positive, got {}", name, value);
+    if (value <= 0 || value > (int64_t{1} << 32))
+      fail(where, "{} must be positive, got {}", name, value);
   };
   positive(c.vocab_size, "vocab_size");
   positive(c.hidden_size, "hidden_size");

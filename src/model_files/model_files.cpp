@@ -45,8 +45,8 @@ std::optional<ChatTemplateSource> find_hf_chat_template(const fs::path& dir,
   if (field.is_string()) return ChatTemplateSource{field.get<std::string>(), origin};
   if (field.is_array()) {
     for (const Json& entry : field) {
-      if (entry.is_object() && entry.value("name", "") == "default" &&
-          entry.contains("template") && entry["template"].is_string()) {
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string()) {
         return ChatTemplateSource{entry["template"].get<std::string>(), origin + "[default]"};
       }
     }
