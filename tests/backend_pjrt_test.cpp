@@ -19,9 +19,9 @@
 #include "backends/pjrt/pjrt_device.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
+#include "common/scoped_env.h"
 #include "device/device.h"
 #include "models/test_support.h"
-#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace xlacel::backends {
@@ -29,7 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using device::DeviceKind;
-using testing::ScopedEnv;
 
 // The CPU plugin the device would use, or the reason there is none.
 std::optional<std::string> missing_cpu_plugin() {

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/scoped_env.h"
 #include "compile_cache/atomic_file.h"
 #include "compile_cache/compile_cache.h"
 #include "compile_cache/compiler_message.h"
@@ -25,7 +26,6 @@
 #include "compile_cache/iree_compiler.h"
 #include "compile_cache/subprocess.h"
 #include "run_xlacel.h"
-#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace xlacel::compile_cache {
@@ -56,8 +56,6 @@ std::string slurp(const fs::path& path) {
 void write_file(const fs::path& path, const std::string& content) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
 }
-
-using testing::ScopedEnv;
 
 // A Compiler that forwards to another and counts how often it really compiled.
 class CountingCompiler : public Compiler {

@@ -8,42 +8,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/scoped_env.h"
 
 namespace xlacel::pjrt {
-
-namespace {
-
-// XLA's CPU client sizes its thread pools (the client's task pool and the Eigen intra-op pool)
-// when it is created: max($PJRT_NPROC, or else the CPUs the process may run on, and the
-// cpu_device_count create option, 4 by default). The plugin takes no create option for the
-// thread count itself, so a thread count is $PJRT_NPROC for the duration of PJRT_Client_Create
-// (then the old value comes back) with cpu_device_count 1: we use only the first device anyway.
-class ScopedThreadCount {
- public:
-  explicit ScopedThreadCount(int threads) {
-    if (threads <= 0) return;
-    if (const char* old = std::getenv(kVariable)) old_ = old;
-    ::setenv(kVariable, std::to_string(threads).c_str(), 1);
-    set_ = true;
-  }
-  ~ScopedThreadCount() {
-    if (!set_) return;
-    if (old_) {
-      ::setenv(kVariable, old_->c_str(), 1);
-    } else {
-      ::unsetenv(kVariable);
-    }
-  }
-  ScopedThreadCount(const ScopedThreadCount&) = delete;
-  ScopedThreadCount& operator=(const ScopedThreadCount&) = delete;
-
- private:
-  static constexpr const char* kVariable = "PJRT_NPROC";
-  bool set_ = false;
-  std::optional<std::string> old_;
-};
-
-}  // namespace
 
 std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::string& plugin_path,
                                           int threads,
@@ -59,10 +26,16 @@ std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::st
   std::shared_ptr<const Plugin> plugin = Plugin::load(location.path);
   std::shared_ptr<const Client> client;
   try {
+    // XLA's CPU client sizes its thread pools (the client's task pool and the Eigen intra-op
+    // pool) when it is created: max($PJRT_NPROC, or else the CPUs the process may run on, and
+    // the cpu_device_count create option, 4 by default). The plugin takes no create option for
+    // the thread count itself, so a thread count is $PJRT_NPROC for the duration of
+    // PJRT_Client_Create with cpu_device_count 1 (we use only the first device anyway).
     // Clients are created one at a time: the environment is the process's.
     static std::mutex mutex;
     std::lock_guard lock(mutex);
-    ScopedThreadCount thread_count(threads);
+    std::optional<ScopedEnv> thread_count;
+    if (threads > 0) thread_count.emplace("PJRT_NPROC", std::to_string(threads));
     std::vector<IntegerOption> options;
     if (threads > 0) options.push_back({"cpu_device_count", 1});
     client = std::make_shared<const Client>(plugin, options);

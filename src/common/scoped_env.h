@@ -1,10 +1,11 @@
 #pragma once
 // Sets (or, with nullopt, unsets) an environment variable for one scope, then restores it.
+// Not thread-safe against other readers of the environment: callers serialize.
 #include <cstdlib>
 #include <optional>
 #include <string>
 
-namespace xlacel::testing {
+namespace xlacel {
 
 class ScopedEnv {
  public:
@@ -31,4 +32,4 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-}  // namespace xlacel::testing
+}  // namespace xlacel
