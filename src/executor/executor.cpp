@@ -186,10 +186,6 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
   return results;
 }
 
-void Executor::read(const device::Buffer& buffer, std::span<std::byte> destination) {
-  device_->read(buffer, destination);
-}
-
 void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) {
   const int64_t bucket = options_.prefill_bucket;
@@ -208,10 +204,10 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
                                                          {"slot", bytes_of(slot)},
                                                          {"start", bytes_of(start)},
                                                          {"valid_length", bytes_of(valid)}});
-  read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
+  device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
   if (want_logits) {
     out.logits.resize(static_cast<std::size_t>(capabilities_.vocab_size));
-    read(*outputs[1], std::as_writable_bytes(std::span<float>(out.logits)));
+    device_->read(*outputs[1], std::as_writable_bytes(std::span<float>(out.logits)));
   } else {
     out.logits.clear();
   }
@@ -239,12 +235,12 @@ void Executor::decode(std::span<const int32_t> tokens, std::span<const int32_t> 
   out.tokens.resize(static_cast<std::size_t>(rows));
   if (want_logits) {
     out.logits.resize(out.tokens.size() * vocab);
-    read(*outputs[0], std::as_writable_bytes(std::span<float>(out.logits)));
+    device_->read(*outputs[0], std::as_writable_bytes(std::span<float>(out.logits)));
     for (std::size_t b = 0; b < out.tokens.size(); ++b) {
       out.tokens[b] = argmax(std::span<const float>(out.logits).subspan(b * vocab, vocab));
     }
   } else {
-    read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(out.tokens)));
+    device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(out.tokens)));
     out.logits.clear();
   }
 }

@@ -85,7 +85,6 @@ class Executor final : public ModelRunner {
   Graph& graph(const models::GraphOptions& options);  // loads it on first use
   // Runs `graph`; returns its outputs (not the caches), in signature order.
   std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs);
-  void read(const device::Buffer& buffer, std::span<std::byte> destination);
 
   std::unique_ptr<device::Device> device_;
   const ModelFiles& model_;
