@@ -17,8 +17,15 @@ namespace fs = std::filesystem;
 
 using Result = testing::ProgramRun;
 
+// A scratch directory of the running test's own: ctest runs tests in parallel, and two tests
+// sharing one would overwrite each other's inputs and captured output.
+fs::path test_scratch() {
+  return testing::scratch_dir(std::string("cli/") +
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
 Result run_xlacel(const std::vector<std::string>& args) {
-  return testing::run_xlacel(testing::scratch_dir("cli"), args);
+  return testing::run_xlacel(test_scratch(), args);
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -48,7 +55,7 @@ TEST(Cli, TokenizeIdsPrintsOnlyIds) {
 
 TEST(Cli, ChatTemplateRendersMessages) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
-  fs::path messages = testing::scratch_dir("cli") / "messages.json";
+  fs::path messages = test_scratch() / "messages.json";
   write_file(messages, R"([{"role": "user", "content": "What is 2+2?"}])");
   Result result = run_xlacel(
       {"chat-template", "-m", model, "--messages", messages.string(), "--add-generation-prompt"});
@@ -62,7 +69,7 @@ TEST(Cli, ChatTemplateRendersMessages) {
 // GGUF) and template gives the same ids and prompt as the GGUF itself.
 TEST(Cli, HfDirectoryMatchesTheGgufRoute) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
-  fs::path dir = testing::scratch_dir("cli") / "hf-smollm2";
+  fs::path dir = test_scratch() / "hf-smollm2";
   fs::create_directories(dir);
   fs::copy_file(testing::test_data("tokenizer/smollm2_tokenizer.json"), dir / "tokenizer.json",
                 fs::copy_options::overwrite_existing);
@@ -92,7 +99,7 @@ TEST(Cli, HfDirectoryMatchesTheGgufRoute) {
   ASSERT_EQ(from_dir.exit_code, 0) << from_dir.err;
   EXPECT_EQ(from_dir.out, from_gguf.out);
 
-  fs::path messages = testing::scratch_dir("cli") / "messages.json";
+  fs::path messages = test_scratch() / "messages.json";
   write_file(messages, R"([{"role": "system", "content": "Be brief."},
                           {"role": "user", "content": "Hi"}])");
   Result render_dir = run_xlacel({"chat-template", "-m", dir.string(), "--messages",
@@ -115,7 +122,7 @@ void expect_one_line_error(const std::vector<std::string>& args, const std::stri
 }
 
 TEST(Cli, BadInputIsOneLineAndExitOne) {
-  fs::path scratch = testing::scratch_dir("cli");
+  fs::path scratch = test_scratch();
   fs::path truncated = scratch / "truncated.gguf";
   write_file(truncated, "GGUF\x03\x00\x00\x00");
   expect_one_line_error({"inspect", truncated.string()}, truncated.string());
@@ -167,7 +174,7 @@ TEST(Cli, EmitTakesSlots) {
 // A model of a family xlacel does not run is read (its config parses) but every command that
 // opens it stops with one line naming the model and the supported families.
 TEST(Cli, UnknownArchitectureIsOneLine) {
-  fs::path dir = testing::scratch_dir("cli") / "phi3";
+  fs::path dir = test_scratch() / "phi3";
   fs::create_directories(dir);
   const fs::path tiny = testing::test_data("models/tiny_llama3");
   Json config = read_json_file((tiny / "config.json").string());
