@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/float16.h"
+#include "device/device.h"
 #include "model_files/model_files.h"
 #include "models/architecture.h"
 #include "models/graph_options.h"
@@ -136,11 +137,10 @@ TEST(Architecture, CacheSpecsAndSizes) {
   EXPECT_EQ(names, (std::vector<std::string>{"k_cache_0", "v_cache_0", "k_cache_1", "v_cache_1"}));
   EXPECT_EQ(caches[0].shape, (std::vector<int64_t>{8, 2, 512, 8}));  // slots, kv heads, cap, D
   EXPECT_EQ(caches[0].element, stablehlo::ElementType::kBF16);
-  EXPECT_EQ(element_count(caches[0]), 8 * 2 * 512 * 8);
-  EXPECT_EQ(byte_size(caches[0]), 8 * 2 * 512 * 8 * 2);
-  EXPECT_EQ(element_count({"scalar", stablehlo::ElementType::kI32, {}}), 1);
-  EXPECT_EQ(byte_size({"scalar", stablehlo::ElementType::kI32, {}}), 4);
-  EXPECT_EQ(byte_size({"mask", stablehlo::ElementType::kI1, {3}}), 3);
+  EXPECT_EQ(device::dense_byte_size(caches[0].element, caches[0].shape), 8u * 2 * 512 * 8 * 2);
+  EXPECT_EQ(device::dense_byte_size(stablehlo::ElementType::kI32, {}), 4u);
+  const int64_t three[] = {3};
+  EXPECT_EQ(device::dense_byte_size(stablehlo::ElementType::kI1, three), 3u);
   EXPECT_EQ(llama().cache_specs(c, WeightType::kF32, 1, 64)[3].element,
             stablehlo::ElementType::kF32);
 }

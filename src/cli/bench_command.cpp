@@ -23,6 +23,7 @@
 #include "common/memory_bandwidth.h"
 #include "common/process_stats.h"
 #include "engine/engine.h"
+#include "models/weight_layout.h"
 
 namespace xlacel::cli {
 
@@ -87,7 +88,8 @@ DecodeTraffic decode_traffic(const ModelConfig& config, const executor::Executor
                              const executor::LoadReport& report) {
   DecodeTraffic traffic;
   traffic.weight_bytes = report.weight_bytes;
-  const uint64_t element = options.weights == models::WeightType::kF32 ? 4 : 2;
+  const auto element =
+      static_cast<uint64_t>(stablehlo::bit_width(models::element_of(options.weights)) / 8);
   if (!config.tie_word_embeddings) {
     traffic.weight_bytes -= static_cast<uint64_t>(config.vocab_size - 1) *
                             static_cast<uint64_t>(config.hidden_size) * element;

@@ -77,7 +77,7 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   for (const models::TensorSpec& spec :
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
     caches_[spec.name] = device_->zeros(spec.element, spec.shape);
-    report_.cache_bytes += static_cast<uint64_t>(models::byte_size(spec));
+    report_.cache_bytes += device::dense_byte_size(spec.element, spec.shape);
   }
   progress(
       fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
@@ -162,9 +162,10 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
     }
     if (input == nullptr)
       fail(models::graph_name(graph.options), "no value for input '{}'", spec.name);
-    if (static_cast<int64_t>(input->bytes.size()) != models::byte_size(spec)) {
+    const std::size_t expected = device::dense_byte_size(spec.element, spec.shape);
+    if (input->bytes.size() != expected) {
       fail(models::graph_name(graph.options), "input '{}' has {} bytes, expected {}", spec.name,
-           input->bytes.size(), models::byte_size(spec));
+           input->bytes.size(), expected);
     }
     uploaded.push_back(device_->upload(input->bytes, spec.element, spec.shape));
   }

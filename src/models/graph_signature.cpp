@@ -6,18 +6,6 @@ namespace xlacel::models {
 
 using stablehlo::ElementType;
 
-int64_t element_count(const TensorSpec& spec) {
-  int64_t count = 1;
-  for (int64_t dim : spec.shape) count *= dim;
-  return count;
-}
-
-int64_t byte_size(const TensorSpec& spec) {
-  // Sub-byte elements (i1) take a byte each, as runtimes store them.
-  const int64_t element_bytes = (stablehlo::bit_width(spec.element) + 7) / 8;
-  return element_count(spec) * element_bytes;
-}
-
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
   const int64_t bucket = options.bucket;
   if (options.kind == GraphKind::kPrefill) {

@@ -21,10 +21,6 @@ struct TensorSpec {
   std::vector<int64_t> shape;  // outermost first; {} for a scalar
 };
 
-// Elements of a spec's shape, and its bytes.
-int64_t element_count(const TensorSpec& spec);
-int64_t byte_size(const TensorSpec& spec);
-
 struct GraphSignature {
   std::vector<TensorSpec> inputs;   // per-call values the host supplies
   std::vector<WeightSpec> weights;  // resident, uploaded once
