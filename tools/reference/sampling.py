@@ -1,4 +1,4 @@
-"""Reference keep-sets and probabilities for the host-side sampler (src/session/sampler.cpp).
+"""Reference keep-sets and probabilities for the host-side sampler (src/engine/sampler.cpp).
 
 Applies transformers' own logits processors, in the order generate() builds them
 (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper,
