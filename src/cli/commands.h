@@ -11,5 +11,6 @@ void add_emit_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace xlacel::cli

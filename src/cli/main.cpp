@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   xlacel::cli::add_compile_command(app);
   xlacel::cli::add_generate_command(app);
   xlacel::cli::add_bench_command(app);
+  xlacel::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,87 @@
+#include "engine/scheduler_thread.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace xlacel::engine {
+
+SchedulerThread::SchedulerThread(Scheduler& scheduler, std::size_t max_waiting,
+                                 std::function<void(const StepReport&)> on_step)
+    : scheduler_(scheduler), max_waiting_(max_waiting), on_step_(std::move(on_step)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+SchedulerThread::~SchedulerThread() {
+  stop();
+}
+
+uint64_t SchedulerThread::submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                                 EventCallback on_event) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) throw QueueFull("the server is shutting down");
+  // Only the stepping thread takes requests out of the queue, so the bound holds under the lock.
+  if (scheduler_.waiting() >= max_waiting_) {
+    throw QueueFull(fmt::format("all slots are busy and {} requests wait already", max_waiting_));
+  }
+  const uint64_t id = scheduler_.submit(std::move(prompt), options, std::move(on_event));
+  last_id_ = std::max(last_id_, id);
+  work_ = true;
+  wake_.notify_one();
+  return id;
+}
+
+void SchedulerThread::cancel(uint64_t request) {
+  std::lock_guard lock(mutex_);
+  scheduler_.cancel(request);
+  work_ = true;
+  wake_.notify_one();
+}
+
+void SchedulerThread::cancel_all() {
+  std::lock_guard lock(mutex_);
+  for (uint64_t id = 1; id <= last_id_; ++id) scheduler_.cancel(id);
+  work_ = true;
+  wake_.notify_one();
+}
+
+void SchedulerThread::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) return;
+  }
+  cancel_all();
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  thread_.join();
+}
+
+void SchedulerThread::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return work_ || stopping_; });
+    work_ = false;
+    lock.unlock();
+    bool busy = true;
+    while (busy) {
+      try {
+        busy = scheduler_.step();
+      } catch (const std::exception& e) {
+        // A failing device call must not take the process down with every stream: report it
+        // and end what is running (each request gets its last event).
+        std::fprintf(stderr, "xlacel: step failed: %s\n", e.what());
+        cancel_all();
+        continue;
+      }
+      if (busy && on_step_) on_step_(scheduler_.last_step());
+    }
+    lock.lock();
+    if (stopping_ && !work_) return;
+  }
+}
+
+}  // namespace xlacel::engine

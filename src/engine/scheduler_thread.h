@@ -1,0 +1,61 @@
+#pragma once
+// Drives a Scheduler from its own thread, for callers that submit from many threads and wait
+// for events (the HTTP server): it steps while there is work and sleeps otherwise, and it
+// bounds how many requests may wait for a slot.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+
+namespace xlacel::engine {
+
+// submit() when `max_waiting` requests already wait for a slot.
+class QueueFull : public Error {
+ public:
+  using Error::Error;
+};
+
+class SchedulerThread {
+ public:
+  // `on_step` (may be empty) hears every step that did work, on the stepping thread.
+  SchedulerThread(Scheduler& scheduler, std::size_t max_waiting,
+                  std::function<void(const StepReport&)> on_step = {});
+  ~SchedulerThread();  // stops (cancelling what is left) and joins
+  SchedulerThread(const SchedulerThread&) = delete;
+  SchedulerThread& operator=(const SchedulerThread&) = delete;
+
+  // Scheduler::submit, refused with QueueFull when the waiting queue is full. The callback
+  // runs on the stepping thread.
+  uint64_t submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                  EventCallback on_event);
+  void cancel(uint64_t request);
+  // Cancels every request submitted so far that has not finished.
+  void cancel_all();
+  // Cancels what is left, steps until the scheduler is idle, and ends the thread.
+  void stop();
+
+  std::size_t waiting() const { return scheduler_.waiting(); }
+  std::size_t running() const { return scheduler_.running(); }
+
+ private:
+  void run();
+
+  Scheduler& scheduler_;
+  const std::size_t max_waiting_;
+  std::function<void(const StepReport&)> on_step_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool work_ = false;  // something was submitted or cancelled since the last step
+  bool stopping_ = false;
+  uint64_t last_id_ = 0;  // requests 1..last_id_ were submitted (ids count up from 1)
+  std::thread thread_;
+};
+
+}  // namespace xlacel::engine

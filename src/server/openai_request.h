@@ -1,0 +1,34 @@
+#pragma once
+// The body of POST /v1/chat/completions and /v1/completions, checked field by field: every
+// problem is an ApiError naming the field, before anything reaches the engine. Options xlacel
+// does not implement are refused with a 400 rather than silently ignored.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/json_file.h"
+#include "engine/sampler.h"
+
+namespace xlacel::server {
+
+enum class Endpoint { kChat, kCompletion };
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;
+  Json messages;  // chat: [{"role", "content": string}], content parts joined into one string
+  // completions: the prompt as text, or as token ids
+  std::variant<std::string, std::vector<int32_t>> prompt;
+  int64_t max_tokens = 0;  // 0: until the context is full
+  engine::SamplingOptions sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// `default_seed` is used when the request names none (OpenAI samples differently each time).
+GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
+                                           uint64_t default_seed);
+
+}  // namespace xlacel::server
