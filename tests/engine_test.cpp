@@ -4,8 +4,9 @@
 // written by tools/reference/llama.py) whether it runs alone or batched with requests of other
 // lengths joining and leaving; teacher-forced logits must lie within kLogitTolerance of HF's;
 // seeded sampling must not depend on what else is in the batch; chunked prefill must agree with
-// token-by-token decoding. Tests skip (with the reason) when a runtime or the default model is
-// missing. Compiled graphs go to a scratch compile cache, never the user's.
+// token-by-token decoding; a prompt prefilled after a prefix its slot kept (prefix reuse) must
+// give the tokens of a full prefill. Tests skip (with the reason) when a runtime or the default
+// model is missing. Compiled graphs go to a scratch compile cache, never the user's.
 //
 // Tolerance: HF's own cached-vs-uncached recompute differs by up to 5.5e-5 (SmolLM2 logits ~20
 // in magnitude; full_recompute in the reference), float32 summation-order noise. Our graphs sum
@@ -88,7 +89,7 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<Engine> open(const std::string& model_path, const EngineShape& shape,
-                               bool logits = false) {
+                               bool logits = false, bool prefix_reuse = true) {
     EngineOptions options;
     options.runtime = GetParam();
     options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + GetParam());
@@ -96,6 +97,7 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
     options.executor.capacity = shape.capacity;
     options.executor.prefill_bucket = shape.prefill_bucket;
     options.executor.preload_logits = logits;
+    options.scheduler.prefix_reuse = prefix_reuse;
     return std::make_unique<Engine>(ModelFiles::open(model_path), options);
   }
 
@@ -108,17 +110,21 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
 // One request's output, collected from its events.
 struct Stream {
   std::vector<int32_t> tokens;
+  std::string text;
   bool finished = false;
   FinishReason reason = FinishReason::kLength;
   std::string message;
+  RequestStats stats;
 
   EventCallback callback() {
     return [this](const TokenEvent& event) {
       if (event.token >= 0) tokens.push_back(event.token);
+      text += event.text;
       if (event.finished) {
         finished = true;
         reason = event.reason;
         message = event.message;
+        stats = event.stats;
       }
     };
   }
@@ -350,6 +356,58 @@ TEST_P(EngineOnRuntime, SmolLM2SeededSamplingDoesNotDependOnTheBatch) {
   EXPECT_EQ(run(3), alone);
   sampled.sampling.seed = 8;
   EXPECT_NE(run(1), alone) << "another seed should sample differently";
+}
+
+// A chat's second turn on a slot that kept the first turn's prompt and reply, while another
+// request decodes beside it (its idle row must not touch the kept rows), then that request's
+// prompt again (all but its last token kept, in slot 1): every stream must equal the run that
+// prefills every prompt in full.
+TEST_P(EngineOnRuntime, SmolLM2PrefixReuseGivesTheTokensOfAFullPrefill) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  struct Run {
+    std::vector<int32_t> first_prompt, second_prompt;
+    Stream first, decoy, second, decoy_again;
+  };
+  auto run = [&](bool reuse) {
+    auto engine = open(model, {2, 512, 64}, false, reuse);
+    const ModelText& text = engine->text();
+    Scheduler& scheduler = engine->scheduler();
+    RequestOptions chat = engine->default_request();
+    chat.max_tokens = 32;
+    const std::vector<int32_t> decoy = text.encode_text("Once upon a time, in a quiet village,");
+    Json messages = Json::array();
+    messages.push_back({{"role", "user"}, {"content", "What is the capital of France?"}});
+    Run r;
+    r.first_prompt = text.encode_chat(messages, Json::object());
+    scheduler.submit(r.first_prompt, chat, r.first.callback());  // slot 0
+    scheduler.submit(decoy, greedy(64), r.decoy.callback());     // slot 1, outlives the first
+    scheduler.run_until_idle();
+    messages.push_back({{"role", "assistant"}, {"content", r.first.text}});
+    messages.push_back({{"role", "user"}, {"content", "And what is the capital of Germany?"}});
+    r.second_prompt = text.encode_chat(messages, Json::object());
+    scheduler.submit(r.second_prompt, chat, r.second.callback());
+    scheduler.submit(decoy, greedy(64), r.decoy_again.callback());
+    scheduler.run_until_idle();
+    return r;
+  };
+  const Run full = run(false);
+  const Run reused = run(true);
+  EXPECT_EQ(full.second.stats.cached_tokens, 0);
+  EXPECT_EQ(full.decoy_again.stats.cached_tokens, 0);
+  ASSERT_EQ(reused.second_prompt, full.second_prompt);
+  EXPECT_EQ(reused.first.tokens, full.first.tokens);
+  EXPECT_EQ(reused.decoy.tokens, full.decoy.tokens);
+  EXPECT_EQ(reused.second.tokens, full.second.tokens)
+      << "differs at token " << matched(reused.second.tokens, full.second.tokens);
+  EXPECT_EQ(reused.decoy_again.tokens, full.decoy.tokens);
+  // The second turn starts with the first prompt and its reply (the final <|im_end|> was never
+  // fed, so it is not in the cache).
+  EXPECT_GE(reused.second.stats.cached_tokens, static_cast<int64_t>(reused.first_prompt.size()));
+  EXPECT_LT(reused.second.stats.cached_tokens, static_cast<int64_t>(reused.second_prompt.size()));
+  EXPECT_EQ(reused.decoy_again.stats.cached_tokens, reused.decoy.stats.prompt_tokens - 1);
+  std::printf("%s SmolLM2 second turn: %lld of %zu prompt tokens reused, reply \"%s\"\n",
+              GetParam().c_str(), static_cast<long long>(reused.second.stats.cached_tokens),
+              reused.second_prompt.size(), reused.second.text.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),

@@ -22,10 +22,12 @@ inline std::string read_file(const std::filesystem::path& path) {
 }
 
 // `env_prefix`: shell assignments or `env -u ...` placed before the program; arguments are
-// single-quoted; stdin is /dev/null; stdout/stderr go through files in `scratch`.
+// single-quoted; stdin is `stdin_path` (/dev/null unless given); stdout/stderr go through files
+// in `scratch`.
 inline ProgramRun run_xlacel(const std::filesystem::path& scratch,
                              const std::vector<std::string>& args,
-                             const std::string& env_prefix = "") {
+                             const std::string& env_prefix = "",
+                             const std::filesystem::path& stdin_path = "/dev/null") {
   std::string command = env_prefix + " " + std::string(XLACEL_BINARY_DIR) + "/xlacel";
   for (const std::string& arg : args) {
     std::string quoted = "'";
@@ -33,7 +35,7 @@ inline ProgramRun run_xlacel(const std::filesystem::path& scratch,
     command += " " + quoted + "'";
   }
   std::filesystem::path out = scratch / "stdout", err = scratch / "stderr";
-  command += " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  command += " >" + out.string() + " 2>" + err.string() + " <" + stdin_path.string();
   int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
 }

@@ -1,8 +1,9 @@
 // The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, the
 // re-feed rule near the capacity), continuous batching (slots freed at once and refilled,
 // ragged decode rows, long prompts interleaved with decode steps), stop conditions, refusal,
-// cancellation, per-request seeded sampling and stop strings, against a fake model runner that
-// records every call and checks what a real graph relies on.
+// cancellation, per-request seeded sampling, stop strings and prefix reuse (slot choice, where
+// prefill starts, the resident rows left intact), against a fake model runner that records
+// every call and checks what a real graph relies on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,6 +50,7 @@ class FakeRunner : public executor::ModelRunner {
     int32_t start = 0;
     int32_t valid = 0;
     bool want_logits = false;
+    std::vector<int32_t> context;  // the slot's rows [0, start) when the chunk ran
   };
   struct DecodeCall {
     std::vector<int32_t> tokens;
@@ -57,6 +59,8 @@ class FakeRunner : public executor::ModelRunner {
   };
   // Every call in order: 'p' prefill, 'd' decode.
   std::string calls;
+  // The next call throws (after writing nothing), as a failing graph call would.
+  bool fail_next_call = false;
 
   FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64) : vocab_(vocab) {
     capabilities_.runtime = "fake";
@@ -80,12 +84,17 @@ class FakeRunner : public executor::ModelRunner {
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                      int32_t valid, bool want_logits, PrefillOutput& out) override {
     calls += 'p';
-    prefills.push_back(
-        {slot, {bucket_tokens.begin(), bucket_tokens.end()}, start, valid, want_logits});
+    throw_if_asked();
+    auto& rows = cache_[static_cast<std::size_t>(slot)];
+    prefills.push_back({slot,
+                        {bucket_tokens.begin(), bucket_tokens.end()},
+                        start,
+                        valid,
+                        want_logits,
+                        {rows.begin(), rows.begin() + std::max(0, start)}});
     EXPECT_EQ(static_cast<int64_t>(bucket_tokens.size()), capabilities_.prefill_bucket);
     EXPECT_GE(valid, 1);
     EXPECT_LE(int64_t{start} + capabilities_.prefill_bucket, capabilities_.capacity);
-    auto& rows = cache_[static_cast<std::size_t>(slot)];
     expect_rows_hold_real_tokens(rows, start, slot);
     for (int32_t i = 0; i < static_cast<int32_t>(bucket_tokens.size()); ++i) {
       rows[static_cast<std::size_t>(start + i)] = i < valid ? bucket_tokens[i] : kPadding;
@@ -98,6 +107,7 @@ class FakeRunner : public executor::ModelRunner {
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override {
     calls += 'd';
+    throw_if_asked();
     decodes.push_back(
         {{tokens.begin(), tokens.end()}, {positions.begin(), positions.end()}, want_logits});
     EXPECT_EQ(decode_rows(static_cast<int64_t>(tokens.size())),
@@ -123,6 +133,13 @@ class FakeRunner : public executor::ModelRunner {
   std::vector<DecodeCall> decodes;
 
  private:
+  void throw_if_asked() {
+    if (fail_next_call) {
+      fail_next_call = false;
+      throw Error("fake: graph call failed");
+    }
+  }
+
   void expect_rows_hold_real_tokens(const std::vector<int32_t>& rows, int32_t end,
                                     int32_t slot) const {
     for (int32_t pos = 0; pos < end; ++pos) {
@@ -485,6 +502,207 @@ TEST(Scheduler, SubmitAndCancelFromOtherThreadsWhileStepping) {
       EXPECT_EQ(x.tokens, fake_greedy({i + 1}, 20)) << i;
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefix reuse: a free slot keeps the tokens whose K/V rows it holds
+
+std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(PrefillPlan, ChunksFromANonzeroStartKeepTheCapacityRule) {
+  PrefillChunk c = next_prefill_chunk(24, 28, 8, 64);
+  EXPECT_EQ(c.start, 24);
+  EXPECT_EQ(c.valid, 4);
+  EXPECT_EQ(c.chunk_end, 28);
+  c = next_prefill_chunk(12, 18, 8, 18);  // rows 12..19 would overrun: from 10, re-feeding 2
+  EXPECT_EQ(c.start, 10);
+  EXPECT_EQ(c.valid, 8);
+  EXPECT_EQ(c.chunk_end, 18);
+}
+
+TEST(PrefixReuse, APromptExtendingAFinishedOnePrefillsOnlyWhatIsNew) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> first = iota_tokens(20);
+  Collected a;
+  scheduler.submit(first, greedy(5), a.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(a.stats.cached_tokens, 0);
+  // The slot holds the prompt and the 4 outputs fed back; the 5th was never fed.
+  const std::vector<int32_t> second = concat(concat(first, a.tokens), {7, 8, 9});
+  const std::size_t before = runner.prefills.size();
+  Collected b;
+  scheduler.submit(second, greedy(6), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.prompt_tokens, 28);
+  EXPECT_EQ(b.stats.cached_tokens, 24);
+  ASSERT_EQ(runner.prefills.size(), before + 1);
+  const FakeRunner::PrefillCall& chunk = runner.prefills.back();
+  EXPECT_EQ(chunk.start, 24);
+  EXPECT_EQ(chunk.valid, 4);
+  EXPECT_EQ(chunk.context, std::vector<int32_t>(second.begin(), second.begin() + 24));
+  EXPECT_EQ(b.tokens, fake_greedy(second, 6));
+}
+
+TEST(PrefixReuse, TheSamePromptAgainStillRunsItsLastToken) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> prompt = iota_tokens(12);
+  Collected a, b;
+  scheduler.submit(prompt, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  scheduler.submit(prompt, greedy(3), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 11);
+  EXPECT_EQ(runner.prefills.back().start, 11);
+  EXPECT_EQ(runner.prefills.back().valid, 1);
+  EXPECT_EQ(b.tokens, a.tokens);
+}
+
+TEST(PrefixReuse, OffPrefillsEveryPromptFromPositionZero) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr, SchedulerOptions{.prefix_reuse = false});
+  const std::vector<int32_t> prompt = iota_tokens(12);
+  Collected a, b;
+  scheduler.submit(prompt, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  scheduler.submit(concat(prompt, {5}), greedy(3), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 0);
+  ASSERT_EQ(runner.prefills.size(), 4u);  // two chunks each, from 0
+  EXPECT_EQ(runner.prefills[2].start, 0);
+  EXPECT_EQ(b.tokens, fake_greedy(concat(prompt, {5}), 3));
+}
+
+TEST(PrefixReuse, AdmissionPicksTheSlotWithTheLongestSharedPrefixElseTheLowest) {
+  FakeRunner runner(3, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> a_prompt = iota_tokens(10, 1), b_prompt = iota_tokens(10, 30);
+  Collected a, b;
+  scheduler.submit(a_prompt, greedy(3), a.callback());  // slot 0
+  scheduler.submit(b_prompt, greedy(3), b.callback());  // slot 1
+  scheduler.run_until_idle();
+  const std::vector<int32_t> c_prompt = concat(b_prompt, {50});
+  const std::vector<int32_t> d_prompt = {60, 61};
+  Collected c, d;
+  const std::size_t before = runner.prefills.size();
+  scheduler.submit(c_prompt, greedy(3), c.callback());
+  scheduler.submit(d_prompt, greedy(3), d.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(runner.prefills.size(), before + 2);
+  EXPECT_EQ(runner.prefills[before].slot, 1);      // c shares b's 10 tokens
+  EXPECT_EQ(runner.prefills[before + 1].slot, 0);  // d shares nothing: the lowest free slot
+  EXPECT_EQ(c.stats.cached_tokens, 10);
+  EXPECT_EQ(d.stats.cached_tokens, 0);
+  EXPECT_EQ(c.tokens, fake_greedy(c_prompt, 3));
+  EXPECT_EQ(d.tokens, fake_greedy(d_prompt, 3));
+}
+
+TEST(PrefixReuse, IdleDecodeRowsLeaveAFreeSlotsResidentRowsIntact) {
+  FakeRunner runner(2, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> a_prompt = iota_tokens(6, 1);
+  Collected a, b;
+  scheduler.submit(a_prompt, greedy(2), a.callback());  // slot 0, finishes first
+  scheduler.submit({40}, greedy(30), b.callback());     // slot 1, keeps decoding
+  while (!a.finished) scheduler.step();
+  for (int i = 0; i < 5; ++i) scheduler.step();  // decode rows 0..1: row 0 is idle
+  EXPECT_EQ(runner.decodes.back().positions[0], 7) << "just past slot 0's 7 resident rows";
+  const std::vector<int32_t> c_prompt = concat(concat(a_prompt, {a.tokens[0]}), {9});
+  Collected c;
+  scheduler.submit(c_prompt, greedy(4), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.stats.cached_tokens, 7);
+  EXPECT_EQ(runner.prefills.back().slot, 0);
+  EXPECT_EQ(runner.prefills.back().context,
+            std::vector<int32_t>(c_prompt.begin(), c_prompt.begin() + 7));
+  EXPECT_EQ(c.tokens, fake_greedy(c_prompt, 4));
+  EXPECT_EQ(b.tokens, fake_greedy({40}, 30));
+}
+
+TEST(PrefixReuse, AnIdleRowOfASlotFullToTheCapacityTakesItsLastRow) {
+  FakeRunner runner(2, 16, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> a_prompt = iota_tokens(10);
+  Collected a, b;
+  scheduler.submit(a_prompt, greedy(100), a.callback());  // fills all 16 rows of slot 0
+  scheduler.submit({40}, greedy(14), b.callback());
+  while (!a.finished) scheduler.step();
+  EXPECT_EQ(a.reason, FinishReason::kCapacity);
+  scheduler.step();  // the fake runner checks that every position is below the capacity
+  EXPECT_EQ(runner.decodes.back().positions[0], 15);
+  scheduler.run_until_idle();
+  // Slot 0 still holds the first 15 of them.
+  std::vector<int32_t> c_prompt = concat(a_prompt, a.tokens);
+  c_prompt.resize(15);
+  c_prompt.push_back(3);
+  Collected c;
+  scheduler.submit(c_prompt, greedy(1), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.stats.cached_tokens, 15);
+  EXPECT_EQ(runner.prefills.back().context,
+            std::vector<int32_t>(c_prompt.begin(), c_prompt.begin() + 8));  // re-fed from 8
+  EXPECT_EQ(c.tokens, fake_greedy(c_prompt, 1));
+}
+
+TEST(PrefixReuse, ReusedPrefixNearTheCapacityReFeedsEarlierTokens) {
+  FakeRunner runner(1, 18, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> first = iota_tokens(10);
+  Collected a, b;
+  scheduler.submit(first, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  const std::vector<int32_t> second =
+      concat(concat(first, {a.tokens[0], a.tokens[1]}), iota_tokens(6, 30));
+  scheduler.submit(second, greedy(2), b.callback());  // fills the context: one token
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 12);
+  const FakeRunner::PrefillCall& chunk = runner.prefills.back();
+  EXPECT_EQ(chunk.start, 10);
+  EXPECT_EQ(chunk.valid, 8);
+  EXPECT_EQ(chunk.context, std::vector<int32_t>(second.begin(), second.begin() + 10));
+  EXPECT_EQ(b.tokens, fake_greedy(second, 1));
+}
+
+TEST(PrefixReuse, ACancelledRequestLeavesOnlyTheRowsItWrote) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> first = iota_tokens(10);
+  Collected a, b;
+  const uint64_t id = scheduler.submit(first, greedy(100), a.callback());
+  for (int i = 0; i < 4; ++i) scheduler.step();
+  scheduler.cancel(id);
+  scheduler.step();
+  ASSERT_EQ(a.reason, FinishReason::kCancelled);
+  // Its newest token was pending (never fed), so the slot holds the prompt and all but it.
+  const std::vector<int32_t> second = concat(concat(first, a.tokens), {1});
+  scheduler.submit(second, greedy(2), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, static_cast<int64_t>(first.size() + a.tokens.size() - 1));
+  EXPECT_EQ(runner.prefills.back().context,
+            std::vector<int32_t>(second.begin(), second.begin() + b.stats.cached_tokens));
+  EXPECT_EQ(b.tokens, fake_greedy(second, 2));
+}
+
+TEST(PrefixReuse, AFailedGraphCallLeavesNothingToReuse) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> prompt = iota_tokens(10);
+  Collected a, b;
+  scheduler.submit(prompt, greedy(5), a.callback());
+  scheduler.step();
+  runner.fail_next_call = true;
+  expect_error([&] { scheduler.step(); }, "fake: graph call failed");
+  scheduler.run_until_idle();  // the caller may go on: the failed step is retried
+  EXPECT_EQ(a.tokens, fake_greedy(prompt, 5));
+  scheduler.submit(prompt, greedy(2), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 0);
+  EXPECT_EQ(runner.prefills.back().start, 8);
+  EXPECT_EQ(b.tokens, fake_greedy(prompt, 2));
 }
 
 // ---------------------------------------------------------------------------------------------

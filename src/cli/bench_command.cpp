@@ -182,6 +182,8 @@ void run_bench(const BenchCommandOptions& options) {
   const std::vector<int32_t> prompt = bench_prompt(text.tokenizer(), options.prompt_tokens);
   engine::EngineOptions engine_options = cli::engine_options(
       options.runtime, model, options.prompt_tokens + options.gen_tokens, slots, json);
+  // Every run sends the same prompt: reusing the previous run's KV cache would skip its prefill.
+  engine_options.scheduler.prefix_reuse = false;
 
   // Cold compile into an empty cache of our own, then the same graphs from that cache.
   std::filesystem::path cold_dir;

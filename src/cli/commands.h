@@ -10,6 +10,7 @@ void add_chat_template_command(CLI::App& app);
 void add_emit_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 

@@ -13,6 +13,7 @@
 #include "cli/output_format.h"
 #include "cli/prompt_input.h"
 #include "cli/runtime_flags.h"
+#include "cli/sampling_flags.h"
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -38,30 +39,10 @@ nlohmann::json load_json(const executor::LoadReport& report) {
           {"total_seconds", report.total_seconds}};
 }
 
-// The sampler names its fields ("top_p must be ..."); here the user typed flags.
-[[noreturn]] void fail_naming_flag(std::string problem) {
-  static const std::pair<const char*, const char*> kFlags[] = {
-      {"temperature", "--temp"},
-      {"top_k", "--top-k"},
-      {"top_p", "--top-p"},
-      {"min_p", "--min-p"},
-      {"repeat_penalty", "--repeat-penalty"},
-      {"repeat_last_n", "--repeat-last-n"}};
-  for (const auto& [field, flag] : kFlags) {
-    if (problem.starts_with(std::string(field) + " ")) {
-      problem.replace(0, std::string_view(field).size(), flag);
-      break;
-    }
-  }
-  throw Error(problem);
-}
-
 void run_generate(const GenerateCommandOptions& options) {
   const bool json = json_output(options.output_format);
   if (options.max_new_tokens <= 0) fail("-n", "must be positive, got {}", options.max_new_tokens);
-  if (std::string problem = options.sampling.validate(); !problem.empty()) {
-    fail_naming_flag(problem);
-  }
+  check_sampling_flags(options.sampling);
 
   ModelFiles model = open_model(options.runtime.model);
   engine::ModelText text(model);
@@ -99,25 +80,17 @@ void run_generate(const GenerateCommandOptions& options) {
   const engine::RequestStats& stats = last.stats;
   const executor::Capabilities& caps = engine.executor().capabilities();
   if (json) {
-    nlohmann::json out = {
-        {"model", engine.model().path()},
-        {"backend", caps.runtime},
-        {"device", caps.device},
-        {"context", caps.capacity},
-        {"prompt_ids", prompt},
-        {"output_ids", output_ids},
-        {"text", output_text},
-        {"stop", engine::finish_reason_name(last.reason)},
-        {"stop_message", last.message},
-        {"timings",
-         {{"prompt_tokens", stats.prompt_tokens},
-          {"prefill_seconds", stats.prefill_seconds},
-          {"time_to_first_token_seconds", stats.time_to_first_token()},
-          {"prompt_tokens_per_second", stats.prompt_tokens_per_second()},
-          {"decode_steps", stats.decode_steps},
-          {"decode_seconds", stats.decode_seconds},
-          {"generation_tokens_per_second", stats.generation_tokens_per_second()}}},
-        {"load", load_json(engine.executor().load_report())}};
+    nlohmann::json out = {{"model", engine.model().path()},
+                          {"backend", caps.runtime},
+                          {"device", caps.device},
+                          {"context", caps.capacity},
+                          {"prompt_ids", prompt},
+                          {"output_ids", output_ids},
+                          {"text", output_text},
+                          {"stop", engine::finish_reason_name(last.reason)},
+                          {"stop_message", last.message},
+                          {"timings", timings_json(stats)},
+                          {"load", load_json(engine.executor().load_report())}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
@@ -126,12 +99,7 @@ void run_generate(const GenerateCommandOptions& options) {
   if (last.reason == engine::FinishReason::kCapacity) {
     fmt::print(stderr, "xlacel: {}; raise --context\n", last.message);
   }
-  fmt::print(stderr,
-             "xlacel: prompt {} tokens, {:.1f} tok/s | generated {} tokens, {:.1f} tok/s | "
-             "time to first token {:.3f} s | stop: {}\n",
-             stats.prompt_tokens, stats.prompt_tokens_per_second(), output_ids.size(),
-             stats.generation_tokens_per_second(), stats.time_to_first_token(),
-             engine::finish_reason_name(last.reason));
+  fmt::print(stderr, "{}\n", stats_line(stats, last.reason));
 }
 
 }  // namespace
@@ -147,26 +115,11 @@ void add_generate_command(CLI::App& app) {
                       "JSON file of {role, content} messages, through the chat template");
   command->add_option("-n,--max-new-tokens", options->max_new_tokens, "tokens to generate at most")
       ->capture_default_str();
-  auto& s = options->sampling;
-  command->add_option("--temp", s.temperature, "sampling temperature (0: greedy)")
-      ->capture_default_str();
-  command->add_option("--top-k", s.top_k, "keep the K most likely tokens (0: off)")
-      ->capture_default_str();
-  command->add_option("--top-p", s.top_p, "nucleus sampling threshold (1: off)")
-      ->capture_default_str();
-  command->add_option("--min-p", s.min_p, "drop tokens below P x the top probability (0: off)")
-      ->capture_default_str();
-  command->add_option("--repeat-penalty", s.repeat_penalty, "repetition penalty (1: off)")
-      ->capture_default_str();
-  command
-      ->add_option("--repeat-last-n", s.repeat_last_n,
-                   "recent tokens the penalty looks at (0: all)")
-      ->capture_default_str();
+  add_sampling_flags(command, options->sampling);
   command->add_option("--stop", options->stop,
                       "stop before this text (repeatable; the text is not printed)");
   command->add_flag("--ignore-eos", options->ignore_eos,
                     "keep generating past end-of-sequence tokens (for tests and benchmarks)");
-  command->add_option("--seed", s.seed, "random seed for sampling")->capture_default_str();
   command
       ->add_option("--output-format", options->output_format,
                    "text (streamed) or json (one object)")

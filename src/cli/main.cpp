@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   xlacel::cli::add_emit_command(app);
   xlacel::cli::add_compile_command(app);
   xlacel::cli::add_generate_command(app);
+  xlacel::cli::add_chat_command(app);
   xlacel::cli::add_bench_command(app);
   xlacel::cli::add_serve_command(app);
   try {

@@ -1,5 +1,7 @@
 #include "cli/output_format.h"
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 
 namespace xlacel::cli {
@@ -20,6 +22,28 @@ nlohmann::json graphs_json(const executor::LoadReport& report) {
                       {"compile_seconds", g.compile_seconds}});
   }
   return graphs;
+}
+
+nlohmann::json timings_json(const engine::RequestStats& stats) {
+  return {{"prompt_tokens", stats.prompt_tokens},
+          {"cached_tokens", stats.cached_tokens},
+          {"prefill_seconds", stats.prefill_seconds},
+          {"time_to_first_token_seconds", stats.time_to_first_token()},
+          {"prompt_tokens_per_second", stats.prompt_tokens_per_second()},
+          {"decode_steps", stats.decode_steps},
+          {"decode_seconds", stats.decode_seconds},
+          {"generation_tokens_per_second", stats.generation_tokens_per_second()}};
+}
+
+std::string stats_line(const engine::RequestStats& stats, engine::FinishReason reason) {
+  const std::string cached =
+      stats.cached_tokens > 0 ? fmt::format(" ({} cached)", stats.cached_tokens) : "";
+  return fmt::format(
+      "xlacel: prompt {} tokens{}, {:.1f} tok/s | generated {} tokens, {:.1f} tok/s | "
+      "time to first token {:.3f} s | stop: {}",
+      stats.prompt_tokens, cached, stats.prompt_tokens_per_second(), stats.output_tokens,
+      stats.generation_tokens_per_second(), stats.time_to_first_token(),
+      engine::finish_reason_name(reason));
 }
 
 }  // namespace xlacel::cli

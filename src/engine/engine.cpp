@@ -20,7 +20,8 @@ void Engine::load(const EngineOptions& options) {
   executor_ = std::make_unique<executor::Executor>(
       backends::open_device(options.runtime, options.device, options.runtime_options), model_,
       executor_options);
-  scheduler_ = std::make_unique<Scheduler>(*executor_, text_ ? &text_->tokenizer() : nullptr);
+  scheduler_ = std::make_unique<Scheduler>(*executor_, text_ ? &text_->tokenizer() : nullptr,
+                                           options.scheduler);
 }
 
 const ModelText& Engine::text() const {

@@ -21,6 +21,7 @@ struct EngineOptions {
   device::DeviceOptions device;
   backends::RuntimeOptions runtime_options;
   executor::ExecutorOptions executor;
+  SchedulerOptions scheduler;
 };
 
 class Engine {

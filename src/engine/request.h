@@ -28,6 +28,7 @@ const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length"
 // Timings of one request, complete in its last event.
 struct RequestStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of those, how many were in the slot's KV cache (not prefilled)
   int64_t output_tokens = 0;
   double queued_seconds = 0;   // submit -> its first prefill chunk
   double prefill_seconds = 0;  // first prefill chunk -> first new token known
@@ -35,7 +36,7 @@ struct RequestStats {
   int64_t decode_steps = 0;
 
   double time_to_first_token() const { return queued_seconds + prefill_seconds; }
-  double prompt_tokens_per_second() const;
+  double prompt_tokens_per_second() const;      // prefilled (not cached) tokens / prefill_seconds
   double generation_tokens_per_second() const;  // decode_steps / decode_seconds
 };
 

@@ -35,7 +35,8 @@ const char* finish_reason_name(FinishReason reason) {
 }
 
 double RequestStats::prompt_tokens_per_second() const {
-  return prefill_seconds > 0 ? static_cast<double>(prompt_tokens) / prefill_seconds : 0;
+  return prefill_seconds > 0 ? static_cast<double>(prompt_tokens - cached_tokens) / prefill_seconds
+                             : 0;
 }
 
 double RequestStats::generation_tokens_per_second() const {
@@ -66,6 +67,9 @@ struct Scheduler::Sequence {
   std::vector<int32_t> tokens;  // prompt, then every output fed back; [0, cached) are cached
   int64_t prompt_tokens;
   int64_t cached = 0;
+  bool prefill_begun = false;
+  // False once a runner call on its slot failed: the rows it wrote may not hold `tokens`.
+  bool cache_trusted = true;
   uint64_t admission = 0;
   std::optional<int32_t> pending;  // the newest output, fed by the next decode step
   bool finished = false;
@@ -77,9 +81,11 @@ struct Scheduler::Sequence {
   RequestStats stats;
 };
 
-Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer)
-    : runner_(runner), tokenizer_(tokenizer), caps_(runner.capabilities()) {
+Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer,
+                     const SchedulerOptions& options)
+    : runner_(runner), tokenizer_(tokenizer), caps_(runner.capabilities()), options_(options) {
   slots_.resize(static_cast<std::size_t>(caps_.slots));
+  resident_.resize(slots_.size());
 }
 
 Scheduler::~Scheduler() = default;
@@ -151,21 +157,57 @@ void Scheduler::admit() {
   release_finished();
 
   std::lock_guard lock(mutex_);
-  for (std::size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
-    if (slots_[slot]) continue;
-    slots_[slot] = std::move(waiting_.front());
+  while (!waiting_.empty() && running_ < slots_.size()) {
+    auto [slot, common] = choose_slot(waiting_.front()->tokens);
+    Sequence& sequence = *(slots_[slot] = std::move(waiting_.front()));
     waiting_.pop_front();
-    slots_[slot]->admission = admitted_++;
+    sequence.admission = admitted_++;
+    sequence.cached = common;
+    sequence.stats.cached_tokens = common;
+    resident_[slot].clear();  // the sequence's tokens[0, cached) say what the slot holds now
     ++running_;
   }
 }
 
+std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t>& prompt) const {
+  std::size_t best = slots_.size();
+  int64_t best_common = -1;
+  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot]) continue;
+    int64_t common = 0;
+    if (options_.prefix_reuse) {
+      const std::vector<int32_t>& resident = resident_[slot];
+      // The last prompt token is always run: its logits give the first new token.
+      const std::size_t limit = std::min(resident.size(), prompt.size() - 1);
+      const auto differ = std::mismatch(prompt.begin(), prompt.begin() + limit, resident.begin());
+      common = differ.first - prompt.begin();
+    }
+    if (common > best_common) {  // strictly longer: ties keep the lowest slot
+      best = slot;
+      best_common = common;
+    }
+  }
+  return {best, best_common};
+}
+
 void Scheduler::release_finished() {
-  for (auto& sequence : slots_) {
+  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+    std::unique_ptr<Sequence>& sequence = slots_[slot];
     if (sequence && sequence->finished) {
+      if (sequence->cache_trusted) {
+        resident_[slot].assign(sequence->tokens.begin(),
+                               sequence->tokens.begin() + sequence->cached);
+      }
       sequence.reset();
       --running_;
     }
+  }
+}
+
+void Scheduler::forget_resident() {
+  for (auto& resident : resident_) resident.clear();
+  for (auto& sequence : slots_) {
+    if (sequence) sequence->cache_trusted = false;
   }
 }
 
@@ -241,7 +283,8 @@ void Scheduler::prefill_one() {
   if (oldest == nullptr) return;
   Sequence& sequence = *oldest;
   const Clock::time_point start = Clock::now();
-  if (sequence.cached == 0) {
+  if (!sequence.prefill_begun) {
+    sequence.prefill_begun = true;
     sequence.prefill_started = start;
     sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
   }
@@ -251,8 +294,13 @@ void Scheduler::prefill_one() {
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;
   const bool want_logits = last && sequence.options.sampling.needs_logits();
-  runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
-                        static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
+  try {
+    runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
+                          static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
+  } catch (...) {
+    forget_resident();
+    throw;
+  }
   sequence.cached = chunk.chunk_end;
   last_step_.prefill_tokens = chunk.valid;
   last_step_.prefill_seconds = seconds_between(start, Clock::now());
@@ -281,12 +329,26 @@ void Scheduler::decode_all() {
   std::vector<int32_t> positions(static_cast<std::size_t>(rows), 0);
   for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
     const Sequence* sequence = slots_[b].get();
-    if (sequence == nullptr) continue;  // a free slot: row 0 is rewritten when it is filled
+    if (sequence == nullptr) {
+      // A free slot's row lands just past its resident tokens, so they stay reusable; a slot
+      // full to the capacity gives up its last one.
+      std::vector<int32_t>& resident = resident_[b];
+      if (static_cast<int64_t>(resident.size()) >= caps_.capacity) {
+        resident.resize(static_cast<std::size_t>(caps_.capacity - 1));
+      }
+      positions[b] = static_cast<int32_t>(resident.size());
+      continue;
+    }
     // A sequence still prefilling gets its next unwritten row, which its next chunk rewrites.
     positions[b] = static_cast<int32_t>(sequence->cached);
     if (sequence->decoding()) tokens[b] = *sequence->pending;
   }
-  runner_.decode(tokens, positions, want_logits, decode_out_);
+  try {
+    runner_.decode(tokens, positions, want_logits, decode_out_);
+  } catch (...) {
+    forget_resident();
+    throw;
+  }
   const auto vocab = static_cast<std::size_t>(caps_.vocab_size);
   for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
     Sequence* sequence = slots_[b].get();

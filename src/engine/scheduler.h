@@ -1,13 +1,17 @@
 #pragma once
 // Continuous batching over a ModelRunner (executor/model_runner.h) whose KV cache holds several
 // sequences (slots). Requests are submitted at any time and wait in FIFO order; each step():
-//   1. applies cancellations and gives free slots to waiting requests (the lowest free slot, so
-//      running sequences stay packed at the low slots and decode batches stay small);
+//   1. applies cancellations and gives free slots to waiting requests: the free slot whose
+//      resident tokens share the longest prefix with the prompt (prefix reuse), else the lowest
+//      free slot, so running sequences stay packed at the low slots and decode batches small;
 //   2. runs one prefill chunk of the oldest request still prefilling, so a long prompt is
 //      interleaved with decode steps and running streams keep flowing;
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
-//      slot, rounded up to a compiled batch size; idle rows write a free cache row).
-// A finished or cancelled request frees its slot at once. Each request has its own sampler
+//      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads).
+// A finished or cancelled request frees its slot at once, and the slot keeps its resident
+// tokens: the prompt and fed outputs whose K/V rows are written. A later prompt that starts with
+// them is prefilled from where they end (at most up to its last token, whose logits are needed),
+// so a chat's next turn prefills only what is new. Each request has its own sampler
 // (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what else
 // is in the batch. submit() and cancel() may be called from any thread; step() from one thread
 // at a time, and events are delivered on the thread that runs step().
@@ -20,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "engine/request.h"
@@ -39,10 +44,17 @@ struct StepReport {
   double decode_seconds = 0;
 };
 
+struct SchedulerOptions {
+  // Start a prompt's prefill after the prefix its slot already holds (see above). Off: every
+  // prompt is prefilled from position 0 (for comparisons and measurements).
+  bool prefix_reuse = true;
+};
+
 class Scheduler {
  public:
   // `tokenizer` turns tokens into event text and is needed for stop strings; may be null.
-  Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer);
+  Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer,
+            const SchedulerOptions& options = {});
   ~Scheduler();
 
   // Queues a request and returns its id. Error naming the field, before anything is queued,
@@ -68,6 +80,8 @@ class Scheduler {
   struct Sequence;
 
   void admit();
+  // The free slot for `prompt` and how many of its leading tokens that slot holds already.
+  std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   void prefill_one();
   void decode_all();
   // After a new token: emits it and finishes the sequence when a stop condition holds.
@@ -77,10 +91,13 @@ class Scheduler {
   // Sends `event` as the sequence's last one.
   void emit_last(Sequence& sequence, TokenEvent event, FinishReason reason);
   void release_finished();
+  // After a runner call threw: no slot's cache rows are trusted for reuse any more.
+  void forget_resident();
 
   executor::ModelRunner& runner_;
   const Tokenizer* tokenizer_;
   executor::Capabilities caps_;
+  SchedulerOptions options_;
 
   mutable std::mutex mutex_;  // guards waiting_, cancelled_ and next_id_ (submit/cancel threads)
   std::deque<std::unique_ptr<Sequence>> waiting_;
@@ -88,8 +105,11 @@ class Scheduler {
   uint64_t next_id_ = 1;
 
   std::vector<std::unique_ptr<Sequence>> slots_;  // [slots]; null = free (step thread only)
-  std::atomic<std::size_t> running_ = 0;          // occupied slots, readable from any thread
-  uint64_t admitted_ = 0;                         // admissions so far: prefill goes oldest first
+  // [slots]: of a free slot, the tokens whose K/V rows it holds at positions 0.. (an occupied
+  // slot's are its sequence's tokens[0, cached)).
+  std::vector<std::vector<int32_t>> resident_;
+  std::atomic<std::size_t> running_ = 0;  // occupied slots, readable from any thread
+  uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;
   executor::PrefillOutput prefill_out_;
   executor::DecodeOutput decode_out_;

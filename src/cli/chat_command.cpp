@@ -1,0 +1,131 @@
+// `xlacel chat [-m MODEL] [--system TEXT] [-n N] [--temp T ...] [--no-prefix-reuse]
+//  [--backend iree|xla] [--threads N] [--context N] ... [--output-format text|json]`: a
+// conversation in the terminal. Each line of stdin is a user turn (a pipe works the same way;
+// EOF ends); `/reset` forgets the conversation, `/exit` ends it. The reply streams to stdout and
+// a stats line per turn goes to stderr; json: one object per turn instead. The conversation
+// lives in engine::Conversation; the scheduler's prefix reuse keeps earlier turns' KV cache.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "cli/output_format.h"
+#include "cli/runtime_flags.h"
+#include "cli/sampling_flags.h"
+#include "common/error.h"
+#include "engine/conversation.h"
+#include "engine/engine.h"
+
+namespace xlacel::cli {
+
+namespace {
+
+// Without --context: room for a conversation of several turns, not just one reply.
+constexpr int64_t kDefaultChatPositions = 2048;
+
+struct ChatCommandOptions {
+  RuntimeFlags runtime;
+  std::string system;
+  int64_t max_tokens = 256;
+  engine::SamplingOptions sampling;
+  bool no_prefix_reuse = false;
+  std::string output_format = "text";
+};
+
+void print_text(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+void run_chat(const ChatCommandOptions& options) {
+  const bool json = json_output(options.output_format);
+  if (options.max_tokens <= 0) fail("--max-tokens", "must be positive, got {}", options.max_tokens);
+  check_sampling_flags(options.sampling);
+
+  ModelFiles model = open_model(options.runtime.model);
+  engine::ModelText text(model);
+  if (!text.has_chat_template()) fail(model.path(), "the model has no chat template");
+  engine::EngineOptions engine_options =
+      cli::engine_options(options.runtime, model, kDefaultChatPositions, 1, false);
+  engine_options.executor.preload_logits = options.sampling.needs_logits();
+  engine_options.scheduler.prefix_reuse = !options.no_prefix_reuse;
+  engine::Engine engine(std::move(model), std::move(text), engine_options);
+
+  engine::RequestOptions request = engine.default_request();
+  request.max_tokens = options.max_tokens;
+  request.sampling = options.sampling;
+  engine::Conversation conversation(engine.text(), options.system);
+
+  const bool interactive = ::isatty(STDIN_FILENO) != 0;
+  int turns = 0;
+  std::string line;
+  while (true) {
+    if (interactive) print_text("> ");
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line == "/exit") break;
+    if (line == "/reset") {
+      conversation.reset();
+      if (interactive) fmt::print(stderr, "xlacel: the conversation is cleared\n");
+      continue;
+    }
+    engine::ChatTurn turn;
+    try {
+      turn = conversation.reply(engine.scheduler(), line, request,
+                                json ? std::function<void(std::string_view)>() : print_text);
+    } catch (const Error& e) {
+      // The turn is dropped and the conversation goes on as it was.
+      fmt::print(stderr, "xlacel: {} (/reset starts over; --context sets the room)\n", e.what());
+      continue;
+    }
+    ++turns;
+    if (json) {
+      const nlohmann::json out = {{"turn", turns},
+                                  {"prompt_ids", turn.prompt_ids},
+                                  {"output_ids", turn.output_ids},
+                                  {"text", turn.reply},
+                                  {"stop", engine::finish_reason_name(turn.reason)},
+                                  {"stop_message", turn.message},
+                                  {"timings", timings_json(turn.stats)}};
+      fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      std::fflush(stdout);
+      continue;
+    }
+    print_text("\n");
+    if (turn.reason == engine::FinishReason::kCapacity) {
+      fmt::print(stderr, "xlacel: {}; /reset starts over, --context sets the room\n", turn.message);
+    }
+    fmt::print(stderr, "{}\n", stats_line(turn.stats, turn.reason));
+  }
+  if (interactive) print_text("\n");
+}
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "chat", "Chat in the terminal: one user turn per line of stdin, replies streamed");
+  auto options = std::make_shared<ChatCommandOptions>();
+  add_runtime_flags(command, options->runtime);
+  command->add_option("--system", options->system,
+                      "system message (default: the chat template's own, if any)");
+  command->add_option("-n,--max-tokens", options->max_tokens, "tokens per reply at most")
+      ->capture_default_str();
+  add_sampling_flags(command, options->sampling);
+  command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
+                    "prefill the whole conversation every turn (for comparisons)");
+  command
+      ->add_option("--output-format", options->output_format,
+                   "text (streamed) or json (one object per turn)")
+      ->capture_default_str();
+  command->callback([options] { run_chat(*options); });
+}
+
+}  // namespace xlacel::cli
