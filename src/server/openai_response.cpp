@@ -32,7 +32,8 @@ const char* openai_finish_reason(engine::FinishReason reason) {
 Json usage_json(const engine::RequestStats& stats) {
   return {{"prompt_tokens", stats.prompt_tokens},
           {"completion_tokens", stats.output_tokens},
-          {"total_tokens", stats.prompt_tokens + stats.output_tokens}};
+          {"total_tokens", stats.prompt_tokens + stats.output_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
 }
 
 Json full_response(const ResponseHeader& header, const std::string& text,

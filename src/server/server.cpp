@@ -283,9 +283,10 @@ void Server::Impl::finished(Flight& flight, const engine::TokenEvent& last) {
   if (options.log) {
     const engine::RequestStats& stats = last.stats;
     options.log(fmt::format(
-        "{}: prompt {} tokens, completion {} tokens, ttft {:.3f} s, {:.1f} tok/s, {:.3f} s, {}",
-        flight.header.id, stats.prompt_tokens, stats.output_tokens, stats.time_to_first_token(),
-        stats.generation_tokens_per_second(),
+        "{}: prompt {} tokens ({} cached), completion {} tokens, ttft {:.3f} s, {:.1f} tok/s, "
+        "{:.3f} s, {}",
+        flight.header.id, stats.prompt_tokens, stats.cached_tokens, stats.output_tokens,
+        stats.time_to_first_token(), stats.generation_tokens_per_second(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - flight.started).count(),
         cancelled ? "cancelled" : openai_finish_reason(last.reason)));
   }

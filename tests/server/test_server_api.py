@@ -127,6 +127,19 @@ class ServerApiTest(unittest.TestCase):
         self.assertEqual(response.choices[0].message.content, full[:full.index(stop)])
         self.assertEqual(response.choices[0].finish_reason, "stop")
 
+    def test_a_conversation_reuses_its_cached_prefix(self):
+        first_turn = [{"role": "user", "content": "Name a famous painter."}]
+        first = self.client.chat.completions.create(model=self.model, messages=first_turn,
+                                                    max_tokens=16, temperature=0)
+        second_turn = first_turn + [
+            {"role": "assistant", "content": first.choices[0].message.content},
+            {"role": "user", "content": "Tell me more about them."}]
+        second = self.client.chat.completions.create(model=self.model, messages=second_turn,
+                                                     max_tokens=16, temperature=0)
+        cached = second.usage.prompt_tokens_details.cached_tokens
+        self.assertGreaterEqual(cached, first.usage.prompt_tokens, second.usage)
+        self.assertLess(cached, second.usage.prompt_tokens)
+
     # --- batching ----------------------------------------------------------------------------
 
     def test_sixteen_concurrent_streams_equal_their_single_runs(self):
