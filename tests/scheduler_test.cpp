@@ -1,13 +1,15 @@
 // The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, the
 // re-feed rule near the capacity), continuous batching (slots freed at once and refilled,
 // ragged decode rows, long prompts interleaved with decode steps), stop conditions, refusal,
-// cancellation, per-request seeded sampling, stop strings and prefix reuse (slot choice, where
-// prefill starts, the resident rows left intact), against a fake model runner that records
+// cancellation, per-request seeded sampling, stop strings, prefix reuse (slot choice, where
+// prefill starts, the resident rows left intact) and the SchedulerThread that steps it for a
+// server, against a fake model runner that records
 // every call and checks what a real graph relies on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <numeric>
 #include <set>
@@ -17,6 +19,7 @@
 #include "common/error.h"
 #include "engine/prefill_plan.h"
 #include "engine/scheduler.h"
+#include "engine/scheduler_thread.h"
 #include "engine/stop_strings.h"
 #include "executor/model_runner.h"
 #include "expect_error.h"
@@ -731,6 +734,104 @@ TEST(StopStrings, FlushReleasesWhatWasHeldBack) {
   EXPECT_FALSE(stops.stopped());
   StopStrings none({});
   EXPECT_EQ(none.feed("text"), "text");
+}
+
+// ---------------------------------------------------------------------------------------------
+// SchedulerThread: the scheduler stepped on its own thread, submitted to from others
+
+// Collects one request's events on the stepping thread; wait() blocks until the last one.
+struct Awaited {
+  Collected collected;
+  std::promise<void> done;
+
+  EventCallback callback() {
+    return [this, inner = collected.callback()](const TokenEvent& event) {
+      inner(event);
+      if (event.finished) done.set_value();
+    };
+  }
+  void wait() { done.get_future().wait(); }
+};
+
+TEST(SchedulerThread, StreamsSubmittedFromManyThreadsEqualTheirSingleRuns) {
+  FakeRunner runner(4, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  SchedulerThread thread(scheduler, 16);
+  std::vector<Awaited> requests(12);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&, i] {
+      Awaited& request = requests[static_cast<std::size_t>(i)];
+      thread.submit(iota_tokens(i + 3, i + 1), greedy(16 + i), request.callback());
+      request.wait();
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(requests[static_cast<std::size_t>(i)].collected.tokens,
+              fake_greedy(iota_tokens(i + 3, i + 1), 16 + i))
+        << i;
+  }
+}
+
+TEST(SchedulerThread, RefusesWhenEverySlotIsTakenAndTheQueueIsFull) {
+  FakeRunner runner(1, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  SchedulerThread thread(scheduler, 1);
+  // The first request's first event holds the stepping thread until released, so the slot
+  // stays taken and the second request stays queued.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  bool first_event = true;
+  Awaited running, queued;
+  thread.submit(iota_tokens(4), greedy(8), [&, inner = running.callback()](const TokenEvent& e) {
+    if (first_event) {
+      first_event = false;
+      started.set_value();
+      released.wait();
+    }
+    inner(e);
+  });
+  started.get_future().wait();
+  thread.submit(iota_tokens(5), greedy(8), queued.callback());
+  Collected refused;
+  expect_error([&] { thread.submit(iota_tokens(6), greedy(8), refused.callback()); },
+               "all slots are busy and 1 requests wait already");
+  release.set_value();
+  running.wait();
+  queued.wait();
+  EXPECT_EQ(queued.collected.tokens, fake_greedy(iota_tokens(5), 8));
+  EXPECT_EQ(refused.events, 0);
+}
+
+TEST(SchedulerThread, StopCancelsWhatIsLeftAndRefusesNewRequests) {
+  FakeRunner runner(1, 4096, 8);
+  Scheduler scheduler(runner, nullptr);
+  SchedulerThread thread(scheduler, 4);
+  Awaited first, second;
+  thread.submit(iota_tokens(4), greedy(4000), first.callback());
+  thread.submit(iota_tokens(4), greedy(4000), second.callback());
+  thread.stop();
+  first.wait();
+  second.wait();
+  EXPECT_EQ(second.collected.reason, FinishReason::kCancelled);
+  Collected late;
+  expect_error([&] { thread.submit(iota_tokens(4), greedy(4), late.callback()); }, "shutting down");
+}
+
+TEST(SchedulerThread, AFailingStepEndsTheRequestsAndTheThreadGoesOn) {
+  FakeRunner runner(2, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  runner.fail_next_call = true;
+  SchedulerThread thread(scheduler, 4);
+  Awaited failed, later;
+  thread.submit(iota_tokens(4), greedy(8), failed.callback());
+  failed.wait();
+  EXPECT_EQ(failed.collected.reason, FinishReason::kCancelled);
+  thread.submit(iota_tokens(4), greedy(8), later.callback());
+  later.wait();
+  EXPECT_EQ(later.collected.tokens, fake_greedy(iota_tokens(4), 8));
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ class Scheduler {
   bool idle() const;
   std::size_t waiting() const;
   std::size_t running() const;
+  std::size_t slots() const { return static_cast<std::size_t>(caps_.slots); }
   const StepReport& last_step() const { return last_step_; }
 
  private:

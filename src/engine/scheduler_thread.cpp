@@ -20,9 +20,9 @@ SchedulerThread::~SchedulerThread() {
 uint64_t SchedulerThread::submit(std::vector<int32_t> prompt, const RequestOptions& options,
                                  EventCallback on_event) {
   std::lock_guard lock(mutex_);
-  if (stopping_) throw QueueFull("the server is shutting down");
-  // Only the stepping thread takes requests out of the queue, so the bound holds under the lock.
-  if (scheduler_.waiting() >= max_waiting_) {
+  if (stopping_) throw QueueFull("the scheduler thread has stopped");
+  // Requests leave the system only on the stepping thread, so the bound holds under the lock.
+  if (scheduler_.waiting() + scheduler_.running() >= scheduler_.slots() + max_waiting_) {
     throw QueueFull(fmt::format("all slots are busy and {} requests wait already", max_waiting_));
   }
   const uint64_t id = scheduler_.submit(std::move(prompt), options, std::move(on_event));

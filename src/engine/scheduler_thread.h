@@ -1,7 +1,7 @@
 #pragma once
 // Drives a Scheduler from its own thread, for callers that submit from many threads and wait
 // for events (the HTTP server): it steps while there is work and sleeps otherwise, and it
-// bounds how many requests may wait for a slot.
+// bounds how many requests may wait for a slot: at most slots + max_waiting are in the system.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,7 +15,7 @@
 
 namespace xlacel::engine {
 
-// submit() when `max_waiting` requests already wait for a slot.
+// submit() when every slot is taken and `max_waiting` requests wait already.
 class QueueFull : public Error {
  public:
   using Error::Error;
