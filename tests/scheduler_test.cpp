@@ -817,7 +817,8 @@ TEST(SchedulerThread, StopCancelsWhatIsLeftAndRefusesNewRequests) {
   second.wait();
   EXPECT_EQ(second.collected.reason, FinishReason::kCancelled);
   Collected late;
-  expect_error([&] { thread.submit(iota_tokens(4), greedy(4), late.callback()); }, "shutting down");
+  expect_error([&] { thread.submit(iota_tokens(4), greedy(4), late.callback()); },
+               "the scheduler thread has stopped");
 }
 
 TEST(SchedulerThread, AFailingStepEndsTheRequestsAndTheThreadGoesOn) {
