@@ -146,10 +146,16 @@ struct BatchFigures {
 
 BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& prompt,
                            int64_t batch, int64_t gen_tokens, int64_t repetitions) {
-  // Every batch size up to this one is compiled before the clock runs, then warmed up.
+  // Every graph the run can take (batch sizes up to this one, attention windows of every
+  // position) is compiled before the clock runs, then warmed up.
   std::vector<models::GraphOptions> graphs;
+  const auto last = static_cast<int32_t>(prompt.size()) + static_cast<int32_t>(gen_tokens);
+  const int64_t min_window = executor::Executor::kMinDecodeWindow;
   for (int64_t rows = 1; rows <= batch; ++rows) {
-    graphs.push_back(engine.executor().decode_graph(rows, false));
+    // The windows start at 0, kMinDecodeWindow, 2 kMinDecodeWindow, 4 ...
+    for (int64_t position = 0; position <= last; position = std::max(min_window, 2 * position)) {
+      graphs.push_back(engine.executor().decode_graph(rows, false, static_cast<int32_t>(position)));
+    }
   }
   engine.executor().prepare(graphs);
   run_requests(engine, prompt, batch, 2);

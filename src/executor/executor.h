@@ -59,8 +59,15 @@ class Executor final : public ModelRunner {
 
   // Compiles/loads these graphs now rather than on first use (several at a time).
   void prepare(std::span<const models::GraphOptions> graphs);
-  // The graph options of a decode step over `rows` rows (its bucket), for prepare().
-  models::GraphOptions decode_graph(int64_t rows, bool want_logits) const;
+  // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
+  // `last_position` (its attention window, see decode_window), for prepare().
+  models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
+  // The cache rows a decode step attends to when its positions are at most `last_position`: the
+  // smallest power of two from kMinDecodeWindow that holds them, or 0 (the whole cache) from the
+  // capacity on. Attention reads and scores every row of its window (masking the unused ones),
+  // so short sequences run a short window; each window is one more graph to compile.
+  int64_t decode_window(int32_t last_position) const;
+  static constexpr int64_t kMinDecodeWindow = 128;
   models::GraphOptions prefill_graph() const;
 
   int64_t decode_rows(int64_t rows) const override;
