@@ -39,6 +39,12 @@ std::vector<int64_t> decode_buckets(int64_t slots) {
   return buckets;
 }
 
+int64_t decode_window(int32_t last_position, int64_t capacity) {
+  int64_t window = kMinDecodeWindow;
+  while (window <= last_position) window *= 2;
+  return window < capacity ? window : 0;
+}
+
 Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
                    const ExecutorOptions& options)
     : device_(std::move(device)),
@@ -110,12 +116,6 @@ int64_t Executor::decode_rows(int64_t rows) const {
   return options_.slots;
 }
 
-int64_t Executor::decode_window(int32_t last_position) const {
-  int64_t window = kMinDecodeWindow;
-  while (window <= last_position) window *= 2;
-  return window < options_.capacity ? window : 0;
-}
-
 models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
                                             int32_t last_position) const {
   return {want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
@@ -123,7 +123,7 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
           options_.capacity,
           options_.weights,
           options_.slots,
-          decode_window(last_position)};
+          decode_window(last_position, options_.capacity)};
 }
 
 void Executor::prepare(std::span<const models::GraphOptions> graphs) {

@@ -44,6 +44,15 @@ struct LoadReport {
 // The decode batch sizes compiled for `slots`: 1, 2, 4, ... below it, and `slots` itself.
 std::vector<int64_t> decode_buckets(int64_t slots);
 
+// The attention window (GraphOptions::window) of a decode step whose positions are at most
+// `last_position` in a cache of `capacity` rows: the smallest power of two from
+// kMinDecodeWindow that holds them, or 0 (the whole cache) once that reaches the capacity.
+// Attention reads and scores every row of its window, masking the unused ones, so short
+// sequences run a short window; each window is one more graph to compile, hence powers of two
+// and a floor (below 128 keys, attention costs little next to reading the weights).
+inline constexpr int64_t kMinDecodeWindow = 128;
+int64_t decode_window(int32_t last_position, int64_t capacity);
+
 class Executor final : public ModelRunner {
  public:
   // Uploads the weights, makes the zeroed KV cache and loads the prefill graph. `model` must
@@ -60,14 +69,8 @@ class Executor final : public ModelRunner {
   // Compiles/loads these graphs now rather than on first use (several at a time).
   void prepare(std::span<const models::GraphOptions> graphs);
   // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
-  // `last_position` (its attention window, see decode_window), for prepare().
+  // `last_position` (its attention window: decode_window), for prepare().
   models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
-  // The cache rows a decode step attends to when its positions are at most `last_position`: the
-  // smallest power of two from kMinDecodeWindow that holds them, or 0 (the whole cache) from the
-  // capacity on. Attention reads and scores every row of its window (masking the unused ones),
-  // so short sequences run a short window; each window is one more graph to compile.
-  int64_t decode_window(int32_t last_position) const;
-  static constexpr int64_t kMinDecodeWindow = 128;
   models::GraphOptions prefill_graph() const;
 
   int64_t decode_rows(int64_t rows) const override;
