@@ -25,7 +25,8 @@ struct ExecutorOptions {
   int64_t slots = 1;            // sequences held at once
   int64_t prefill_bucket = 64;  // tokens per prefill call
   // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
-  // sizes, and whether the logits variant (host sampling) or the argmax one.
+  // sizes, and whether the logits variant (host sampling) or the argmax one; each with the
+  // shortest attention window (longer windows load when a sequence reaches them).
   std::vector<int64_t> preload_decode_rows = {1};
   bool preload_logits = false;
   // One line of progress, for stderr; may be empty.

@@ -2,13 +2,15 @@
 // Which of XLA CPU's kernels a graph's matrix products get, chosen from the graph itself.
 //
 // XLA CPU runs a dot of a matrix with a vector (decode of one sequence: activations [1, K] times
-// a weight) as its own generated code, which streams the weight once at memory bandwidth. A dot
-// of two matrices (a decode batch or a prefill chunk: [B, K] times [N, K]^T, B > 1) goes to Eigen,
-// which re-packs the whole weight on every call, strided since the weight is the transposed
-// operand: measured on SmolLM2-135M f32 (2 threads), decode steps of 2..8 rows took 5..8x the
-// time of one row. XNNPACK also packs the weight per call, but contiguously and in cache-sized
-// panels; with it the same steps take 1.5..2.5x, and a 64-token prefill chunk 0.6x Eigen's time.
-// For a vector it is slower than XLA's own code (0.85x), hence the choice per graph.
+// a weight [N, K]^T) as its own generated code, which streams the weight once at memory
+// bandwidth. A dot of two matrices (a decode batch or a prefill chunk, [B, K] x [N, K]^T with
+// B > 1) goes to Eigen, which re-packs the whole weight on every call with a strided gather
+// (the weight is the transposed operand; perf: gemm_pack_colmajor_block was most of the step).
+// Measured on SmolLM2-135M f32, 2 threads: decode steps of 2, 4, 8 rows took 7.8, 7.7, 4.6x the
+// time of one row (xlacel bench). XNNPACK also packs the weight per call, but contiguously and
+// panel by panel; with it, interleaved in one process, a step of 8 rows took 2.0x one row's
+// (full-cache attention) and a 64-token prefill chunk 0.58x Eigen's time. For a vector it is
+// slower than XLA's own code (1.2x the time), hence the choice per graph.
 //
 // The catch: this plugin cannot serialize executables that contain XNNPACK fusions, so those
 // graphs compile in every process (the compile cache reports them as not cached).
