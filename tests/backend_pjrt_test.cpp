@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "backends/pjrt/compile_options_proto.h"
+#include "backends/pjrt/cpu_kernel_choice.h"
 #include "backends/pjrt/pjrt_client.h"
 #include "backends/pjrt/pjrt_device.h"
+#include "backends/pjrt/pjrt_executable_cache.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
 #include "common/scoped_env.h"
@@ -131,7 +133,59 @@ TEST(PjrtCompileOptions, WireFormat) {
   EXPECT_NE(options.find("xla_gpu_enable_fast_min_max"), std::string::npos);
 }
 
+// A graph with a matrix-matrix dot gets XNNPACK on the CPU (as one string override); a graph
+// whose dots are matrix-vector, or batched (attention), keeps XLA's own kernels.
+TEST(PjrtCompileOptions, XnnpackForMatrixProductsOnTheCpu) {
+  const std::string batch =
+      R"(%3 = "stablehlo.dot_general"(%1, %w) {dot_dimension_numbers = #stablehlo.dot<)"
+      R"(lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]>} : )"
+      R"((tensor<8x576xf32>, tensor<1536x576xf32>) -> tensor<8x1536xf32>)";
+  const std::string vector =
+      R"(%3 = "stablehlo.dot_general"(%1, %w) {dot_dimension_numbers = #stablehlo.dot<)"
+      R"(lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]>} : )"
+      R"((tensor<1x576xf32>, tensor<1536x576xf32>) -> tensor<1x1536xf32>)";
+  const std::string attention =
+      R"(%5 = "stablehlo.dot_general"(%q, %k) {dot_dimension_numbers = #stablehlo.dot<)"
+      R"(lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], )"
+      R"(lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [3]>} : )"
+      R"((tensor<8x3x3x64xf32>, tensor<8x3x128x64xf32>) -> tensor<8x3x3x128xf32>)";
+  EXPECT_TRUE(pjrt::has_matrix_product(vector + "\n" + batch + "\n"));
+  EXPECT_FALSE(pjrt::has_matrix_product(vector + "\n" + attention + "\n"));
+  EXPECT_FALSE(pjrt::has_matrix_product(kAddOne));
+  // The pretty form of the op, as other producers print it.
+  EXPECT_TRUE(pjrt::has_matrix_product(
+      "%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : (tensor<4x3xf32>, "
+      "tensor<3x5xf32>) -> tensor<4x5xf32>\n"));
+
+  EXPECT_TRUE(pjrt::graph_compile_options(DeviceKind::kCpu, batch).xnnpack_dots);
+  EXPECT_FALSE(pjrt::graph_compile_options(DeviceKind::kCuda, batch).xnnpack_dots);
+  EXPECT_FALSE(pjrt::graph_compile_options(DeviceKind::kCpu, vector).xnnpack_dots);
+  const std::string xnn = pjrt::single_device_compile_options({.xnnpack_dots = true});
+  const std::string plain = pjrt::single_device_compile_options();
+  EXPECT_EQ(xnn.substr(0, plain.size()), plain);
+  EXPECT_NE(xnn.find("xla_cpu_experimental_xnn_graph_fusion_mode"), std::string::npos);
+  EXPECT_NE(xnn.find("XNN_GRAPH_FUSION_MODE_BYPASS_COST_MODEL"), std::string::npos);
+  EXPECT_EQ(plain.find("xnn"), std::string::npos);
+}
+
 // --- the plugin directly
+
+// $XLA_FLAGS changes what XLA compiles, so it is part of the executable's cache key.
+TEST(PjrtExecutableCache, XlaFlagsArePartOfTheKey) {
+  if (auto missing = missing_cpu_plugin()) GTEST_SKIP() << *missing;
+  auto plugin = pjrt::Plugin::load(pjrt::find_plugin(DeviceKind::kCpu, "").path);
+  pjrt::Client client(plugin);
+  const std::string options = pjrt::single_device_compile_options();
+  std::vector<std::string> without;
+  {
+    ScopedEnv flags("XLA_FLAGS", std::nullopt);
+    without = pjrt::pjrt_target(client, DeviceKind::kCpu, options).flags;
+  }
+  ScopedEnv flags("XLA_FLAGS", "--xla_cpu_enable_fast_math=true");
+  const std::vector<std::string> with = pjrt::pjrt_target(client, DeviceKind::kCpu, options).flags;
+  EXPECT_EQ(with.size(), without.size() + 1);
+  EXPECT_EQ(with.back(), "XLA_FLAGS=--xla_cpu_enable_fast_math=true");
+}
 
 // With the compile options we pass (no debug options: XLA's defaults), stablehlo.maximum and
 // minimum propagate NaN as the StableHLO spec says; the graphs' softmax max relies on it.

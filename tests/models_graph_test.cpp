@@ -151,6 +151,8 @@ TEST(GraphOptions, NamesIncludeSlots) {
             "prefill-b64-s8-c512-f32");
   EXPECT_EQ(graph_name({GraphKind::kDecodeLogits, 1, 256, WeightType::kBF16}),
             "decode-logits-b1-s1-c256-bf16");
+  EXPECT_EQ(graph_name({GraphKind::kDecode, 8, 512, WeightType::kF32, 16, 128}),
+            "decode-b8-s16-c512-w128-f32");
 }
 
 TEST(WeightLayout, ArgumentOrder) {
@@ -235,6 +237,11 @@ TEST(LlamaGraph, RejectsOptionsTheConfigCannotHonour) {
             "decode-logits-b1-s0-c32-f32: slots must be at least 1 (got 0)");
   EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 0, WeightType::kF32}),
             "prefill-b16-s1-c0-f32: capacity must be at least 1 (got 0)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kDecode, 1, 32, WeightType::kF32, 1, 64}),
+            "decode-b1-s1-c32-w64-f32: window (64) is not in [0, capacity 32]");
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 1, 16}),
+            "prefill-b16-s1-c32-w16-f32: a window applies to decode graphs only (got 16 for "
+            "prefill)");
   EXPECT_THROW(llama().signature(c, {GraphKind::kDecode, 4, 32, WeightType::kF32, 2}), Error);
   // A prefill bucket may exceed the slots (it fills one slot); decode may use fewer rows.
   EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 2}), "");
@@ -319,9 +326,25 @@ TEST(LlamaGraph, EmittedMainMatchesTheSignature) {
         expect_main_matches_signature(c, {GraphKind::kDecode, 2, 64, w, 4});
         expect_main_matches_signature(c, {GraphKind::kDecodeLogits, 4, 64, w, 4});
         expect_main_matches_signature(c, {GraphKind::kDecodeLogits, 1, 64, w, 1});
+        expect_main_matches_signature(c, {GraphKind::kDecode, 2, 64, w, 4, 16});
       }
     }
   }
+}
+
+// A decode window changes which cache rows attention reads (a slice of rows 0 .. window-1 of
+// slots 0 .. bucket-1), not the arguments: the scatter still updates the whole cache.
+TEST(LlamaGraph, DecodeWindowSlicesTheCacheRowsAttentionReads) {
+  ModelConfig c = smol_like();
+  const std::string full = emit(c, {GraphKind::kDecode, 2, 64, WeightType::kF32, 4});
+  const std::string window = emit(c, {GraphKind::kDecode, 2, 64, WeightType::kF32, 4, 16});
+  const std::string full_slice = "limit_indices = array<i64: 2, 2, 64, 8>";
+  const std::string window_slice = "limit_indices = array<i64: 2, 2, 16, 8>";
+  EXPECT_NE(full.find(full_slice), std::string::npos);
+  EXPECT_EQ(full.find(window_slice), std::string::npos);
+  EXPECT_NE(window.find(window_slice), std::string::npos);
+  EXPECT_EQ(window.find(full_slice), std::string::npos);
+  EXPECT_NE(window.find("tensor<2x2x2x16xf32>"), std::string::npos) << "scores over 16 keys";
 }
 
 TEST(LlamaGraph, SignatureNamesAndShapes) {

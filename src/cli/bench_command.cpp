@@ -74,8 +74,9 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
 
 // Bytes one decode step of one sequence reads from memory: every weight once (the tied
 // embedding as the output head; an untied model's embedding table only for one row) and the
-// slot's whole KV cache, which the attention reads at every capacity position (masked) in these
-// static-shape graphs. A batch of B reads the weights once and B slots.
+// slot's KV cache in the attention window of the run's last position, which the attention reads
+// at every position (masked) in these static-shape graphs. A batch of B reads the weights once
+// and B slots.
 struct DecodeTraffic {
   uint64_t weight_bytes = 0;
   uint64_t cache_bytes = 0;  // one slot
@@ -84,8 +85,14 @@ struct DecodeTraffic {
   }
 };
 
+// The highest position a decode step of the run feeds: the prompt takes 0 .. P-1 and prefill
+// gives the first token, so the G-1 decode steps feed positions P .. P+G-2.
+int32_t last_decode_position(int64_t prompt_tokens, int64_t gen_tokens) {
+  return static_cast<int32_t>(prompt_tokens + gen_tokens - 2);
+}
+
 DecodeTraffic decode_traffic(const ModelConfig& config, const executor::ExecutorOptions& options,
-                             const executor::LoadReport& report) {
+                             const executor::LoadReport& report, int32_t last_position) {
   DecodeTraffic traffic;
   traffic.weight_bytes = report.weight_bytes;
   const auto element =
@@ -94,7 +101,10 @@ DecodeTraffic decode_traffic(const ModelConfig& config, const executor::Executor
     traffic.weight_bytes -= static_cast<uint64_t>(config.vocab_size - 1) *
                             static_cast<uint64_t>(config.hidden_size) * element;
   }
-  traffic.cache_bytes = report.cache_bytes / static_cast<uint64_t>(options.slots);
+  const int64_t window = executor::decode_window(last_position, options.capacity);
+  traffic.cache_bytes = report.cache_bytes / static_cast<uint64_t>(options.slots) *
+                        static_cast<uint64_t>(window > 0 ? window : options.capacity) /
+                        static_cast<uint64_t>(options.capacity);
   return traffic;
 }
 
@@ -146,10 +156,19 @@ struct BatchFigures {
 
 BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& prompt,
                            int64_t batch, int64_t gen_tokens, int64_t repetitions) {
-  // Every batch size up to this one is compiled before the clock runs, then warmed up.
+  // Every graph the run can take (batch sizes up to this one, the attention window of every
+  // position it decodes) is compiled before the clock runs, then warmed up.
   std::vector<models::GraphOptions> graphs;
+  const auto first = static_cast<int32_t>(prompt.size());
+  const int32_t last = last_decode_position(first, gen_tokens);
+  const int64_t capacity = engine.executor().options().capacity;
   for (int64_t rows = 1; rows <= batch; ++rows) {
-    graphs.push_back(engine.executor().decode_graph(rows, false));
+    for (int32_t position = first; position <= last;) {
+      graphs.push_back(engine.executor().decode_graph(rows, false, position));
+      const int64_t window = executor::decode_window(position, capacity);
+      if (window == 0) break;                   // the whole cache: the last window
+      position = static_cast<int32_t>(window);  // the next window's first position
+    }
   }
   engine.executor().prepare(graphs);
   run_requests(engine, prompt, batch, 2);
@@ -216,8 +235,9 @@ void run_bench(const BenchCommandOptions& options) {
   const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's own buffer
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double bandwidth = measure_read_bandwidth(static_cast<int>(threads));
-  const DecodeTraffic traffic = decode_traffic(engine.model().config(), engine_options.executor,
-                                               engine.executor().load_report());
+  const DecodeTraffic traffic = decode_traffic(
+      engine.model().config(), engine_options.executor, engine.executor().load_report(),
+      last_decode_position(options.prompt_tokens, options.gen_tokens));
   auto limit = [&](int64_t batch) {  // aggregate tok/s the bandwidth allows
     return static_cast<double>(batch) * bandwidth / static_cast<double>(traffic.per_step(batch));
   };

@@ -114,9 +114,11 @@ void run_serve(const ServeCommandOptions& options) {
 
   try {
     engine = std::make_unique<engine::Engine>(std::move(model), std::move(text), engine_options);
+    // Greedy requests take the argmax graphs; each batch size at the shortest attention window
+    // (a longer window loads when a sequence first reaches it).
     std::vector<models::GraphOptions> argmax_graphs;
     for (int64_t rows : batch_sizes) {
-      argmax_graphs.push_back(engine->executor().decode_graph(rows, false));
+      argmax_graphs.push_back(engine->executor().decode_graph(rows, false, 0));
     }
     engine->executor().prepare(argmax_graphs);
   } catch (...) {

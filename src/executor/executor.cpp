@@ -39,6 +39,12 @@ std::vector<int64_t> decode_buckets(int64_t slots) {
   return buckets;
 }
 
+int64_t decode_window(int32_t last_position, int64_t capacity) {
+  int64_t window = kMinDecodeWindow;
+  while (window <= last_position) window *= 2;
+  return window < capacity ? window : 0;
+}
+
 Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
                    const ExecutorOptions& options)
     : device_(std::move(device)),
@@ -63,7 +69,8 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
   std::vector<models::GraphOptions> first = {prefill_graph()};
   for (int64_t rows : options_.preload_decode_rows) {
-    first.push_back(decode_graph(rows, options_.preload_logits));
+    // The shortest window: where every sequence's decoding starts (others load on first use).
+    first.push_back(decode_graph(rows, options_.preload_logits, 0));
   }
   prepare(first);
 
@@ -109,9 +116,14 @@ int64_t Executor::decode_rows(int64_t rows) const {
   return options_.slots;
 }
 
-models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits) const {
+models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
+                                            int32_t last_position) const {
   return {want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
-          decode_rows(rows), options_.capacity, options_.weights, options_.slots};
+          decode_rows(rows),
+          options_.capacity,
+          options_.weights,
+          options_.slots,
+          decode_window(last_position, options_.capacity)};
 }
 
 void Executor::prepare(std::span<const models::GraphOptions> graphs) {
@@ -229,7 +241,8 @@ void Executor::decode(std::span<const int32_t> tokens, std::span<const int32_t> 
   if (decode_rows(rows) != rows) {
     fail("decode", "{} rows is not a compiled batch size (next: {})", rows, decode_rows(rows));
   }
-  Graph& step = graph(decode_graph(rows, want_logits));
+  Graph& step =
+      graph(decode_graph(rows, want_logits, *std::max_element(positions.begin(), positions.end())));
   std::vector<device::BufferPtr> outputs =
       run(step, {{"tokens", bytes_of(tokens)}, {"positions", bytes_of(positions)}});
   const auto vocab = static_cast<std::size_t>(capabilities_.vocab_size);

@@ -25,7 +25,8 @@ struct ExecutorOptions {
   int64_t slots = 1;            // sequences held at once
   int64_t prefill_bucket = 64;  // tokens per prefill call
   // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
-  // sizes, and whether the logits variant (host sampling) or the argmax one.
+  // sizes, and whether the logits variant (host sampling) or the argmax one; each with the
+  // shortest attention window (longer windows load when a sequence reaches them).
   std::vector<int64_t> preload_decode_rows = {1};
   bool preload_logits = false;
   // One line of progress, for stderr; may be empty.
@@ -44,6 +45,15 @@ struct LoadReport {
 // The decode batch sizes compiled for `slots`: 1, 2, 4, ... below it, and `slots` itself.
 std::vector<int64_t> decode_buckets(int64_t slots);
 
+// The attention window (GraphOptions::window) of a decode step whose positions are at most
+// `last_position` in a cache of `capacity` rows: the smallest power of two from
+// kMinDecodeWindow that holds them, or 0 (the whole cache) once that reaches the capacity.
+// Attention reads and scores every row of its window, masking the unused ones, so short
+// sequences run a short window; each window is one more graph to compile, hence powers of two
+// and a floor (below 128 keys, attention costs little next to reading the weights).
+inline constexpr int64_t kMinDecodeWindow = 128;
+int64_t decode_window(int32_t last_position, int64_t capacity);
+
 class Executor final : public ModelRunner {
  public:
   // Uploads the weights, makes the zeroed KV cache and loads the prefill graph. `model` must
@@ -59,8 +69,9 @@ class Executor final : public ModelRunner {
 
   // Compiles/loads these graphs now rather than on first use (several at a time).
   void prepare(std::span<const models::GraphOptions> graphs);
-  // The graph options of a decode step over `rows` rows (its bucket), for prepare().
-  models::GraphOptions decode_graph(int64_t rows, bool want_logits) const;
+  // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
+  // `last_position` (its attention window: decode_window), for prepare().
+  models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
   models::GraphOptions prefill_graph() const;
 
   int64_t decode_rows(int64_t rows) const override;

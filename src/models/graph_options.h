@@ -18,6 +18,9 @@
 //                  positions i32[bucket]  ->  next_tokens i32[bucket] (argmax, ties to the
 //                  lower id), caches...  Row b writes its K/V at positions[b] of slot b and
 //                  attends to keys 0 .. positions[b] of slot b; slots >= bucket are untouched.
+//                  With a `window`, attention reads only cache rows [0, window) of each slot
+//                  (every position must be below it): the same result, a fraction of the
+//                  reads and scores for short sequences.
 //                  A row with no sequence to advance passes a position whose cache row is free
 //                  (its slot's next unwritten one) and its result is ignored.
 //   decode-logits  as decode, but returns logits f32[bucket, vocab] (host-side sampling).
@@ -46,6 +49,8 @@ struct GraphOptions {
   int64_t capacity = 512;  // KV-cache positions per slot
   WeightType weights = WeightType::kF32;
   int64_t slots = 1;  // sequences the KV cache holds (decode: bucket <= slots)
+  // Decode: cache rows attended per slot, [0, window); 0: all `capacity` of them.
+  int64_t window = 0;
 };
 
 const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits"
@@ -53,7 +58,8 @@ std::optional<GraphKind> parse_graph_kind(std::string_view name);
 const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16"
 std::optional<WeightType> parse_weight_type(std::string_view name);
 
-// A short name for the graph, e.g. "decode-b8-s8-c512-f32".
+// A short name for the graph, e.g. "decode-b8-s8-c512-f32" ("decode-b8-s8-c512-w128-f32" with a
+// window).
 std::string graph_name(const GraphOptions& options);
 // The emitted module's name ("xlacel_decode_logits"), which IREE uses to name the module.
 std::string module_name(GraphKind kind);

@@ -27,6 +27,7 @@ struct CacheAccess {
   Value start;      // prefill: position of the first row written
   Value row_index;  // decode: i32 [bucket, kv_heads, 3], (slot b, head h, positions[b])
   int64_t rows;     // decode: slots 0 .. rows-1 are read
+  int64_t window;   // decode: cache rows 0 .. window-1 of each are read
   Value zero;       // i32 0, for the offsets of dimensions that are not moved
 
   // `rows_kvd` f32 [T, kv_heads, head_dim] written into `cache`; returns the new cache.
@@ -50,7 +51,8 @@ struct CacheAccess {
                            {.indices_are_sorted = true, .unique_indices = true});
   }
 
-  // The caches attention reads: [N, Hkv, capacity, D] (prefill: the slot's; decode: 0..rows-1).
+  // The caches attention reads: [N, Hkv, keys, D] (prefill: the slot's, every row; decode: slots
+  // 0..rows-1, rows 0..window-1).
   Value view(Value cache) const {
     std::vector<int64_t> shape = cache.shape();
     if (kind == GraphKind::kPrefill) {
@@ -58,6 +60,7 @@ struct CacheAccess {
       return dynamic_slice(cache, {slot, zero, zero, zero}, shape);
     }
     shape[0] = rows;
+    shape[2] = window;
     return slice(cache, {0, 0, 0, 0}, shape);
   }
 };
@@ -100,7 +103,9 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
   const TensorType scalar_i32(ElementType::kI32, {});
   Value positions;  // i32 [T]
   std::optional<Value> end;
-  CacheAccess access{options.kind, Value(), Value(), Value(), tokens, Value()};
+  CacheAccess access{options.kind, Value(), Value(),
+                     Value(),      tokens,  options.window > 0 ? options.window : options.capacity,
+                     Value()};
   if (prefill) {
     // Positions start .. start + T - 1; keys at or beyond start + valid_length are masked.
     access.slot = in.at("slot");

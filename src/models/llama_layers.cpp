@@ -72,7 +72,7 @@ Value attention(const AttentionInputs& in) {
   const int64_t heads = in.q.shape()[2];
   const int64_t d = in.q.shape()[3];
   const int64_t kv_heads = in.k_cache.shape()[1];
-  const int64_t capacity = in.k_cache.shape()[2];
+  const int64_t capacity = in.k_cache.shape()[2];  // the keys attended (a window of the cache)
   const int64_t group = heads / kv_heads;
 
   // [N, T, H, D] -> [N, Hkv, G*T, D]: head h = kv * G + g (repeat_kv's order).

@@ -28,7 +28,7 @@ Value apply_rotary(Value x, const Rotary& rotary);
 
 struct AttentionInputs {
   Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
-  Value k_cache;  // [N, kv_heads, capacity, head_dim]: each sequence's keys, this call's written
+  Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's first keys, this call's written
   Value v_cache;
   Value positions;           // i32 [N, T]: position of each query
   std::optional<Value> end;  // i32 [N]: keys at positions >= end are masked (prefill's

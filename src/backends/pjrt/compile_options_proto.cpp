@@ -13,16 +13,27 @@ constexpr uint32_t kBuildOptionsNumPartitions = 5;
 constexpr uint32_t kCompileOptionsEnvOptionOverrides = 7;
 constexpr uint32_t kMapEntryKey = 1;
 constexpr uint32_t kMapEntryValue = 2;
+constexpr uint32_t kOptionOverrideString = 1;
 constexpr uint32_t kOptionOverrideBool = 2;
 
-// One entry of env_option_overrides: name -> bool.
+// One entry of env_option_overrides: name -> the serialized OptionOverrideProto.
+void add_override(ProtoWriter& options, std::string_view name, const ProtoWriter& value) {
+  ProtoWriter entry;
+  entry.bytes_field(kMapEntryKey, name);
+  entry.bytes_field(kMapEntryValue, value.bytes());
+  options.bytes_field(kCompileOptionsEnvOptionOverrides, entry.bytes());
+}
+
 void bool_override(ProtoWriter& options, std::string_view name, bool value) {
   ProtoWriter override_value;
   override_value.varint_field(kOptionOverrideBool, value ? 1 : 0);  // oneof: written even if 0
-  ProtoWriter entry;
-  entry.bytes_field(kMapEntryKey, name);
-  entry.bytes_field(kMapEntryValue, override_value.bytes());
-  options.bytes_field(kCompileOptionsEnvOptionOverrides, entry.bytes());
+  add_override(options, name, override_value);
+}
+
+void string_override(ProtoWriter& options, std::string_view name, std::string_view value) {
+  ProtoWriter override_value;
+  override_value.bytes_field(kOptionOverrideString, value);
+  add_override(options, name, override_value);
 }
 
 }  // namespace
@@ -46,7 +57,7 @@ void ProtoWriter::bytes_field(uint32_t field, std::string_view bytes) {
   bytes_.append(bytes);
 }
 
-std::string single_device_compile_options() {
+std::string single_device_compile_options(const GraphCompileOptions& graph) {
   ProtoWriter build;
   build.varint_field(kBuildOptionsNumReplicas, 1);
   build.varint_field(kBuildOptionsNumPartitions, 1);
@@ -54,6 +65,10 @@ std::string single_device_compile_options() {
   options.bytes_field(kCompileOptionsExecutableBuildOptions, build.bytes());
   bool_override(options, "xla_cpu_enable_fast_min_max", false);
   bool_override(options, "xla_gpu_enable_fast_min_max", false);
+  if (graph.xnnpack_dots) {
+    string_override(options, "xla_cpu_experimental_xnn_graph_fusion_mode",
+                    "XNN_GRAPH_FUSION_MODE_BYPASS_COST_MODEL");
+  }
   return options.bytes();
 }
 

@@ -5,7 +5,8 @@
 //   CompileOptionsProto.executable_build_options = 3 (ExecutableBuildOptionsProto)
 //   ExecutableBuildOptionsProto.num_replicas = 4, num_partitions = 5
 //   CompileOptionsProto.env_option_overrides = 7 (map<string, OptionOverrideProto>, i.e.
-//     repeated entries {key = 1, value = 2}); OptionOverrideProto.bool_field = 2
+//     repeated entries {key = 1, value = 2}); OptionOverrideProto.string_field = 1,
+//     bool_field = 2 (a string names an enum value)
 // No debug_options: XLA then starts from its own defaults (a partial DebugOptions would zero
 // every field it leaves out). The overrides set DebugOptions fields by name on top of those
 // defaults: xla_{cpu,gpu}_enable_fast_min_max=false, as jax does, so that stablehlo.maximum
@@ -29,7 +30,15 @@ class ProtoWriter {
   std::string bytes_;
 };
 
+// What one graph's compile asks for beyond the defaults.
+struct GraphCompileOptions {
+  // XLA CPU: hand the graph's dots to XNNPACK (xla_cpu_experimental_xnn_graph_fusion_mode
+  // XNN_GRAPH_FUSION_MODE_BYPASS_COST_MODEL: every supported dot, as XLA's cost model keeps
+  // ours). See cpu_kernel_choice.h for when.
+  bool xnnpack_dots = false;
+};
+
 // Compile options for one replica and one partition (one device).
-std::string single_device_compile_options();
+std::string single_device_compile_options(const GraphCompileOptions& graph = {});
 
 }  // namespace xlacel::pjrt

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/pjrt/compile_options_proto.h"
+#include "backends/pjrt/cpu_kernel_choice.h"
 #include "backends/pjrt/pjrt_client.h"
 #include "backends/pjrt/pjrt_executable_cache.h"
 #include "backends/pjrt/pjrt_open_client.h"
@@ -95,15 +96,17 @@ PjrtDevice::PjrtDevice(const device::DeviceOptions& options, const PjrtOptions& 
 
 std::vector<std::unique_ptr<device::Executable>> PjrtDevice::load(
     std::span<const GraphSource> graphs, std::vector<GraphLoad>& loads) {
-  const std::string compile_options = pjrt::single_device_compile_options();
-  const compile_cache::CompileTarget target =
-      pjrt::pjrt_target(*client_, options_.kind, compile_options);
   compile_cache::CompileCache cache(options_.compile_cache_dir);
+  std::vector<std::string> compile_options;
   std::vector<compile_cache::CompileRequest> requests;
   for (const GraphSource& graph : graphs) {
-    requests.push_back({graph.mlir, graph.source, target});
+    // Each graph's own options (its matrix products' kernels: cpu_kernel_choice.h).
+    compile_options.push_back(pjrt::single_device_compile_options(
+        pjrt::graph_compile_options(options_.kind, graph.mlir)));
+    requests.push_back({graph.mlir, graph.source,
+                        pjrt::pjrt_target(*client_, options_.kind, compile_options.back())});
     // Progress goes out from this thread only (the callback need not be thread-safe).
-    if (pjrt::will_compile(*client_, cache, requests.back(), compile_options)) {
+    if (pjrt::will_compile(*client_, cache, requests.back(), compile_options.back())) {
       progress(fmt::format("xla: compiling {} ...", graph.name));
     }
   }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -85,6 +86,11 @@ compile_cache::CompileTarget pjrt_target(const Client& client, device::DeviceKin
           ? "cpu host\n" + compile_cache::host_cpu().identity
           : fmt::format("{} device {}", device::device_kind_name(device), client.device_kind());
   target.flags = {"compile_options=" + hex(compile_options)};
+  // XLA parses $XLA_FLAGS into the DebugOptions every compile starts from, so flags there
+  // change the executable as much as the compile options do.
+  if (const char* flags = std::getenv("XLA_FLAGS"); flags != nullptr && *flags != '\0') {
+    target.flags.push_back(std::string("XLA_FLAGS=") + flags);
+  }
   return target;
 }
 
@@ -141,9 +147,14 @@ ExecutableLoad load_executable(const Client& client, compile_cache::CompileCache
 
 std::vector<ExecutableLoad> load_executables(
     const Client& client, compile_cache::CompileCache& cache,
-    std::span<const compile_cache::CompileRequest> requests, const std::string& compile_options) {
+    std::span<const compile_cache::CompileRequest> requests,
+    std::span<const std::string> compile_options) {
+  if (compile_options.size() != requests.size()) {
+    throw Error(fmt::format("xla: {} compile options for {} executables", compile_options.size(),
+                            requests.size()));
+  }
   auto load_one = [&](std::size_t i) {
-    return load_executable(client, cache, requests[i], compile_options);
+    return load_executable(client, cache, requests[i], compile_options[i]);
   };
   std::vector<std::future<ExecutableLoad>> pending;
   for (std::size_t i = 1; i < requests.size(); ++i) {

@@ -3,7 +3,8 @@
 // whose artifact is the plugin's PJRT_Executable_Serialize output (".xlaexe"), so a second load
 // deserializes instead of compiling. The cache key covers the plugin file (path, size, mtime),
 // its PJRT API version, platform name/version and attributes (XLA version), the device (the
-// host CPU's identity on cpu, the device kind on cuda), the compile options and the MLIR text.
+// host CPU's identity on cpu, the device kind on cuda), the compile options, $XLA_FLAGS and the
+// MLIR text.
 // Plugins that cannot serialize compile every time (reported as not cached).
 #include <span>
 #include <string>
@@ -38,7 +39,8 @@ class PjrtCompiler final : public compile_cache::Compiler {
   LoadedExecutable compiled_;
 };
 
-// The target part of the cache key: where the executable runs and how it was compiled.
+// The target part of the cache key: where the executable runs and how it was compiled (the
+// compile options, and $XLA_FLAGS, which XLA reads into its defaults in this process).
 compile_cache::CompileTarget pjrt_target(const Client& client, device::DeviceKind device,
                                          const std::string& compile_options);
 
@@ -57,12 +59,14 @@ ExecutableLoad load_executable(const Client& client, compile_cache::CompileCache
                                const compile_cache::CompileRequest& request,
                                const std::string& compile_options);
 
-// load_executable for every request, all at once (PJRT_Client_Compile is thread-safe and XLA's
-// passes are mostly serial); results in request order. When any fails, the first Error (in
-// request order) is thrown once all have finished.
+// load_executable for every request with its compile options (compile_options[i] for
+// requests[i]), all at once (PJRT_Client_Compile is thread-safe and XLA's passes are mostly
+// serial); results in request order. When any fails, the first Error (in request order) is
+// thrown once all have finished.
 std::vector<ExecutableLoad> load_executables(
     const Client& client, compile_cache::CompileCache& cache,
-    std::span<const compile_cache::CompileRequest> requests, const std::string& compile_options);
+    std::span<const compile_cache::CompileRequest> requests,
+    std::span<const std::string> compile_options);
 
 // Whether load_executable will compile `request` (rather than load it from `cache`).
 bool will_compile(const Client& client, compile_cache::CompileCache& cache,

@@ -1,0 +1,32 @@
+#pragma once
+// Which of XLA CPU's kernels a graph's matrix products get, chosen from the graph itself.
+//
+// XLA CPU runs a dot of a matrix with a vector (decode of one sequence: activations [1, K] times
+// a weight [N, K]^T) as its own generated code, which streams the weight once at memory
+// bandwidth. A dot of two matrices (a decode batch or a prefill chunk, [B, K] x [N, K]^T with
+// B > 1) goes to Eigen, which re-packs the whole weight on every call with a strided gather
+// (the weight is the transposed operand; perf: gemm_pack_colmajor_block was most of the step).
+// Measured on SmolLM2-135M f32, 2 threads: decode steps of 2, 4, 8 rows took 7.8, 7.7, 4.6x the
+// time of one row (xlacel bench). XNNPACK also packs the weight per call, but contiguously and
+// panel by panel; with it, interleaved in one process, a step of 8 rows took 2.0x one row's
+// (full-cache attention) and a 64-token prefill chunk 0.58x Eigen's time. For a vector it is
+// slower than XLA's own code (1.2x the time), hence the choice per graph.
+//
+// The catch: this plugin cannot serialize executables that contain XNNPACK fusions, so those
+// graphs compile in every process (the compile cache reports them as not cached).
+#include <string_view>
+
+#include "backends/pjrt/compile_options_proto.h"
+#include "device/device.h"
+
+namespace xlacel::pjrt {
+
+// Whether the StableHLO text has a dot_general without batching dimensions whose result is a
+// matrix with at least two rows and two columns (a matrix-matrix product, not matrix-vector).
+bool has_matrix_product(std::string_view mlir);
+
+// The per-graph compile options for a graph on `device`: XNNPACK dots on the CPU when the graph
+// has a matrix-matrix product.
+GraphCompileOptions graph_compile_options(device::DeviceKind device, std::string_view mlir);
+
+}  // namespace xlacel::pjrt
