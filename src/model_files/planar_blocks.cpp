@@ -1,0 +1,211 @@
+#include "model_files/planar_blocks.h"
+
+#include <cstring>
+
+#include "common/float16.h"
+
+namespace xlacel {
+
+namespace {
+
+uint16_t load_u16(const std::byte* p) {
+  uint16_t value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+uint32_t load_u32(const std::byte* p) {
+  uint32_t value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+float load_half(const std::byte* p) {
+  return half_to_float(load_u16(p));
+}
+uint8_t byte_at(const std::byte* p, std::size_t i) {
+  return static_cast<uint8_t>(p[i]);
+}
+
+// Where one block's planes go: its codes, and its groups' scales and offsets.
+struct BlockOut {
+  int8_t* codes;
+  float* scales;
+  float* offsets;  // null for formats without a minimum
+};
+
+// 32-element blocks: low nibbles give elements 0..15, high nibbles 16..31.
+void q4_0(const std::byte* block, BlockOut out) {
+  out.scales[0] = load_half(block);
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q = byte_at(block, 2 + j);
+    out.codes[j] = static_cast<int8_t>((q & 0x0F) - 8);
+    out.codes[j + 16] = static_cast<int8_t>((q >> 4) - 8);
+  }
+}
+
+void q4_1(const std::byte* block, BlockOut out) {
+  out.scales[0] = load_half(block);
+  out.offsets[0] = load_half(block + 2);
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q = byte_at(block, 4 + j);
+    out.codes[j] = static_cast<int8_t>(q & 0x0F);
+    out.codes[j + 16] = static_cast<int8_t>(q >> 4);
+  }
+}
+
+// Fifth bit of element i is bit i of qh.
+void five_bit_codes(const std::byte* qs, uint32_t qh, int bias, int8_t* codes) {
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q = byte_at(qs, static_cast<std::size_t>(j));
+    int low = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
+    int high = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+    codes[j] = static_cast<int8_t>(low - bias);
+    codes[j + 16] = static_cast<int8_t>(high - bias);
+  }
+}
+
+void q5_0(const std::byte* block, BlockOut out) {
+  out.scales[0] = load_half(block);
+  five_bit_codes(block + 6, load_u32(block + 2), 16, out.codes);
+}
+
+void q5_1(const std::byte* block, BlockOut out) {
+  out.scales[0] = load_half(block);
+  out.offsets[0] = load_half(block + 2);
+  five_bit_codes(block + 8, load_u32(block + 4), 0, out.codes);
+}
+
+void q8_0(const std::byte* block, BlockOut out) {
+  out.scales[0] = load_half(block);
+  std::memcpy(out.codes, block + 2, 32);
+}
+
+// The 6-bit scales and mins of the K-quants, packed into 12 bytes.
+void k_scale_min(const std::byte* scales, int index, uint8_t& scale, uint8_t& min) {
+  if (index < 4) {
+    scale = byte_at(scales, index) & 0x3F;
+    min = byte_at(scales, index + 4) & 0x3F;
+  } else {
+    uint8_t packed = byte_at(scales, index + 4);
+    scale = static_cast<uint8_t>((packed & 0x0F) | ((byte_at(scales, index - 4) >> 2) & 0x30));
+    min = static_cast<uint8_t>((packed >> 4) | ((byte_at(scales, index) >> 2) & 0x30));
+  }
+}
+
+// 256-element super-blocks of eight 32-element sub-blocks; sub-block 2c is the low nibbles of
+// byte chunk c, sub-block 2c+1 its high nibbles. Q5_K adds bit `sub` of qh[l] as the fifth bit.
+void k_quant(const std::byte* block, const std::byte* qh, const std::byte* qs, BlockOut out) {
+  float d = load_half(block);
+  float dmin = load_half(block + 2);
+  const std::byte* scales = block + 4;
+  for (int sub = 0; sub < 8; ++sub) {
+    uint8_t scale, min;
+    k_scale_min(scales, sub, scale, min);
+    out.scales[sub] = d * static_cast<float>(scale);
+    out.offsets[sub] = -(dmin * static_cast<float>(min));
+    int shift = (sub % 2) * 4;
+    for (int l = 0; l < 32; ++l) {
+      int q = (byte_at(qs, static_cast<std::size_t>((sub / 2) * 32 + l)) >> shift) & 0x0F;
+      if (qh != nullptr) q |= ((byte_at(qh, static_cast<std::size_t>(l)) >> sub) & 1) << 4;
+      out.codes[sub * 32 + l] = static_cast<int8_t>(q);
+    }
+  }
+}
+
+void q4_k(const std::byte* block, BlockOut out) {
+  k_quant(block, nullptr, block + 16, out);
+}
+
+void q5_k(const std::byte* block, BlockOut out) {
+  k_quant(block, block + 16, block + 48, out);
+}
+
+// Rows of 32: row r lies in 128-element half c = r / 4; its low 4 bits come from ql (low or
+// high nibble, first or second 32 bytes of the half) and its top 2 bits from qh >> 2*(r % 4).
+// One i8 scale per 16 elements.
+void q6_k(const std::byte* block, BlockOut out) {
+  const std::byte* ql = block;
+  const std::byte* qh = block + 128;
+  const std::byte* scales = block + 192;
+  float d = load_half(block + 208);
+  for (int group = 0; group < 16; ++group) {
+    out.scales[group] = d * static_cast<float>(static_cast<int8_t>(byte_at(scales, group)));
+  }
+  for (int row = 0; row < 8; ++row) {
+    int half = row / 4, k = row % 4;
+    for (int l = 0; l < 32; ++l) {
+      uint8_t low_byte = byte_at(ql, static_cast<std::size_t>(half * 64 + (k % 2) * 32 + l));
+      int low = (k < 2 ? low_byte : low_byte >> 4) & 0x0F;
+      int high = (byte_at(qh, static_cast<std::size_t>(half * 32 + l)) >> (2 * k)) & 0x03;
+      out.codes[row * 32 + l] = static_cast<int8_t>((low | (high << 4)) - 32);
+    }
+  }
+}
+
+using BlockFn = void (*)(const std::byte*, BlockOut);
+
+BlockFn block_fn(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+      return q8_0;
+    case DType::kQ4_0:
+      return q4_0;
+    case DType::kQ4_1:
+      return q4_1;
+    case DType::kQ5_0:
+      return q5_0;
+    case DType::kQ5_1:
+      return q5_1;
+    case DType::kQ4_K:
+      return q4_k;
+    case DType::kQ5_K:
+      return q5_k;
+    case DType::kQ6_K:
+      return q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+bool is_block_quantized(DType dtype) {
+  return block_fn(dtype) != nullptr;
+}
+
+int64_t planar_group_size(DType dtype) {
+  return dtype == DType::kQ6_K ? 16 : 32;
+}
+
+bool planar_has_offsets(DType dtype) {
+  return dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ5_K;
+}
+
+PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
+  PlanarBlocks planar;
+  planar.group_size = planar_group_size(dtype);
+  const auto group = static_cast<std::size_t>(planar.group_size);
+  planar.codes.resize(elements);
+  planar.scales.resize(elements / group);
+  if (planar_has_offsets(dtype)) planar.offsets.resize(elements / group);
+  const BlockFn fn = block_fn(dtype);
+  const std::size_t block_elements = dtype_block_elements(dtype);
+  const std::size_t block_bytes = dtype_block_bytes(dtype);
+  const std::size_t groups_per_block = block_elements / group;
+  for (std::size_t b = 0; b * block_elements < elements; ++b) {
+    fn(in.data() + b * block_bytes,
+       {planar.codes.data() + b * block_elements, planar.scales.data() + b * groups_per_block,
+        planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block});
+  }
+  return planar;
+}
+
+void planar_to_f32(const PlanarBlocks& planar, std::span<float> out) {
+  const auto group = static_cast<std::size_t>(planar.group_size);
+  for (std::size_t i = 0; i < planar.codes.size(); ++i) {
+    float value = planar.scales[i / group] * static_cast<float>(planar.codes[i]);
+    out[i] = planar.offsets.empty() ? value : value + planar.offsets[i / group];
+  }
+}
+
+}  // namespace xlacel

@@ -1,0 +1,41 @@
+#pragma once
+// GGML block formats split into planes a graph can use directly: one signed integer code per
+// element and, per group of 16 or 32 consecutive elements of a row, an f32 scale and (for the
+// formats with a minimum) an f32 offset, such that
+//
+//   value = scale * code            (Q8_0, Q4_0, Q5_0, Q6_K)
+//   value = scale * code + offset   (Q4_1, Q5_1, Q4_K, Q5_K)
+//
+// computed in f32 gives exactly the gguf Python package's dequantized value (which is what
+// transformers computes with). The per-group scale and offset are the products the package forms
+// before touching the codes (Q4_K: d * sc and -(dmin * m)), so no rounding moves: a - b is
+// a + (-b) in IEEE arithmetic. Formats without a minimum have no offset plane, because adding
+// +0 would turn a -0 value into +0.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model_files/tensor.h"
+
+namespace xlacel {
+
+bool is_block_quantized(DType dtype);
+// Elements per scale: 16 for Q6_K, 32 for the others.
+int64_t planar_group_size(DType dtype);
+bool planar_has_offsets(DType dtype);
+
+struct PlanarBlocks {
+  int64_t group_size = 32;
+  std::vector<int8_t> codes;   // one per element, row-major like the tensor
+  std::vector<float> scales;   // one per group
+  std::vector<float> offsets;  // one per group; empty when the format has none
+};
+
+// `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.
+PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements);
+
+// scale * code (+ offset) per element, in f32, into `out` (codes.size() elements).
+void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
+
+}  // namespace xlacel
