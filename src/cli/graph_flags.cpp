@@ -16,7 +16,7 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
                           "0 .. N-1 (default 1)"),
       command->add_option("--capacity", flags.capacity, "KV-cache positions per slot")
           ->capture_default_str(),
-      command->add_option("--weights", flags.weights, "weight element type: f32, bf16 or f16")
+      command->add_option("--weights", flags.weights, "weights: auto (as the file stores them), f32, bf16 or f16")
           ->capture_default_str(),
       command
           ->add_option("--slots", flags.slots,
@@ -27,7 +27,7 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
 
 models::WeightType parse_weights_flag(const std::string& weights) {
   auto type = models::parse_weight_type(weights);
-  if (!type) fail("--weights", "unknown weight type '{}' (f32, bf16, f16)", weights);
+  if (!type) fail("--weights", "unknown weight type '{}' (auto, f32, bf16, f16)", weights);
   return *type;
 }
 

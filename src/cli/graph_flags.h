@@ -16,7 +16,7 @@ struct GraphFlags {
   std::string graph = "decode";
   int64_t bucket = 0;  // 0: 1 for decode graphs, 64 for prefill
   int64_t capacity = 512;
-  std::string weights = "f32";
+  std::string weights = "auto";
   int64_t slots = 1;
 };
 

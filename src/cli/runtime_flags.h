@@ -18,7 +18,7 @@ struct RuntimeFlags {
   std::string backend = "iree";
   std::string device = "cpu";
   int threads = 0;  // CPU runtimes: worker threads (0: the runtime's default)
-  std::string weights = "f32";
+  std::string weights = "auto";
   int64_t context = 0;  // KV-cache capacity; 0: the smallest of 512, 1024, ... that fits the run
   int64_t prefill_bucket = 64;
   std::string plugin;                       // PJRT plugin (--backend xla)

@@ -11,8 +11,8 @@ namespace xlacel {
 
 namespace {
 
-constexpr uint32_t kMaxDims = 4;        // GGML_MAX_DIMS
-constexpr int kMaxArrayNesting = 8;     // real files nest at most once
+constexpr uint32_t kMaxDims = 4;     // GGML_MAX_DIMS
+constexpr int kMaxArrayNesting = 8;  // real files nest at most once
 constexpr uint64_t kMaxStringBytes = uint64_t{1} << 30;
 
 // Reads little-endian values from the mapped header; every read is bounds-checked so a corrupt
@@ -68,17 +68,21 @@ std::size_t scalar_size(GgufValueType type) {
   switch (type) {
     case GgufValueType::kUint8:
     case GgufValueType::kInt8:
-    case GgufValueType::kBool: return 1;
+    case GgufValueType::kBool:
+      return 1;
     case GgufValueType::kUint16:
-    case GgufValueType::kInt16: return 2;
+    case GgufValueType::kInt16:
+      return 2;
     case GgufValueType::kUint32:
     case GgufValueType::kInt32:
-    case GgufValueType::kFloat32: return 4;
+    case GgufValueType::kFloat32:
+      return 4;
     case GgufValueType::kUint64:
     case GgufValueType::kInt64:
     case GgufValueType::kFloat64:
     case GgufValueType::kString:  // its u64 length
-    case GgufValueType::kArray: return 8;
+    case GgufValueType::kArray:
+      return 8;
   }
   return 1;
 }
@@ -96,23 +100,45 @@ GgufValue read_value(HeaderReader& reader, GgufValueType type, const std::string
   GgufValue value;
   value.type = type;
   switch (type) {
-    case GgufValueType::kUint8: value.value = uint64_t{reader.read<uint8_t>("u8")}; break;
-    case GgufValueType::kInt8: value.value = int64_t{reader.read<int8_t>("i8")}; break;
-    case GgufValueType::kUint16: value.value = uint64_t{reader.read<uint16_t>("u16")}; break;
-    case GgufValueType::kInt16: value.value = int64_t{reader.read<int16_t>("i16")}; break;
-    case GgufValueType::kUint32: value.value = uint64_t{reader.read<uint32_t>("u32")}; break;
-    case GgufValueType::kInt32: value.value = int64_t{reader.read<int32_t>("i32")}; break;
-    case GgufValueType::kUint64: value.value = reader.read<uint64_t>("u64"); break;
-    case GgufValueType::kInt64: value.value = reader.read<int64_t>("i64"); break;
-    case GgufValueType::kFloat32: value.value = double{reader.read<float>("f32")}; break;
-    case GgufValueType::kFloat64: value.value = reader.read<double>("f64"); break;
+    case GgufValueType::kUint8:
+      value.value = uint64_t{reader.read<uint8_t>("u8")};
+      break;
+    case GgufValueType::kInt8:
+      value.value = int64_t{reader.read<int8_t>("i8")};
+      break;
+    case GgufValueType::kUint16:
+      value.value = uint64_t{reader.read<uint16_t>("u16")};
+      break;
+    case GgufValueType::kInt16:
+      value.value = int64_t{reader.read<int16_t>("i16")};
+      break;
+    case GgufValueType::kUint32:
+      value.value = uint64_t{reader.read<uint32_t>("u32")};
+      break;
+    case GgufValueType::kInt32:
+      value.value = int64_t{reader.read<int32_t>("i32")};
+      break;
+    case GgufValueType::kUint64:
+      value.value = reader.read<uint64_t>("u64");
+      break;
+    case GgufValueType::kInt64:
+      value.value = reader.read<int64_t>("i64");
+      break;
+    case GgufValueType::kFloat32:
+      value.value = double{reader.read<float>("f32")};
+      break;
+    case GgufValueType::kFloat64:
+      value.value = reader.read<double>("f64");
+      break;
     case GgufValueType::kBool: {
       uint8_t raw = reader.read<uint8_t>("bool");
       if (raw > 1) fail(path, "metadata '{}' has bool value {}", key, raw);
       value.value = raw == 1;
       break;
     }
-    case GgufValueType::kString: value.value = reader.read_string("string value"); break;
+    case GgufValueType::kString:
+      value.value = reader.read_string("string value");
+      break;
     case GgufValueType::kArray: {
       if (depth >= kMaxArrayNesting) fail(path, "metadata '{}' nests arrays too deeply", key);
       GgufArray array;
@@ -132,27 +158,39 @@ GgufValue read_value(HeaderReader& reader, GgufValueType type, const std::string
 
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
   switch (ggml_type) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF16;
-    case 2: return DType::kQ4_0;
-    case 3: return DType::kQ4_1;
-    case 6: return DType::kQ5_0;
-    case 7: return DType::kQ5_1;
-    case 8: return DType::kQ8_0;
-    case 12: return DType::kQ4_K;
-    case 13: return DType::kQ5_K;
-    case 14: return DType::kQ6_K;
-    case 30: return DType::kBF16;
-    default: return std::nullopt;
+    case 0:
+      return DType::kF32;
+    case 1:
+      return DType::kF16;
+    case 2:
+      return DType::kQ4_0;
+    case 3:
+      return DType::kQ4_1;
+    case 6:
+      return DType::kQ5_0;
+    case 7:
+      return DType::kQ5_1;
+    case 8:
+      return DType::kQ8_0;
+    case 12:
+      return DType::kQ4_K;
+    case 13:
+      return DType::kQ5_K;
+    case 14:
+      return DType::kQ6_K;
+    case 30:
+      return DType::kBF16;
+    default:
+      return std::nullopt;
   }
 }
 
 }  // namespace
 
 const char* gguf_value_type_name(GgufValueType type) {
-  static constexpr const char* kNames[] = {"uint8", "int8",   "uint16", "int16", "uint32",
-                                           "int32", "float32", "bool",   "string", "array",
-                                           "uint64", "int64", "float64"};
+  static constexpr const char* kNames[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                           "int32",  "float32", "bool",   "string", "array",
+                                           "uint64", "int64",   "float64"};
   auto index = static_cast<std::size_t>(type);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

@@ -2,11 +2,13 @@
 // The one description of a model's shape that every later stage reads, built the same way from
 // an HF config.json (+ generation_config.json) or from GGUF metadata.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/json_file.h"
+#include "model_files/tensor.h"
 
 namespace xlacel {
 
@@ -45,6 +47,9 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> pad_token_id;
   std::vector<int64_t> eos_token_ids;  // any of these ends generation
+  // How the files store each tensor, by its name in the files (GGUF or HF); filled by
+  // ModelFiles, so graphs of resident formats (WeightType::kAuto) follow from the config alone.
+  std::map<std::string, DType> stored_types;
 };
 
 // `generation_config` may be null (file absent); its eos list, when present, wins.

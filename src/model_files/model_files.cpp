@@ -99,6 +99,7 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
   model.config_ = config_from_gguf(*model.gguf_);
   for (const GgufTensorInfo& info : model.gguf_->tensor_infos()) {
     model.tensors_.push_back(model.gguf_->tensor(info));
+    model.config_.stored_types[info.name] = model.tensors_.back().dtype;
   }
   if (model.gguf_->has("tokenizer.chat_template")) {
     model.chat_template_ = ChatTemplateSource{model.gguf_->get_string("tokenizer.chat_template"),
@@ -145,6 +146,7 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
         fail(shard_path.string(), "tensor '{}' also appears in another shard", tensor.name);
       }
       model.tensors_.push_back(tensor);
+      model.config_.stored_types[tensor.name] = tensor.dtype;
     }
     model.shards_.push_back(std::move(shard));
   }

@@ -30,8 +30,7 @@ std::vector<TensorView> parse_safetensors(std::span<const std::byte> bytes,
     fail(path, "safetensors header length {} is absurd", header_length);
   }
   if (header_length > bytes.size() - 8) {
-    fail(path, "truncated: header of {} bytes but only {} follow", header_length,
-         bytes.size() - 8);
+    fail(path, "truncated: header of {} bytes but only {} follow", header_length, bytes.size() - 8);
   }
   std::string_view header_text(reinterpret_cast<const char*>(bytes.data() + 8), header_length);
   Json header = parse_json_text(header_text, path);
@@ -45,9 +44,8 @@ std::vector<TensorView> parse_safetensors(std::span<const std::byte> bytes,
       continue;
     }
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
-        !entry.contains("shape") || !entry["shape"].is_array() ||
-        !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
-        entry["data_offsets"].size() != 2) {
+        !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||
+        !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2) {
       fail(path, "tensor '{}' needs dtype (string), shape (array) and data_offsets ([begin, end])",
            name);
     }
@@ -56,7 +54,8 @@ std::vector<TensorView> parse_safetensors(std::span<const std::byte> bytes,
     view.dtype = parse_dtype(entry["dtype"].get<std::string>(), path, name);
     for (const Json& dim : entry["shape"]) {
       if (!dim.is_number_unsigned()) fail(path, "tensor '{}' has a non-integer dimension", name);
-      view.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim.get<uint64_t>(), 1ull << 62)));
+      view.shape.push_back(
+          static_cast<int64_t>(std::min<uint64_t>(dim.get<uint64_t>(), 1ull << 62)));
     }
     const Json& offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
@@ -79,8 +78,9 @@ std::vector<TensorView> parse_safetensors(std::span<const std::byte> bytes,
   // Like the reference library: tensors tile the data section exactly, no overlap, no holes.
   std::vector<const TensorView*> by_offset;
   for (const TensorView& t : tensors) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorView* a, const TensorView* b) { return a->data.data() < b->data.data(); });
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorView* a, const TensorView* b) {
+    return a->data.data() < b->data.data();
+  });
   uint64_t cursor = 0;
   for (const TensorView* t : by_offset) {
     auto begin = static_cast<uint64_t>(t->data.data() - data.data());

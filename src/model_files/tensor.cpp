@@ -16,25 +16,42 @@ struct DTypeInfo {
 
 DTypeInfo info(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return {"F32", 1, 4};
-    case DType::kF16: return {"F16", 1, 2};
-    case DType::kBF16: return {"BF16", 1, 2};
-    case DType::kQ8_0: return {"Q8_0", 32, 34};
-    case DType::kQ4_0: return {"Q4_0", 32, 18};
-    case DType::kQ4_1: return {"Q4_1", 32, 20};
-    case DType::kQ5_0: return {"Q5_0", 32, 22};
-    case DType::kQ5_1: return {"Q5_1", 32, 24};
-    case DType::kQ4_K: return {"Q4_K", 256, 144};
-    case DType::kQ5_K: return {"Q5_K", 256, 176};
-    case DType::kQ6_K: return {"Q6_K", 256, 210};
+    case DType::kF32:
+      return {"F32", 1, 4};
+    case DType::kF16:
+      return {"F16", 1, 2};
+    case DType::kBF16:
+      return {"BF16", 1, 2};
+    case DType::kQ8_0:
+      return {"Q8_0", 32, 34};
+    case DType::kQ4_0:
+      return {"Q4_0", 32, 18};
+    case DType::kQ4_1:
+      return {"Q4_1", 32, 20};
+    case DType::kQ5_0:
+      return {"Q5_0", 32, 22};
+    case DType::kQ5_1:
+      return {"Q5_1", 32, 24};
+    case DType::kQ4_K:
+      return {"Q4_K", 256, 144};
+    case DType::kQ5_K:
+      return {"Q5_K", 256, 176};
+    case DType::kQ6_K:
+      return {"Q6_K", 256, 210};
   }
   return {"?", 1, 1};
 }
 }  // namespace
 
-const char* dtype_name(DType dtype) { return info(dtype).name; }
-std::size_t dtype_block_elements(DType dtype) { return info(dtype).block_elements; }
-std::size_t dtype_block_bytes(DType dtype) { return info(dtype).block_bytes; }
+const char* dtype_name(DType dtype) {
+  return info(dtype).name;
+}
+std::size_t dtype_block_elements(DType dtype) {
+  return info(dtype).block_elements;
+}
+std::size_t dtype_block_bytes(DType dtype) {
+  return info(dtype).block_bytes;
+}
 
 int64_t TensorView::element_count() const {
   int64_t count = 1;

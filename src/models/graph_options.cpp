@@ -31,12 +31,15 @@ const char* weight_type_name(WeightType type) {
       return "bf16";
     case WeightType::kF16:
       return "f16";
+    case WeightType::kAuto:
+      return "auto";
   }
   return "?";
 }
 
 std::optional<WeightType> parse_weight_type(std::string_view name) {
-  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
+  for (WeightType type :
+       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kAuto}) {
     if (name == weight_type_name(type)) return type;
   }
   return std::nullopt;

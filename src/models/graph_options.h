@@ -41,7 +41,11 @@ enum class GraphKind {
   kDecode,        // one token per slot -> next token ids by on-device argmax
   kDecodeLogits,  // one token per slot -> logits, for host-side sampling
 };
-enum class WeightType { kF32, kBF16, kF16 };
+// f32/bf16/f16: every weight (and the KV cache) converted to that type at load. kAuto: each weight
+// stays in the format its file stores (resident_weight.h): GGML block formats as planes of codes,
+// scales and offsets, f16/bf16 narrow, f32 as is; the graph widens every weight to f32 where it
+// uses it, so the arithmetic is HF's float32 on the values transformers dequantizes. KV cache f32.
+enum class WeightType { kF32, kBF16, kF16, kAuto };
 
 struct GraphOptions {
   GraphKind kind = GraphKind::kDecode;
@@ -55,7 +59,7 @@ struct GraphOptions {
 
 const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits"
 std::optional<GraphKind> parse_graph_kind(std::string_view name);
-const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16"
+const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16", "auto"
 std::optional<WeightType> parse_weight_type(std::string_view name);
 
 // A short name for the graph, e.g. "decode-b8-s8-c512-f32" ("decode-b8-s8-c512-w128-f32" with a

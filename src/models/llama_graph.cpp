@@ -88,12 +88,17 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
   for (const TensorSpec& spec : signature.caches) {
     caches.push_back(f.argument(spec.name, type_of(spec)));
   }
+  const bool widen = options.weights == WeightType::kAuto;
+  auto matrix = [&](const std::string& name) { return resident_weight(w, name, widen); };
   auto weight = [&](int64_t layer, const char* name) {
+    return matrix(fmt::format("l{}_{}", layer, name));
+  };
+  auto vector = [&](int64_t layer, const char* name) {
     return w.at(fmt::format("l{}_{}", layer, name));
   };
   auto bias = [&](int64_t layer, const char* name) -> std::optional<Value> {
     if (!c.attention_bias) return std::nullopt;
-    return weight(layer, name);
+    return vector(layer, name);
   };
 
   // T activation rows: prefill's bucket of one sequence, or decode's one token of each of
@@ -123,11 +128,10 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
   }
   Rotary rope = rotary(positions, w.at("rope_inv_freq"));
 
-  Value h = take(w.at("embed_tokens"), in.at("tokens"));  // [T, hidden]
-  if (h.element() != ElementType::kF32) h = convert(h, ElementType::kF32);
+  Value h = take_rows(matrix("embed_tokens"), in.at("tokens"));  // f32 [T, hidden]
   std::vector<Value> new_caches;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    Value x = rms_norm(h, weight(l, "input_norm"), c.rms_norm_eps);
+    Value x = rms_norm(h, vector(l, "input_norm"), c.rms_norm_eps);
     Value q = reshape(linear(x, weight(l, "q_proj"), bias(l, "q_bias")),
                       {tokens, c.num_heads, c.head_dim});
     Value k = reshape(linear(x, weight(l, "k_proj"), bias(l, "k_bias")),
@@ -144,7 +148,7 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
                             access.view(k_cache), access.view(v_cache),
                             reshape(positions, {sequences, tokens / sequences}), end});
     h = h + linear(attn, weight(l, "o_proj"));
-    Value y = rms_norm(h, weight(l, "post_norm"), c.rms_norm_eps);
+    Value y = rms_norm(h, vector(l, "post_norm"), c.rms_norm_eps);
     h = h + mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"), weight(l, "down_proj"));
   }
 
@@ -155,7 +159,7 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
     last = dynamic_slice(h, {row, access.zero}, {1, c.hidden_size});
   }
   last = rms_norm(last, w.at("final_norm"), c.rms_norm_eps);
-  Value head = c.tie_word_embeddings ? w.at("embed_tokens") : w.at("lm_head");
+  Weight head = matrix(c.tie_word_embeddings ? "embed_tokens" : "lm_head");
   Value logits = linear(last, head);  // [rows, vocab]
   std::map<std::string, Value> produced;
   if (prefill) {

@@ -26,10 +26,27 @@ Value broadcast_like(Value x, const std::vector<int64_t>& shape, std::vector<int
   return broadcast_in_dim(x, shape, std::move(dims));
 }
 
+// Up to this many rows, a planar weight multiplies as one elementwise product reduced over its
+// groups, which compilers fuse with the dequantization into one pass over the codes; more rows
+// would redo the dequantization per row, so those dequantize once and use a matmul.
+constexpr int64_t kFusedPlanarRows = 4;
+
+// x [T, K] times a planar weight [N, K]: sum over groups and group members of x * w.
+Value fused_planar_product(Value x, const Weight& weight) {
+  Value w = dequantized_groups(weight);  // [N, G, g]
+  const int64_t rows = x.shape()[0];
+  const std::vector<int64_t> shape = {rows, w.shape()[0], w.shape()[1], w.shape()[2]};
+  Value xs = broadcast_in_dim(reshape(x, {rows, w.shape()[1], w.shape()[2]}), shape, {0, 2, 3});
+  return reduce_sum(xs * broadcast_in_dim(w, shape, {1, 2, 3}), {2, 3});
+}
+
 }  // namespace
 
-Value linear(Value x, Value weight, std::optional<Value> bias) {
-  Value y = dot_f32(x, weight, {.lhs_contracting = {1}, .rhs_contracting = {1}});
+Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
+  const DotDimensions dims{.lhs_contracting = {1}, .rhs_contracting = {1}};
+  Value y = weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
+            : weight.planar() || weight.widen ? dot_f32(x, dequantized(weight), dims)
+                                              : dot_f32(x, weight.values, dims);
   if (bias) y = y + broadcast_like(to_f32(*bias), y.shape(), {1});
   return y;
 }
@@ -114,7 +131,7 @@ Value attention(const AttentionInputs& in) {
   return reshape(out, {n * tokens, heads * d});
 }
 
-Value mlp(Value x, Value gate, Value up, Value down) {
+Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down) {
   Value g = linear(x, gate);
   Value u = linear(x, up);
   return linear(g * logistic(g) * u, down);

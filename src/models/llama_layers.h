@@ -5,14 +5,16 @@
 // bf16/f16, in which case matmul inputs are narrowed to the weight type and accumulate in f32.
 #include <optional>
 
+#include "models/resident_weight.h"
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
 
 using stablehlo::Value;
 
-// x @ weight^T (+ bias): x f32 [T, in], weight [out, in] -> f32 [T, out].
-Value linear(Value x, Value weight, std::optional<Value> bias = std::nullopt);
+// x @ weight^T (+ bias): x f32 [T, in], weight [out, in] -> f32 [T, out]. A planar weight
+// (resident_weight.h) is dequantized inside the product.
+Value linear(Value x, const Weight& weight, std::optional<Value> bias = std::nullopt);
 
 // HF LlamaRMSNorm in f32: weight * (x * rsqrt(mean(x^2, -1) + eps)); x f32 [T, hidden].
 Value rms_norm(Value x, Value weight, double eps);
@@ -40,6 +42,6 @@ struct AttentionInputs {
 Value attention(const AttentionInputs& in);
 
 // SwiGLU: down(silu(gate(x)) * up(x)).
-Value mlp(Value x, Value gate, Value up, Value down);
+Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down);
 
 }  // namespace xlacel::models

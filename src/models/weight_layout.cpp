@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "models/resident_weight.h"
+
 namespace xlacel::models {
 
 using stablehlo::ElementType;
@@ -14,6 +16,8 @@ ElementType element_of(WeightType type) {
       return ElementType::kBF16;
     case WeightType::kF16:
       return ElementType::kF16;
+    case WeightType::kAuto:
+      return ElementType::kF32;  // the logical type; resident_weight_specs picks each stored one
   }
   return ElementType::kF32;
 }
@@ -58,7 +62,7 @@ std::vector<WeightSpec> llama_weight_specs(const ModelConfig& c, WeightType weig
     specs.push_back(
         {"lm_head", "lm_head.weight", "output.weight", {c.vocab_size, c.hidden_size}, e});
   }
-  return specs;
+  return resident_weight_specs(c, std::move(specs), weights);
 }
 
 }  // namespace xlacel::models

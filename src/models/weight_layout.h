@@ -43,13 +43,19 @@
 
 namespace xlacel::models {
 
+// Which part of a file tensor an argument holds: the values, or one plane of a GGML block
+// format kept resident (model_files/planar_blocks.h, models/resident_weight.h).
+enum class WeightPart { kValues, kCodes, kScales, kOffsets };
+
 struct WeightSpec {
-  std::string name;                // argument name: "l3_q_proj"
+  std::string name;                // argument name: "l3_q_proj" ("l3_q_proj_scales" for a plane)
   std::string hf_name;             // "model.layers.3.self_attn.q_proj.weight"
   std::string gguf_name;           // "blk.3.attn_q.weight"
-  std::vector<int64_t> shape;      // outermost first
+  std::vector<int64_t> shape;      // outermost first (a plane: its own shape)
   stablehlo::ElementType element;  // the graph argument's element type
   bool rope_inv_freq = false;      // computed from the config, not read from the files
+  WeightPart part = WeightPart::kValues;
+  DType stored = DType::kF32;  // planes: the file's block format
 };
 
 stablehlo::ElementType element_of(WeightType type);

@@ -4,9 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
+#include <span>
 
 #include "common/error.h"
 #include "common/float16.h"
+#include "model_files/planar_blocks.h"
 #include "models/architecture.h"
 #include "models/rope_frequencies.h"
 
@@ -24,12 +26,12 @@ bool gguf_permutes_qk(const ModelConfig& config) {
 
 }  // namespace
 
-std::vector<float> reverse_permute_rows(const std::vector<float>& rows, int64_t n_head,
-                                        int64_t columns) {
+template <typename T>
+std::vector<T> reverse_permute_rows(const std::vector<T>& rows, int64_t n_head, int64_t columns) {
   const int64_t total_rows = static_cast<int64_t>(rows.size()) / columns;
   const int64_t head_rows = total_rows / n_head;
   const int64_t half = head_rows / 2;
-  std::vector<float> out(rows.size());
+  std::vector<T> out(rows.size());
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       for (int64_t r = 0; r < 2; ++r) {
@@ -37,16 +39,99 @@ std::vector<float> reverse_permute_rows(const std::vector<float>& rows, int64_t 
         const int64_t to = h * head_rows + r * half + i;
         std::memcpy(&out[static_cast<size_t>(to * columns)],
                     &rows[static_cast<size_t>(from * columns)],
-                    static_cast<size_t>(columns) * sizeof(float));
+                    static_cast<size_t>(columns) * sizeof(T));
       }
     }
   }
   return out;
 }
+template std::vector<float> reverse_permute_rows(const std::vector<float>&, int64_t, int64_t);
+
+namespace {
+
+// The file tensor behind `spec`, checked against its logical shape (a plane's spec has its own
+// shape; the tensor has the weight's).
+TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
+                              const std::vector<int64_t>& shape) {
+  const std::string& name =
+      files.format() == ModelFiles::Format::kGguf ? spec.gguf_name : spec.hf_name;
+  auto tensor = files.find_tensor(name);
+  if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
+  if (tensor->shape != shape) {
+    fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
+         fmt::join(tensor->shape, ", "), fmt::join(shape, ", "));
+  }
+  return *tensor;
+}
+
+// Heads whose rows llama.cpp permuted in this GGUF tensor (0: none).
+int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
+  const ModelConfig& config = files.config();
+  if (files.format() != ModelFiles::Format::kGguf || !gguf_permutes_qk(config)) return 0;
+  if (tensor.shape.size() != 2) return 0;
+  if (tensor.name.ends_with(".attn_q.weight")) return config.num_heads;
+  if (tensor.name.ends_with(".attn_k.weight")) return config.num_kv_heads;
+  return 0;
+}
+
+template <typename T>
+void unpermute(const ModelFiles& files, const TensorView& tensor, std::vector<T>& rows,
+               int64_t columns) {
+  if (int64_t heads = permuted_heads(files, tensor)) {
+    rows = reverse_permute_rows(rows, heads, columns);
+  }
+}
+
+template <typename T>
+HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
+  HostTensor result{spec, std::vector<std::byte>(values.size() * sizeof(T))};
+  if (!values.empty()) std::memcpy(result.bytes.data(), values.data(), result.bytes.size());
+  return result;
+}
+
+// The planes of a block-format weight: every spec of `planes` (codes, scales, offsets) from one
+// decomposition of the tensor.
+std::vector<HostTensor> prepare_planes(const ModelFiles& files,
+                                       std::span<const WeightSpec> planes) {
+  const WeightSpec& codes = planes.front();
+  TensorView tensor = find_weight_tensor(files, codes, codes.shape);
+  if (tensor.dtype != codes.stored) {
+    fail(files.path(), "tensor '{}' is {}, the graph expects {}", tensor.name,
+         dtype_name(tensor.dtype), dtype_name(codes.stored));
+  }
+  const uint64_t bytes = tensor_byte_size(tensor.dtype, tensor.shape, tensor.name);
+  if (bytes != tensor.data.size()) {
+    fail(tensor.name, "holds {} bytes, its dtype and shape need {}", tensor.data.size(), bytes);
+  }
+  PlanarBlocks planar =
+      to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+  const int64_t groups = codes.shape[1] / planar.group_size;
+  unpermute(files, tensor, planar.codes, codes.shape[1]);
+  unpermute(files, tensor, planar.scales, groups);
+  if (!planar.offsets.empty()) unpermute(files, tensor, planar.offsets, groups);
+  std::vector<HostTensor> result;
+  for (const WeightSpec& spec : planes) {
+    switch (spec.part) {
+      case WeightPart::kCodes:
+        result.push_back(host_tensor(spec, planar.codes));
+        break;
+      case WeightPart::kScales:
+        result.push_back(host_tensor(spec, planar.scales));
+        break;
+      case WeightPart::kOffsets:
+        result.push_back(host_tensor(spec, planar.offsets));
+        break;
+      case WeightPart::kValues:
+        break;
+    }
+  }
+  return result;
+}
+
+}  // namespace
 
 std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& spec) {
   const ModelConfig& config = files.config();
-  const bool gguf = files.format() == ModelFiles::Format::kGguf;
   if (spec.rope_inv_freq) {
     std::vector<float> factors;
     if (config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors) {
@@ -56,48 +141,44 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
     }
     return rope_inverse_frequencies(config, factors);
   }
-  const std::string& name = gguf ? spec.gguf_name : spec.hf_name;
-  auto tensor = files.find_tensor(name);
-  if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
-  if (tensor->shape != spec.shape) {
-    fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
-         fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
-  }
-  std::vector<float> values = to_f32(*tensor);
-  if (gguf && gguf_permutes_qk(config) && spec.shape.size() == 2) {
-    const bool q = name.ends_with(".attn_q.weight");
-    const bool k = name.ends_with(".attn_k.weight");
-    if (q || k) {
-      values =
-          reverse_permute_rows(values, q ? config.num_heads : config.num_kv_heads, spec.shape[1]);
-    }
-  }
+  TensorView tensor = find_weight_tensor(files, spec, spec.shape);
+  std::vector<float> values = to_f32(tensor);
+  if (spec.shape.size() == 2) unpermute(files, tensor, values, spec.shape[1]);
   return values;
 }
 
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
+  // Narrow float weights of kAuto are copied as stored (bit-exact; no f32 round trip needed, but
+  // it is exact both ways, so one path serves every type).
   std::vector<float> values = load_weight_f32(files, spec);
-  HostTensor result{spec, {}};
-  if (spec.element == ElementType::kF32) {
-    result.bytes.resize(values.size() * sizeof(float));
-    std::memcpy(result.bytes.data(), values.data(), result.bytes.size());
-    return result;
-  }
+  if (spec.element == ElementType::kF32) return host_tensor(spec, values);
   std::vector<uint16_t> narrow(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
                                                    : float_to_half(values[i]);
   }
-  result.bytes.resize(narrow.size() * sizeof(uint16_t));
-  std::memcpy(result.bytes.data(), narrow.data(), result.bytes.size());
-  return result;
+  return host_tensor(spec, narrow);
 }
 
 void for_each_weight(const ModelFiles& files, WeightType type,
                      const std::function<void(const HostTensor&)>& callback) {
   const Architecture& architecture = architecture_for(files.config(), files.path());
-  for (const WeightSpec& spec : architecture.weight_specs(files.config(), type)) {
-    callback(prepare_weight(files, spec));
+  const std::vector<WeightSpec> specs = architecture.weight_specs(files.config(), type);
+  for (std::size_t i = 0; i < specs.size();) {
+    if (specs[i].part != WeightPart::kCodes) {
+      callback(prepare_weight(files, specs[i++]));
+      continue;
+    }
+    // A block-format weight: its codes spec and the plane specs that follow it.
+    std::size_t end = i + 1;
+    while (end < specs.size() &&
+           (specs[end].part == WeightPart::kScales || specs[end].part == WeightPart::kOffsets)) {
+      ++end;
+    }
+    for (const HostTensor& plane : prepare_planes(files, std::span(specs).subspan(i, end - i))) {
+      callback(plane);
+    }
+    i = end;
   }
 }
 

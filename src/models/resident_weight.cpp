@@ -1,0 +1,106 @@
+#include "models/resident_weight.h"
+
+#include "model_files/planar_blocks.h"
+
+namespace xlacel::models {
+
+using namespace stablehlo;
+
+namespace {
+
+std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& spec) {
+  for (const std::string* name : {&spec.gguf_name, &spec.hf_name}) {
+    auto found = config.stored_types.find(*name);
+    if (found != config.stored_types.end()) return found->second;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
+                                              std::vector<WeightSpec> logical, WeightType weights) {
+  if (weights != WeightType::kAuto) return logical;
+  std::vector<WeightSpec> resident;
+  for (WeightSpec& spec : logical) {
+    const std::optional<DType> stored = stored_type(config, spec);
+    spec.element = ElementType::kF32;
+    // Vectors, computed weights and missing tensors (the loader names those) stay f32.
+    if (spec.rope_inv_freq || !stored || spec.shape.size() != 2) {
+      resident.push_back(std::move(spec));
+      continue;
+    }
+    if (*stored == DType::kF16 || *stored == DType::kBF16) {
+      spec.element = *stored == DType::kF16 ? ElementType::kF16 : ElementType::kBF16;
+      resident.push_back(std::move(spec));
+      continue;
+    }
+    if (!is_block_quantized(*stored)) {
+      resident.push_back(std::move(spec));
+      continue;
+    }
+    const int64_t groups = spec.shape[1] / planar_group_size(*stored);
+    WeightSpec codes = spec;
+    codes.element = ElementType::kI8;
+    codes.part = WeightPart::kCodes;
+    codes.stored = *stored;
+    WeightSpec scales = codes;
+    scales.name += "_scales";
+    scales.shape = {spec.shape[0], groups};
+    scales.element = ElementType::kF32;
+    scales.part = WeightPart::kScales;
+    resident.push_back(codes);
+    resident.push_back(scales);
+    if (planar_has_offsets(*stored)) {
+      WeightSpec offsets = scales;
+      offsets.name = spec.name + "_offsets";
+      offsets.part = WeightPart::kOffsets;
+      resident.push_back(offsets);
+    }
+  }
+  return resident;
+}
+
+Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane)
+    : values(codes), scales(scale_plane), offsets(offset_plane), widen(true) {}
+
+Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
+                       bool widen) {
+  const Value& values = arguments.at(name);
+  auto scales = arguments.find(name + "_scales");
+  if (scales == arguments.end()) {
+    Weight weight(values);
+    weight.widen = widen;
+    return weight;
+  }
+  auto offsets = arguments.find(name + "_offsets");
+  return Weight(values, scales->second,
+                offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second));
+}
+
+Value dequantized_groups(const Weight& weight) {
+  const int64_t rows = weight.rows();
+  const int64_t groups = weight.scales->shape()[1];
+  const int64_t group = weight.cols() / groups;
+  const std::vector<int64_t> shape = {rows, groups, group};
+  Value codes = convert(reshape(weight.values, shape), ElementType::kF32);
+  // Two roundings, as the gguf package: scale * code, then + offset (never fused).
+  Value values = broadcast_in_dim(*weight.scales, shape, {0, 1}) * codes;
+  if (weight.offsets) values = values + broadcast_in_dim(*weight.offsets, shape, {0, 1});
+  return values;
+}
+
+Value dequantized(const Weight& weight) {
+  if (weight.planar()) return reshape(dequantized_groups(weight), {weight.rows(), weight.cols()});
+  if (weight.values.element() == ElementType::kF32) return weight.values;
+  return convert(weight.values, ElementType::kF32);
+}
+
+Value take_rows(const Weight& weight, Value ids) {
+  if (!weight.planar()) return dequantized(Weight(take(weight.values, ids)));
+  std::optional<Value> offsets;
+  if (weight.offsets) offsets = take(*weight.offsets, ids);
+  return dequantized(Weight(take(weight.values, ids), take(*weight.scales, ids), offsets));
+}
+
+}  // namespace xlacel::models

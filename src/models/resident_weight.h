@@ -1,0 +1,58 @@
+#pragma once
+// Weights kept on the device in the format their file stores (WeightType::kAuto), and how a
+// graph reads them. A matrix stored in a GGML block format becomes up to three arguments, its
+// planes (model_files/planar_blocks.h):
+//
+//   <name>          i8  [rows, cols]          codes
+//   <name>_scales   f32 [rows, cols / group]  per-group scales
+//   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum)
+//
+// and the graph forms scale * code (+ offset) in f32 where it uses the weight, the same values
+// transformers computes with after dequantizing the GGUF. Matrices stored as f16/bf16 stay
+// narrow and are widened in the graph; f32 stays f32. Vectors (norms, biases) are f32.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_files/model_config.h"
+#include "models/graph_options.h"
+#include "models/weight_layout.h"
+#include "stablehlo/ops.h"
+
+namespace xlacel::models {
+
+// The specs of `logical` (f32 specs in HF layout) as resident arguments for `weights`: for
+// kAuto, each matrix in its stored format (config.stored_types, looked up by GGUF then HF
+// name); other weight types return `logical` unchanged.
+std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
+                                              std::vector<WeightSpec> logical, WeightType weights);
+
+// A weight as a graph reads it: its values, or the planes of a block format.
+struct Weight {
+  stablehlo::Value values;  // any float type; for planes, the codes i8 [rows, cols]
+  std::optional<stablehlo::Value> scales;
+  std::optional<stablehlo::Value> offsets;
+  bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
+
+  Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
+  Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets);
+
+  bool planar() const { return scales.has_value(); }
+  int64_t rows() const { return values.shape()[0]; }
+  int64_t cols() const { return values.shape()[1]; }
+};
+
+// The weight `name` from a graph's arguments (with its planes, if the signature has them);
+// `widen` as above.
+Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
+                       const std::string& name, bool widen);
+
+// The weight's values in f32, [rows, cols] (planes: scale * code (+ offset)).
+stablehlo::Value dequantized(const Weight& weight);
+// A planar weight's values in f32 by group, [rows, cols / group, group].
+stablehlo::Value dequantized_groups(const Weight& weight);
+// Rows `ids` (i32 [T]) of the weight in f32: [T, cols] (embedding lookup).
+stablehlo::Value take_rows(const Weight& weight, stablehlo::Value ids);
+
+}  // namespace xlacel::models
