@@ -12,7 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "cli/commands.h"
@@ -23,6 +25,7 @@
 #include "common/memory_bandwidth.h"
 #include "common/process_stats.h"
 #include "engine/engine.h"
+#include "models/architecture.h"
 #include "models/weight_layout.h"
 
 namespace xlacel::cli {
@@ -72,16 +75,16 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
   return ids;
 }
 
-// Bytes one decode step of one sequence reads from memory: every weight once (the tied
-// embedding as the output head; an untied model's embedding table only for one row) and the
-// slot's KV cache in the attention window of the run's last position, which the attention reads
-// at every position (masked) in these static-shape graphs. A batch of B reads the weights once
-// and B slots.
+// Bytes one decode step over B sequences reads from memory: every weight argument of that
+// step's graph once (the tied embedding as the output head; an untied model's embedding table
+// only for B rows; with --weights auto, B = 1 may read planes where larger B read f32) and B
+// slots' KV cache in the attention window of the run's last position, which the attention reads
+// at every position (masked) in these static-shape graphs.
 struct DecodeTraffic {
-  uint64_t weight_bytes = 0;
-  uint64_t cache_bytes = 0;  // one slot
+  std::map<int64_t, uint64_t> weight_bytes;  // by batch size
+  uint64_t cache_bytes = 0;                  // one slot
   uint64_t per_step(int64_t batch) const {
-    return weight_bytes + static_cast<uint64_t>(batch) * cache_bytes;
+    return weight_bytes.at(batch) + static_cast<uint64_t>(batch) * cache_bytes;
   }
 };
 
@@ -91,18 +94,30 @@ int32_t last_decode_position(int64_t prompt_tokens, int64_t gen_tokens) {
   return static_cast<int32_t>(prompt_tokens + gen_tokens - 2);
 }
 
-DecodeTraffic decode_traffic(const ModelConfig& config, const executor::ExecutorOptions& options,
-                             const executor::LoadReport& report, int32_t last_position) {
+uint64_t decode_weight_bytes(const executor::Executor& executor, const ModelConfig& config,
+                             int64_t batch, int32_t last_position) {
+  const models::GraphOptions graph = executor.decode_graph(batch, false, last_position);
+  uint64_t bytes = 0;
+  for (const models::WeightSpec& spec :
+       models::architecture_for(config).signature(config, graph).weights) {
+    uint64_t size = device::dense_byte_size(spec.element, spec.shape);
+    if (!config.tie_word_embeddings && spec.hf_name == "model.embed_tokens.weight") {
+      size = size / static_cast<uint64_t>(spec.shape[0]) * static_cast<uint64_t>(batch);
+    }
+    bytes += size;
+  }
+  return bytes;
+}
+
+DecodeTraffic decode_traffic(const executor::Executor& executor, const ModelConfig& config,
+                             std::span<const int64_t> batches, int32_t last_position) {
+  const executor::ExecutorOptions& options = executor.options();
   DecodeTraffic traffic;
-  traffic.weight_bytes = report.weight_bytes;
-  const auto element =
-      static_cast<uint64_t>(stablehlo::bit_width(models::element_of(options.weights)) / 8);
-  if (!config.tie_word_embeddings) {
-    traffic.weight_bytes -= static_cast<uint64_t>(config.vocab_size - 1) *
-                            static_cast<uint64_t>(config.hidden_size) * element;
+  for (int64_t batch : batches) {
+    traffic.weight_bytes[batch] = decode_weight_bytes(executor, config, batch, last_position);
   }
   const int64_t window = executor::decode_window(last_position, options.capacity);
-  traffic.cache_bytes = report.cache_bytes / static_cast<uint64_t>(options.slots) *
+  traffic.cache_bytes = executor.load_report().cache_bytes / static_cast<uint64_t>(options.slots) *
                         static_cast<uint64_t>(window > 0 ? window : options.capacity) /
                         static_cast<uint64_t>(options.capacity);
   return traffic;
@@ -235,9 +250,11 @@ void run_bench(const BenchCommandOptions& options) {
   const uint64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's own buffer
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double bandwidth = measure_read_bandwidth(static_cast<int>(threads));
-  const DecodeTraffic traffic = decode_traffic(
-      engine.model().config(), engine_options.executor, engine.executor().load_report(),
-      last_decode_position(options.prompt_tokens, options.gen_tokens));
+  std::vector<int64_t> traffic_batches = options.batch;
+  traffic_batches.push_back(1);
+  const DecodeTraffic traffic =
+      decode_traffic(engine.executor(), engine.model().config(), traffic_batches,
+                     last_decode_position(options.prompt_tokens, options.gen_tokens));
   auto limit = [&](int64_t batch) {  // aggregate tok/s the bandwidth allows
     return static_cast<double>(batch) * bandwidth / static_cast<double>(traffic.per_step(batch));
   };
@@ -257,30 +274,31 @@ void run_bench(const BenchCommandOptions& options) {
                             {"limit_tokens_per_second", limit(f.batch)},
                             {"fraction_of_limit", f.aggregate() / limit(f.batch)}});
     }
-    nlohmann::json out = {{"model", engine.model().path()},
-                          {"backend", caps.runtime},
-                          {"device", caps.device},
-                          {"weights", options.runtime.weights},
-                          {"context", caps.capacity},
-                          {"slots", caps.slots},
-                          {"prefill_bucket", caps.prefill_bucket},
-                          {"prompt_tokens", options.prompt_tokens},
-                          {"gen_tokens", options.gen_tokens},
-                          {"repetitions", options.repetitions},
-                          {"prompt_tokens_per_second", to_json(pp_s)},
-                          {"generation_tokens_per_second", to_json(tg_s)},
-                          {"time_to_first_token_seconds", to_json(ttft_s)},
-                          {"compile_cached", graphs_json(report)},
-                          {"weights_upload_seconds", report.weights_seconds},
-                          {"weight_bytes", report.weight_bytes},
-                          {"peak_rss_bytes", peak_rss},
-                          {"read_bandwidth_bytes_per_second", bandwidth},
-                          {"bandwidth_threads", threads},
-                          {"decode_bytes_per_token",
-                           {{"weights", traffic.weight_bytes}, {"kv_cache", traffic.cache_bytes}}},
-                          {"decode_limit_tokens_per_second", limit(1)},
-                          {"decode_fraction_of_limit", tg_s.mean / limit(1)},
-                          {"batch", batch_json}};
+    nlohmann::json out = {
+        {"model", engine.model().path()},
+        {"backend", caps.runtime},
+        {"device", caps.device},
+        {"weights", options.runtime.weights},
+        {"context", caps.capacity},
+        {"slots", caps.slots},
+        {"prefill_bucket", caps.prefill_bucket},
+        {"prompt_tokens", options.prompt_tokens},
+        {"gen_tokens", options.gen_tokens},
+        {"repetitions", options.repetitions},
+        {"prompt_tokens_per_second", to_json(pp_s)},
+        {"generation_tokens_per_second", to_json(tg_s)},
+        {"time_to_first_token_seconds", to_json(ttft_s)},
+        {"compile_cached", graphs_json(report)},
+        {"weights_upload_seconds", report.weights_seconds},
+        {"weight_bytes", report.weight_bytes},
+        {"peak_rss_bytes", peak_rss},
+        {"read_bandwidth_bytes_per_second", bandwidth},
+        {"bandwidth_threads", threads},
+        {"decode_bytes_per_token",
+         {{"weights", traffic.weight_bytes.at(1)}, {"kv_cache", traffic.cache_bytes}}},
+        {"decode_limit_tokens_per_second", limit(1)},
+        {"decode_fraction_of_limit", tg_s.mean / limit(1)},
+        {"batch", batch_json}};
     if (cold_report) out["compile_cold"] = graphs_json(*cold_report);
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
@@ -303,7 +321,7 @@ void run_bench(const BenchCommandOptions& options) {
   fmt::print(
       "read bandwidth: {:.1f} GB/s ({} threads) -> decode limit {:.1f} tok/s ({:.1f} MiB read "
       "per token: weights {:.1f} + KV cache {:.1f}); achieved {:.0f}%\n",
-      bandwidth / 1e9, threads, limit(1), mib(traffic.per_step(1)), mib(traffic.weight_bytes),
+      bandwidth / 1e9, threads, limit(1), mib(traffic.per_step(1)), mib(traffic.weight_bytes.at(1)),
       mib(traffic.cache_bytes), 100 * tg_s.mean / limit(1));
   if (batches.empty()) return;
   fmt::print(

@@ -78,6 +78,15 @@ class Device {
   virtual const std::string& runtime() const = 0;      // "iree", "xla"
   virtual const std::string& description() const = 0;  // "cpu (llvm-cpu, local-task, 2 threads)"
 
+  // Whether a product of `rows` activation rows with a block-quantized weight kept as planes
+  // (models/resident_weight.h) runs faster here than with the weight resident in f32: the
+  // compiler fuses the dequantization into the product and reads only the planes. Measured per
+  // runtime; the executor keeps planes only for those graphs.
+  virtual bool fuses_planar_weights(int64_t rows) const {
+    (void)rows;
+    return false;
+  }
+
   // Compiles (or takes from the compile cache) and loads each graph, several at a time where
   // the runtime allows; `loads` receives one entry per graph, in order. Error naming the graph's
   // source on failure.

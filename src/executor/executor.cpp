@@ -75,11 +75,14 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   prepare(first);
 
   const auto weights_start = Clock::now();
-  models::for_each_weight(model_, options_.weights, [&](const models::HostTensor& tensor) {
-    weights_[tensor.spec.name] =
-        device_->upload(tensor.bytes, tensor.spec.element, tensor.spec.shape);
-    report_.weight_bytes += tensor.bytes.size();
-  });
+  for (models::WeightType type : resident_weight_types()) {
+    models::for_each_weight(model_, type, [&](const models::HostTensor& tensor) {
+      if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
+      weights_[tensor.spec.name] =
+          device_->upload(tensor.bytes, tensor.spec.element, tensor.spec.shape);
+      report_.weight_bytes += tensor.bytes.size();
+    });
+  }
   report_.weights_seconds = seconds_since(weights_start);
   for (const models::TensorSpec& spec :
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
@@ -101,9 +104,30 @@ void Executor::progress(const std::string& line) const {
   if (options_.progress) options_.progress(line);
 }
 
+models::WeightType Executor::graph_weights(int64_t rows) const {
+  if (options_.weights != models::WeightType::kAuto) return options_.weights;
+  return device_->fuses_planar_weights(rows) ? models::WeightType::kAuto : models::WeightType::kF32;
+}
+
+models::WeightType Executor::prefill_weights() const {
+  // With one slot only one-row decode runs, so only the planes are resident: prefill uses them
+  // too (it dequantizes once per chunk, shared by the chunk's tokens). With more slots the f32
+  // copy is resident for batched decode, and prefill's matmuls take it as is.
+  return graph_weights(options_.slots == 1 ? 1 : options_.prefill_bucket);
+}
+
+std::vector<models::WeightType> Executor::resident_weight_types() const {
+  std::vector<models::WeightType> types = {prefill_weights()};
+  for (int64_t rows : decode_buckets(options_.slots)) {
+    models::WeightType type = graph_weights(rows);
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  }
+  return types;
+}
+
 models::GraphOptions Executor::prefill_graph() const {
-  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity, options_.weights,
-          options_.slots};
+  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity,
+          prefill_weights(), options_.slots};
 }
 
 int64_t Executor::decode_rows(int64_t rows) const {
@@ -121,7 +145,7 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
   return {want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
           decode_rows(rows),
           options_.capacity,
-          options_.weights,
+          graph_weights(decode_rows(rows)),
           options_.slots,
           decode_window(last_position, options_.capacity)};
 }

@@ -73,6 +73,10 @@ class Executor final : public ModelRunner {
   // `last_position` (its attention window: decode_window), for prepare().
   models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
   models::GraphOptions prefill_graph() const;
+  // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
+  // keeps block-quantized weights as planes only where the runtime fuses their dequantization
+  // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.
+  models::WeightType graph_weights(int64_t rows) const;
 
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
@@ -103,6 +107,10 @@ class Executor final : public ModelRunner {
   ExecutorOptions options_;
   Capabilities capabilities_;
   LoadReport report_;
+  models::WeightType prefill_weights() const;
+  // The weight types some graph uses: each one's arguments are resident (shared names once).
+  std::vector<models::WeightType> resident_weight_types() const;
+
   std::map<std::string, device::BufferPtr> weights_;  // by weight name
   std::map<std::string, device::BufferPtr> caches_;   // by cache name
   std::map<std::string, Graph> graphs_;               // by graph_name()

@@ -41,11 +41,12 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     }
     const int64_t groups = spec.shape[1] / planar_group_size(*stored);
     WeightSpec codes = spec;
+    codes.name += "_codes";
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
     codes.stored = *stored;
     WeightSpec scales = codes;
-    scales.name += "_scales";
+    scales.name = spec.name + "_scales";
     scales.shape = {spec.shape[0], groups};
     scales.element = ElementType::kF32;
     scales.part = WeightPart::kScales;
@@ -66,15 +67,14 @@ Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
                        bool widen) {
-  const Value& values = arguments.at(name);
-  auto scales = arguments.find(name + "_scales");
-  if (scales == arguments.end()) {
-    Weight weight(values);
+  auto codes = arguments.find(name + "_codes");
+  if (codes == arguments.end()) {
+    Weight weight(arguments.at(name));
     weight.widen = widen;
     return weight;
   }
   auto offsets = arguments.find(name + "_offsets");
-  return Weight(values, scales->second,
+  return Weight(codes->second, arguments.at(name + "_scales"),
                 offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second));
 }
 

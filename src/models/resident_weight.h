@@ -3,7 +3,7 @@
 // graph reads them. A matrix stored in a GGML block format becomes up to three arguments, its
 // planes (model_files/planar_blocks.h):
 //
-//   <name>          i8  [rows, cols]          codes
+//   <name>_codes    i8  [rows, cols]          codes
 //   <name>_scales   f32 [rows, cols / group]  per-group scales
 //   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum)
 //

@@ -1,0 +1,178 @@
+// Weights resident in their file's block format (models/resident_weight.h), on every runtime:
+// the graph's dequantization gives bit-for-bit the gguf package's values (the reference data in
+// quant_types.gguf), for every GGML block format; the fused one-row product and the row lookup
+// agree with them. Plus the resident specs of the default model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backends.h"
+#include "common/error.h"
+#include "compile_cache/iree_compiler.h"
+#include "model_files/gguf_file.h"
+#include "model_files/model_files.h"
+#include "model_files/planar_blocks.h"
+#include "models/architecture.h"
+#include "models/llama_layers.h"
+#include "models/resident_weight.h"
+#include "stablehlo/module.h"
+#include "stablehlo/ops.h"
+#include "test_paths.h"
+
+namespace xlacel {
+namespace {
+
+using stablehlo::ElementType;
+using stablehlo::TensorType;
+using stablehlo::Value;
+
+template <typename T>
+std::span<const std::byte> bytes_of(const std::vector<T>& values) {
+  return std::as_bytes(std::span(values));
+}
+
+std::optional<std::string> missing_runtime(const std::string& runtime) {
+  try {
+    if (runtime == "iree") compile_cache::find_iree_compile();
+    device::DeviceOptions options;
+    options.threads = 1;
+    backends::open_device(runtime, options, {});
+    return std::nullopt;
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+}
+
+// A module over one planar weight of `rows` x `cols` (group `group`, offsets or not):
+// results dequantized(w) f32 [rows, cols], linear(x, w) f32 [1, rows] for x f32 [1, cols], and
+// take_rows(w, ids) f32 [2, cols] for ids i32 [2].
+std::string planar_module(int64_t rows, int64_t cols, int64_t group, bool offsets) {
+  stablehlo::Module module("resident_weight_test");
+  stablehlo::Function& f = module.add_function("main");
+  Value codes = f.argument("codes", TensorType(ElementType::kI8, {rows, cols}));
+  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, cols / group}));
+  std::optional<Value> offset_plane;
+  if (offsets) {
+    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, cols / group}));
+  }
+  Value x = f.argument("x", TensorType(ElementType::kF32, {1, cols}));
+  Value ids = f.argument("ids", TensorType(ElementType::kI32, {2}));
+  models::Weight weight(codes, scales, offset_plane);
+  f.finish(
+      {models::dequantized(weight), models::linear(x, weight), models::take_rows(weight, ids)});
+  return module.to_text();
+}
+
+class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
+  }
+};
+
+TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
+  device::DeviceOptions options;
+  options.threads = 1;
+  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
+  auto device = backends::open_device(GetParam(), options, {});
+  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const auto& info : gguf.tensor_infos()) {
+    TensorView tensor = gguf.tensor(info);
+    if (!is_block_quantized(tensor.dtype)) continue;
+    const std::string format = dtype_name(tensor.dtype);
+    const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+    const PlanarBlocks planar =
+        to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+    const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
+    const bool offsets = !planar.offsets.empty();
+    const device::GraphSource source{format, planar_module(rows, cols, planar.group_size, offsets),
+                                     "resident_weight_test", format + ".mlir"};
+    std::vector<device::GraphLoad> loads;
+    auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+
+    std::vector<float> x(static_cast<std::size_t>(cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+    const std::vector<int32_t> ids = {1, 0};
+    const int64_t groups = cols / planar.group_size;
+    std::vector<device::BufferPtr> buffers;
+    buffers.push_back(
+        device->upload(bytes_of(planar.codes), ElementType::kI8, std::vector<int64_t>{rows, cols}));
+    buffers.push_back(device->upload(bytes_of(planar.scales), ElementType::kF32,
+                                     std::vector<int64_t>{rows, groups}));
+    if (offsets) {
+      buffers.push_back(device->upload(bytes_of(planar.offsets), ElementType::kF32,
+                                       std::vector<int64_t>{rows, groups}));
+    }
+    buffers.push_back(
+        device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
+    buffers.push_back(device->upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{2}));
+    std::vector<device::Buffer*> arguments;
+    for (auto& buffer : buffers) arguments.push_back(buffer.get());
+    std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+    ASSERT_EQ(results.size(), 3u);
+
+    std::vector<float> values(expected.size()), product(static_cast<std::size_t>(rows)),
+        taken(static_cast<std::size_t>(2 * cols));
+    device->read(*results[0], std::as_writable_bytes(std::span(values)));
+    device->read(*results[1], std::as_writable_bytes(std::span(product)));
+    device->read(*results[2], std::as_writable_bytes(std::span(taken)));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&values[i], &expected[i], 4), 0)
+          << GetParam() << " " << format << " element " << i << ": " << values[i] << " vs "
+          << expected[i];
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      double want = 0, magnitude = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double term = static_cast<double>(x[static_cast<std::size_t>(c)]) *
+                            expected[static_cast<std::size_t>(r * cols + c)];
+        want += term;
+        magnitude += std::abs(term);
+      }
+      EXPECT_NEAR(product[static_cast<std::size_t>(r)], want, 1e-6 * magnitude + 1e-30)
+          << GetParam() << " " << format << " row " << r;
+    }
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const std::size_t from = static_cast<std::size_t>(ids[k] * cols);
+      EXPECT_EQ(std::memcmp(&taken[k * static_cast<std::size_t>(cols)], &expected[from],
+                            static_cast<std::size_t>(cols) * 4),
+                0)
+          << GetParam() << " " << format << " take_rows row " << k;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);  // q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),
+                         [](const auto& runtime) { return runtime.param; });
+
+TEST(ResidentWeightSpecs, TheDefaultModelKeepsItsBlockFormatsAsPlanes) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(path);
+  const ModelFiles model = ModelFiles::open(path);
+  const ModelConfig& config = model.config();
+  const auto specs =
+      models::architecture_for(config).weight_specs(config, models::WeightType::kAuto);
+  std::map<std::string, const models::WeightSpec*> by_name;
+  for (const auto& spec : specs) by_name[spec.name] = &spec;
+  // Q4_1 projections: codes, scales and offsets; the Q8_0 embedding: codes and scales; F32 norms.
+  ASSERT_TRUE(by_name.count("l0_q_proj_codes"));
+  EXPECT_EQ(by_name["l0_q_proj_codes"]->element, ElementType::kI8);
+  EXPECT_EQ(by_name["l0_q_proj_codes"]->shape, (std::vector<int64_t>{576, 576}));
+  EXPECT_EQ(by_name["l0_q_proj_scales"]->shape, (std::vector<int64_t>{576, 18}));
+  EXPECT_TRUE(by_name.count("l0_q_proj_offsets"));
+  EXPECT_TRUE(by_name.count("embed_tokens_codes"));
+  EXPECT_TRUE(by_name.count("embed_tokens_scales"));
+  EXPECT_FALSE(by_name.count("embed_tokens_offsets"));
+  EXPECT_EQ(by_name["l0_input_norm"]->element, ElementType::kF32);
+  EXPECT_FALSE(by_name.count("l0_q_proj"));
+}
+
+}  // namespace
+}  // namespace xlacel
