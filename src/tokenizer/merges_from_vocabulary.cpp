@@ -11,16 +11,17 @@ namespace xlacel::tokenizer {
 
 std::vector<std::pair<std::string, std::string>> merges_from_vocabulary(
     const std::vector<std::string>& tokens, const std::vector<double>& scores) {
-  // token -> index of its last spelling (Python's {token: index} keeps the last).
-  // token -> index of its first and of its last spelling (Python's dicts iterate in first
-  // insertion order and keep the last value).
-  std::unordered_map<std::string_view, std::size_t> first;
-  std::unordered_map<std::string_view, std::size_t> last;
-  first.reserve(tokens.size());
-  last.reserve(tokens.size());
+  // token -> indices of its first and last spelling (Python's dicts iterate in first insertion
+  // order and keep the last value).
+  struct Positions {
+    std::size_t first;
+    std::size_t last;
+  };
+  std::unordered_map<std::string_view, Positions> positions;
+  positions.reserve(tokens.size() * 2);
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    first.emplace(tokens[i], i);
-    last[tokens[i]] = i;
+    auto [it, inserted] = positions.try_emplace(tokens[i], Positions{i, i});
+    if (!inserted) it->second.last = i;
   }
 
   struct Candidate {
@@ -34,7 +35,8 @@ std::vector<std::pair<std::string, std::string>> merges_from_vocabulary(
   std::vector<std::size_t> boundaries;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     std::string_view token = tokens[i];
-    if (first.at(token) != i) continue;  // a repeated spelling counts at its first position
+    const Positions& self = positions.at(token);
+    if (self.first != i) continue;  // a repeated spelling counts at its first position
     boundaries.clear();
     for (std::size_t pos = 0; pos < token.size();) {
       std::size_t start = pos;
@@ -44,8 +46,8 @@ std::vector<std::pair<std::string, std::string>> merges_from_vocabulary(
     auto total_chars = static_cast<uint32_t>(boundaries.size());
     for (uint32_t chars = 1; chars < total_chars; ++chars) {
       std::size_t split = boundaries[chars - 1];
-      if (last.contains(token.substr(0, split)) && last.contains(token.substr(split))) {
-        candidates.push_back({scores[last.at(token)], chars, total_chars - chars, i, split});
+      if (positions.contains(token.substr(0, split)) && positions.contains(token.substr(split))) {
+        candidates.push_back({scores[self.last], chars, total_chars - chars, i, split});
       }
     }
   }
