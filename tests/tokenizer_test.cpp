@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -64,9 +66,10 @@ void expect_same_ids(const std::vector<int32_t>& want, const std::vector<int32_t
                 << ids_text(want) << "\n  actual   " << ids_text(actual);
 }
 
-// Compares every corpus entry against expected[key]; returns the number of mismatching entries.
-int check_against_reference(const Tokenizer& tokenizer, const std::string& key) {
-  const Json& reference = expected().at(key);
+// Compares every corpus entry against `reference` (ids, ids without special tokens, decoded text);
+// returns the number of mismatching entries.
+int check_against_reference(const Tokenizer& tokenizer, const Json& reference,
+                            const std::string& key) {
   const Json& texts = corpus();
   EXPECT_EQ(texts.size(), reference.at("ids").size());
   int mismatches = 0;
@@ -86,6 +89,10 @@ int check_against_reference(const Tokenizer& tokenizer, const std::string& key) 
     if (want != ids || want_plain != plain) ++mismatches;
   }
   return mismatches;
+}
+
+int check_against_reference(const Tokenizer& tokenizer, const std::string& key) {
+  return check_against_reference(tokenizer, expected().at(key), key);
 }
 
 // decode(encode(x)) == x (unless the pre-tokenizer drops or adds text), and streaming one id at
@@ -240,7 +247,8 @@ TEST_F(SmolLm2Json, StreamDecoderHoldsPartialCharacters) {
   for (char byte : std::string("\xE2\x82\xAC")) {
     for (int32_t id = 0; id < static_cast<int32_t>(tok().vocab_size()); ++id) {
       std::string piece;
-      tok().append_token_bytes(id, false, true, piece);
+      Tokenizer::DecodeState state;
+      tok().append_token_bytes(id, false, state, piece);
       if (piece.size() == 1 && piece[0] == byte) {
         single_bytes.push_back(id);
         break;
@@ -428,8 +436,14 @@ TEST(TokenizerJsonErrors, UnsupportedConstructsAreNamed) {
   }
   {
     Json j = minimal_tokenizer();
-    j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "▁"}};
-    expect_error_naming_file("metaspace.json", j.dump(), "'Metaspace' is not supported");
+    j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "▁▁"}};
+    expect_error_naming_file("metaspace.json", j.dump(), "replacement must be one character");
+  }
+  {
+    Json j = minimal_tokenizer();
+    j["decoder"] = {{"type", "Sequence"},
+                    {"decoders", Json::array({{{"type", "ByteFallback"}}, {{"type", "Strip"}}})}};
+    expect_error_naming_file("sequence.json", j.dump(), "decoder sequence [ByteFallback, Strip]");
   }
   {
     Json j = minimal_tokenizer();
@@ -468,8 +482,8 @@ TEST(TokenizerJsonConfig, TokenizerConfigAddsBos) {
   EXPECT_EQ(tokenizer->bos_token_id(), 5);
 }
 
-TEST(GgufTokenizer, UnsupportedModelNamesTheFile) {
-  std::string path = test_data("tokenizer/unsupported_llama_spm.gguf").string();
+TEST(GgufTokenizer, MalformedSentencePieceNamesTheKey) {
+  std::string path = test_data("tokenizer/malformed_llama_spm.gguf").string();
   GgufFile gguf(path);
   try {
     Tokenizer::from_gguf(gguf);
@@ -477,8 +491,89 @@ TEST(GgufTokenizer, UnsupportedModelNamesTheFile) {
   } catch (const Error& e) {
     std::string message = e.what();
     EXPECT_NE(message.find(path), std::string::npos) << message;
-    EXPECT_NE(message.find("'llama'"), std::string::npos) << message;
+    EXPECT_NE(message.find("tokenizer.ggml.scores is missing"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+}
+
+// --- Gemma 3 270M: a sentencepiece ("llama") GGUF vocabulary --------------------------------
+
+const Json& gemma_expected() {
+  static const Json json = read_json_file(test_data("tokenizer/expected_gemma.json").string());
+  return json;
+}
+
+// Beside the default model in the cache (scripts/setup fetches both).
+std::filesystem::path gemma_model_path() {
+  std::filesystem::path cache =
+      std::getenv("XLACEL_CACHE") != nullptr
+          ? std::filesystem::path(std::getenv("XLACEL_CACHE"))
+          : std::filesystem::path(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "") /
+                ".cache/xlacel";
+  return cache / "models" / "gemma-3-270m-q4_k_m.gguf";
+}
+
+class GemmaGguf : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(gemma_model_path())) return;
+    GgufFile gguf(gemma_model_path().string());
+    tokenizer_ = Tokenizer::from_gguf(gguf).release();
+  }
+  static void TearDownTestSuite() {
+    delete tokenizer_;
+    tokenizer_ = nullptr;
+  }
+  void SetUp() override {
+    if (tokenizer_ == nullptr) {
+      GTEST_SKIP() << gemma_model_path() << " is absent (scripts/setup fetches it)";
+    }
+  }
+  static const Tokenizer& tok() { return *tokenizer_; }
+  static Tokenizer* tokenizer_;
+};
+Tokenizer* GemmaGguf::tokenizer_ = nullptr;
+
+TEST_F(GemmaGguf, MatchesTransformersOnTheCorpus) {
+  ASSERT_EQ(gemma_expected().at("corpus_size").get<std::size_t>(), corpus().size())
+      << "expected_gemma.json is stale: run tools/make_reference";
+  EXPECT_EQ(check_against_reference(tok(), gemma_expected(), "gemma"), 0);
+  EXPECT_EQ(tok().vocab_size(), gemma_expected().at("vocab_size").get<std::size_t>());
+}
+
+TEST_F(GemmaGguf, SpecialTokensAndBos) {
+  EXPECT_EQ(tok().bos_token_id(), 2);
+  EXPECT_EQ(tok().eos_token_id(), 1);
+  EXPECT_EQ(tok().token_id("<start_of_turn>"), 105);
+  EXPECT_TRUE(tok().is_special(105));
+  // add_bos_token from the GGUF: BOS only with special tokens.
+  EXPECT_EQ(tok().encode("", true), (std::vector<int32_t>{2}));
+  EXPECT_EQ(tok().encode("", false), (std::vector<int32_t>{}));
+  std::string summary = tok().describe();
+  EXPECT_NE(summary.find("GemmaTokenizer"), std::string::npos) << summary;
+}
+
+TEST_F(GemmaGguf, ByteFallbackDecodesRunsAsTransformersDoes) {
+  auto byte = [](int value) { return *tok().token_id(fmt::format("<0x{:02X}>", value)); };
+  int32_t a = *tok().token_id("a");
+  // A valid run is its text; an invalid run is one U+FFFD per byte (not per invalid subpart).
+  std::vector<int32_t> valid{byte(0xF0), byte(0x9F), byte(0x98), byte(0x80), a};
+  EXPECT_EQ(tok().decode(valid), "\xF0\x9F\x98\x80a");
+  std::vector<int32_t> cut{byte(0xF0), byte(0x9F), a, byte(0xE2)};
+  EXPECT_EQ(tok().decode(cut), "\xEF\xBF\xBD\xEF\xBF\xBDa\xEF\xBF\xBD");
+  // Streaming holds a run until the token after it, since a later byte can spoil all of it.
+  StreamDecoder stream(tok());
+  EXPECT_EQ(stream.feed(byte(0xF0)), "");
+  EXPECT_EQ(stream.feed(byte(0x9F)), "");
+  EXPECT_EQ(stream.feed(byte(0x98)), "");
+  EXPECT_EQ(stream.feed(byte(0x80)), "");
+  EXPECT_EQ(stream.feed(a), "\xF0\x9F\x98\x80a");
+  EXPECT_EQ(stream.feed(byte(0xE2)), "");
+  EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");
+}
+
+TEST_F(GemmaGguf, RoundTripAndStream) {
+  check_round_trip_and_stream(tok(), "gemma");
 }
 
 }  // namespace

@@ -142,6 +142,19 @@ void AddedVocabulary::split_with(const Trie& trie, std::string_view text,
   if (start_offset < text.size()) out.push_back({text.substr(start_offset), -1});
 }
 
+std::vector<AddedVocabulary::Segment> AddedVocabulary::split_raw(std::string_view text) const {
+  std::vector<Segment> out;
+  split_with(plain_, text, out);
+  return out;
+}
+
+std::vector<AddedVocabulary::Segment> AddedVocabulary::split_normalized(
+    std::string_view normalized_text) const {
+  std::vector<Segment> out;
+  split_with(normalized_, normalized_text, out);
+  return out;
+}
+
 std::vector<AddedVocabulary::Segment> AddedVocabulary::split(std::string_view text) const {
   std::vector<Segment> first;
   split_with(plain_, text, first);

@@ -30,7 +30,11 @@ class AddedVocabulary {
     std::string_view text;  // for a token: the matched text, stripped spaces included
     int32_t id = -1;        // >= 0: an added token
   };
-  std::vector<Segment> split(std::string_view text) const;
+  std::vector<Segment> split(std::string_view text) const;  // both passes, no normalizer
+  // The two passes apart, for a tokenizer with a normalizer between them: non-normalized tokens
+  // in the raw text, then normalized tokens in a normalized piece of what the first left.
+  std::vector<Segment> split_raw(std::string_view text) const;
+  std::vector<Segment> split_normalized(std::string_view normalized_text) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   const AddedToken* find_id(int32_t id) const;

@@ -71,14 +71,48 @@ void split_by_behavior(std::string_view piece, const std::vector<MatchSpan>& spa
   }
 }
 
-void PreTokenizer::pre_tokenize(std::string_view text, std::vector<std::string>& pieces) const {
+namespace {
+
+std::string replace_spaces(std::string_view piece, const std::string& replacement) {
+  std::string out;
+  out.reserve(piece.size());
+  for (char c : piece) {
+    if (c == ' ') {
+      out += replacement;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void PreTokenizer::pre_tokenize(std::string_view text, std::vector<std::string>& pieces,
+                                bool at_input_start) const {
   std::vector<std::string> current;
   if (!text.empty()) current.emplace_back(text);
   std::vector<std::string> next;
   for (const PreTokenizerStep& step : steps_) {
     next.clear();
-    for (std::string& piece : current) {
-      if (step.kind == PreTokenizerStep::Kind::kByteLevel) {
+    for (std::size_t index = 0; index < current.size(); ++index) {
+      std::string& piece = current[index];
+      if (step.kind == PreTokenizerStep::Kind::kMetaspace) {
+        // tokenizers checks the piece's offset in the original text: only the first piece of
+        // text that starts the input begins at offset 0 (a Removed split before a Metaspace
+        // could shift it; no tokenizer builds that).
+        bool prepend =
+            step.prepend == PreTokenizerStep::Prepend::kAlways ||
+            (step.prepend == PreTokenizerStep::Prepend::kFirst && at_input_start && index == 0);
+        piece = replace_spaces(piece, step.replacement);
+        if (prepend && !piece.starts_with(step.replacement)) piece.insert(0, step.replacement);
+        if (step.metaspace_split) {
+          split_by_behavior(piece, step.regex->find_matches(piece), SplitBehavior::kMergedWithNext,
+                            next);
+        } else {
+          next.push_back(std::move(piece));
+        }
+      } else if (step.kind == PreTokenizerStep::Kind::kByteLevel) {
         if (step.add_prefix_space && piece.front() != ' ') piece.insert(piece.begin(), ' ');
         if (step.use_regex) {
           split_by_behavior(piece, step.regex->find_matches(piece), SplitBehavior::kIsolated, next);

@@ -61,7 +61,7 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_token
     : tokenizer_(&tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
 std::string StreamDecoder::feed(int32_t id) {
-  if (tokenizer_->append_token_bytes(id, skip_special_tokens_, first_, pending_)) first_ = false;
+  tokenizer_->append_token_bytes(id, skip_special_tokens_, state_, pending_);
   std::string text;
   std::size_t consumed = decode_utf8_lossy(pending_, false, text);
   pending_.erase(0, consumed);
@@ -69,6 +69,7 @@ std::string StreamDecoder::feed(int32_t id) {
 }
 
 std::string StreamDecoder::flush() {
+  tokenizer_->finish_decode(state_, pending_);
   std::string text;
   decode_utf8_lossy(pending_, true, text);
   pending_.clear();
@@ -77,7 +78,7 @@ std::string StreamDecoder::flush() {
 
 void StreamDecoder::reset() {
   pending_.clear();
-  first_ = true;
+  state_ = Tokenizer::DecodeState{};
 }
 
 }  // namespace xlacel

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "common/utf8.h"
+#include "tokenizer/byte_fallback.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_json_loader.h"
 #include "tokenizer/tokenizer_parts.h"
@@ -42,13 +43,23 @@ Tokenizer::Tokenizer(std::unique_ptr<TokenizerParts> parts) : parts_(std::move(p
   }
   // Each id's decoded bytes, once: what the decoder makes of the token on its own.
   p.decoded_bytes.resize(limit);
+  if (p.decoder.kind == DecoderKind::kByteFallback) p.fallback_byte.assign(limit, -1);
   for (std::size_t id = 0; id < limit; ++id) {
     std::string_view text = token_text(static_cast<int32_t>(id));
-    if (p.decoder == DecoderKind::kByteLevel) {
-      auto bytes = tokenizer::byte_level_to_bytes(text);
-      p.decoded_bytes[id] = bytes ? std::move(*bytes) : std::string(text);
-    } else {
-      p.decoded_bytes[id] = std::string(text);
+    switch (p.decoder.kind) {
+      case DecoderKind::kByteLevel: {
+        auto bytes = tokenizer::byte_level_to_bytes(text);
+        p.decoded_bytes[id] = bytes ? std::move(*bytes) : std::string(text);
+        break;
+      }
+      case DecoderKind::kByteFallback:
+        p.fallback_byte[id] = tokenizer::fallback_byte(text);
+        p.decoded_bytes[id] =
+            tokenizer::replace_all(text, p.decoder.replace_pattern, p.decoder.replace_content);
+        break;
+      case DecoderKind::kJoin:
+        p.decoded_bytes[id] = std::string(text);
+        break;
     }
   }
 }
@@ -61,37 +72,104 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   std::vector<int32_t> ids;
   if (add_special_tokens) ids = p.prefix_ids;
   std::vector<std::string> pieces;
-  for (const auto& segment : p.added.split(text)) {
-    if (segment.id >= 0) {
-      ids.push_back(segment.id);
+  // As tokenizers' AddedVocabulary: tokens matched on the raw text first, the rest normalized,
+  // then tokens matched on the normalized text, then pre-tokenization of what remains.
+  std::string normalized;
+  for (const auto& raw : p.added.split_raw(text)) {
+    if (raw.id >= 0) {
+      ids.push_back(raw.id);
       continue;
     }
-    pieces.clear();
-    p.pre_tokenizer.pre_tokenize(segment.text, pieces);
-    for (const std::string& piece : pieces) p.model.tokenize(piece, ids);
+    bool at_input_start = raw.text.data() == text.data();
+    std::string_view segment_text = raw.text;
+    if (!p.normalizer.empty()) {
+      normalized = p.normalizer.normalize(raw.text);
+      segment_text = normalized;
+    }
+    for (const auto& segment : p.added.split_normalized(segment_text)) {
+      if (segment.id >= 0) {
+        ids.push_back(segment.id);
+        at_input_start = false;
+        continue;
+      }
+      pieces.clear();
+      p.pre_tokenizer.pre_tokenize(segment.text, pieces,
+                                   at_input_start && segment.text.data() == segment_text.data());
+      for (const std::string& piece : pieces) p.model.tokenize(piece, ids);
+    }
   }
   if (add_special_tokens) ids.insert(ids.end(), p.suffix_ids.begin(), p.suffix_ids.end());
   return ids;
 }
 
-bool Tokenizer::append_token_bytes(int32_t id, bool skip_special_tokens, bool first,
+namespace {
+
+// Appends decoder output, dropping the text's first space when the decoder strips it.
+void emit(const TokenizerParts& p, Tokenizer::DecodeState& state, std::string_view text,
+          std::string& bytes) {
+  if (text.empty()) return;
+  if (state.at_text_start && p.decoder.strip_leading_space && text.front() == ' ') {
+    text.remove_prefix(1);
+  }
+  state.at_text_start = false;
+  bytes += text;
+}
+
+// tokenizers' ByteFallback: a finished run of byte tokens is its bytes when they are valid
+// UTF-8, else one U+FFFD per byte.
+void end_byte_run(const TokenizerParts& p, Tokenizer::DecodeState& state, std::string& bytes) {
+  if (state.byte_run.empty()) return;
+  std::string run;
+  run.swap(state.byte_run);
+  if (utf8::is_valid(run)) {
+    emit(p, state, run, bytes);
+    return;
+  }
+  std::string replaced;
+  for (std::size_t i = 0; i < run.size(); ++i) replaced += "\xEF\xBF\xBD";
+  emit(p, state, replaced, bytes);
+}
+
+}  // namespace
+
+bool Tokenizer::append_token_bytes(int32_t id, bool skip_special_tokens, DecodeState& state,
                                    std::string& bytes) const {
   const TokenizerParts& p = *parts_;
   if (id < 0 || static_cast<std::size_t>(id) >= p.vocab_size) return false;
   const tokenizer::AddedToken* added = p.added.find_id(id);
   if (added == nullptr && !p.model.has_id(id)) return false;
   if (skip_special_tokens && added != nullptr && added->special) return false;
-  if (p.decoder == DecoderKind::kJoin && !first) bytes += ' ';
-  bytes += p.decoded_bytes[static_cast<std::size_t>(id)];
+  auto index = static_cast<std::size_t>(id);
+  switch (p.decoder.kind) {
+    case DecoderKind::kJoin:
+      if (!state.first) bytes += ' ';
+      bytes += p.decoded_bytes[index];
+      break;
+    case DecoderKind::kByteLevel:
+      bytes += p.decoded_bytes[index];
+      break;
+    case DecoderKind::kByteFallback:
+      if (p.fallback_byte[index] >= 0) {
+        state.byte_run += static_cast<char>(p.fallback_byte[index]);
+      } else {
+        end_byte_run(p, state, bytes);
+        emit(p, state, p.decoded_bytes[index], bytes);
+      }
+      break;
+  }
+  state.first = false;
   return true;
+}
+
+void Tokenizer::finish_decode(DecodeState& state, std::string& bytes) const {
+  end_byte_run(*parts_, state, bytes);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string bytes;
-  bool first = true;
-  for (int32_t id : ids) {
-    if (append_token_bytes(id, skip_special_tokens, first, bytes)) first = false;
-  }
+  DecodeState state;
+  for (int32_t id : ids) append_token_bytes(id, skip_special_tokens, state, bytes);
+  finish_decode(state, bytes);
   std::string text;
   decode_utf8_lossy(bytes, true, text);
   return text;
@@ -129,11 +207,14 @@ std::string Tokenizer::describe() const {
     return id ? fmt::format("{} ({})", token_text(*id), *id) : std::string("none");
   };
   return fmt::format(
-      "BPE{} from {}: vocab {}, {} merges, pre-tokenizer {}, {} added tokens ({} special), "
-      "post-processor {}, bos {}, eos {}",
-      p.decoder == DecoderKind::kByteLevel ? " (byte-level)" : "", p.origin, p.vocab_size,
-      p.model.merge_count(), p.pre_tokenizer.describe(), p.added.tokens().size(),
-      p.added.special_count(), p.post_processor_description, named(p.bos_id), named(p.eos_id));
+      "BPE{} from {}: vocab {}, {} merges, normalizer {}, pre-tokenizer {}, {} added tokens ({} "
+      "special), post-processor {}, decoder {}, bos {}, eos {}",
+      p.decoder.kind == DecoderKind::kByteLevel ? " (byte-level)"
+      : p.model.options().byte_fallback         ? " (byte fallback)"
+                                                : "",
+      p.origin, p.vocab_size, p.model.merge_count(), p.normalizer.describe(),
+      p.pre_tokenizer.describe(), p.added.tokens().size(), p.added.special_count(),
+      p.post_processor_description, p.decoder.description, named(p.bos_id), named(p.eos_id));
 }
 
 }  // namespace xlacel

@@ -1,6 +1,7 @@
 #pragma once
-// Text <-> token ids with the exact semantics of HF `tokenizers` for byte-level BPE models, built
-// from a tokenizer.json or, as transformers does, from a GGUF's tokenizer metadata.
+// Text <-> token ids with the exact semantics of HF `tokenizers` for BPE models (byte-level, and
+// SentencePiece-style with byte fallback), built from a tokenizer.json or, as transformers does,
+// from a GGUF's tokenizer metadata (`tokenizer.ggml.model` gpt2 or llama).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,11 +46,19 @@ class Tokenizer {
   std::optional<int32_t> eos_token_id() const;
   std::string describe() const;  // one line for `xlacel inspect`
 
-  // Appends the bytes one token contributes to decode() before UTF-8 repair; false (nothing
-  // appended) for an unknown id or a skipped special token. `first`: no token was appended
-  // before (decoders that join tokens with spaces need it).
-  bool append_token_bytes(int32_t id, bool skip_special_tokens, bool first,
+  // What the decoder carries from one token to the next within one decode (a StreamDecoder
+  // keeps it across feeds).
+  struct DecodeState {
+    bool first = true;          // no token appended yet (decoders joining with spaces need it)
+    bool at_text_start = true;  // no text produced yet (a Strip decoder looks at the first)
+    std::string byte_run;       // ByteFallback: <0xNN> bytes whose run has not ended yet
+  };
+  // Appends the bytes token `id` lets the decoder produce now (UTF-8 repair comes after); false
+  // (nothing appended or held) for an unknown id or a skipped special token.
+  bool append_token_bytes(int32_t id, bool skip_special_tokens, DecodeState& state,
                           std::string& bytes) const;
+  // Appends what `state` still holds once the ids have ended (a pending byte run).
+  void finish_decode(DecodeState& state, std::string& bytes) const;
 
  private:
   std::unique_ptr<tokenizer::TokenizerParts> parts_;
@@ -57,7 +66,9 @@ class Tokenizer {
 
 // Incremental decoding for streaming output: feed ids one at a time; each call returns only
 // text that ends on a complete UTF-8 character (bytes of an unfinished character wait for the
-// next ids). The concatenation of every feed() and flush() equals decode() of all ids.
+// next ids; with a ByteFallback decoder a run of <0xNN> tokens waits for the token after it,
+// since one bad byte turns the whole run into U+FFFD). The concatenation of every feed() and
+// flush() equals decode() of all ids.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
@@ -69,7 +80,7 @@ class StreamDecoder {
  private:
   const Tokenizer* tokenizer_;
   bool skip_special_tokens_;
-  bool first_ = true;
+  Tokenizer::DecodeState state_;
   std::string pending_;
 };
 

@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_json_loader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -130,6 +131,32 @@ void parse_pre_tokenizer(const Json& json, const std::string& where, const std::
     step.description = fmt::format("Split({}, {}{})", shown, fields.string("behavior"),
                                    step.invert ? ", invert" : "");
     out.add(std::move(step));
+  } else if (type == "Metaspace") {
+    PreTokenizerStep step;
+    step.kind = PreTokenizerStep::Kind::kMetaspace;
+    step.replacement = fields.string("replacement");
+    std::size_t end = 0;
+    if (!utf8::decode(step.replacement, end) || end != step.replacement.size()) {
+      fail(where, "{}.replacement must be one character", context);
+    }
+    std::string scheme = fields.has("prepend_scheme") ? fields.string("prepend_scheme") : "always";
+    if (scheme == "always") {
+      step.prepend = PreTokenizerStep::Prepend::kAlways;
+    } else if (scheme == "first") {
+      step.prepend = PreTokenizerStep::Prepend::kFirst;
+    } else if (scheme == "never") {
+      step.prepend = PreTokenizerStep::Prepend::kNever;
+    } else {
+      fail(where, "{}.prepend_scheme '{}' is not always, first or never", context, scheme);
+    }
+    step.metaspace_split = fields.boolean("split", true);
+    if (step.metaspace_split) {
+      step.regex = std::make_shared<const Regex>(Regex::escape(step.replacement),
+                                                 fmt::format("{}: {}", where, context));
+    }
+    step.description =
+        fmt::format("Metaspace(prepend_scheme={}, split={})", scheme, step.metaspace_split);
+    out.add(std::move(step));
   } else if (type == "Digits") {
     PreTokenizerStep step;
     bool individual = fields.boolean("individual_digits", false);
@@ -143,18 +170,37 @@ void parse_pre_tokenizer(const Json& json, const std::string& where, const std::
   }
 }
 
-void check_normalizer(const Json& json, const std::string& where, const std::string& context) {
+void parse_normalizer(const Json& json, const std::string& where, const std::string& context,
+                      Normalizer& out) {
   if (json.is_null()) return;
   Fields fields(json, where, context);
   std::string type = fields.string("type");
   if (type == "Sequence") {
     const Json& steps = fields.array("normalizers");
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      check_normalizer(steps[i], where, fmt::format("{}.normalizers[{}]", context, i));
+      parse_normalizer(steps[i], where, fmt::format("{}.normalizers[{}]", context, i), out);
     }
-    return;
+  } else if (type == "Replace") {
+    Fields pattern(fields.object("pattern"), where, fields.sub("pattern"));
+    if (!pattern.has("String")) {
+      fail(where, "{}.pattern: only a String pattern is supported for Replace", context);
+    }
+    NormalizerStep step;
+    step.pattern = pattern.string("String");
+    step.content = fields.string("content");
+    require_utf8(step.pattern, where, fields.sub("pattern"));
+    require_utf8(step.content, where, fields.sub("content"));
+    if (step.pattern.empty()) fail(where, "{}.pattern is empty", context);
+    out.add(std::move(step));
+  } else if (type == "Prepend") {
+    NormalizerStep step;
+    step.kind = NormalizerStep::Kind::kPrepend;
+    step.content = fields.string("prepend");
+    require_utf8(step.content, where, fields.sub("prepend"));
+    out.add(std::move(step));
+  } else {
+    fail(where, "{}: normalizer type '{}' is not supported", context, type);
   }
-  fail(where, "{}: normalizer type '{}' is not supported", context, type);
 }
 
 struct PostProcessor {
@@ -234,16 +280,73 @@ void parse_post_processor(const Json& json, const std::string& where, const std:
   }
 }
 
-DecoderKind parse_decoder(const Json& json, const std::string& where, const std::string& context) {
-  if (json.is_null()) return DecoderKind::kJoin;
+// The decoders transformers' tokenizers use: ByteLevel, none, and SentencePiece's sequence
+// [Replace(String -> content)], ByteFallback, Fuse, [Strip(' ', 1, 0)].
+DecoderSpec parse_decoder(const Json& json, const std::string& where, const std::string& context) {
+  DecoderSpec spec;
+  if (json.is_null()) return spec;
   Fields fields(json, where, context);
   std::string type = fields.string("type");
-  if (type == "ByteLevel") return DecoderKind::kByteLevel;
-  if (type == "Sequence") {
-    const Json& steps = fields.array("decoders");
-    if (steps.size() == 1) return parse_decoder(steps[0], where, context + ".decoders[0]");
+  if (type == "ByteLevel") {
+    spec.kind = DecoderKind::kByteLevel;
+    spec.description = "ByteLevel";
+    return spec;
   }
-  fail(where, "{}: decoder type '{}' is not supported (only ByteLevel)", context, type);
+  if (type != "Sequence") {
+    fail(where, "{}: decoder type '{}' is not supported (only ByteLevel, or a Sequence)", context,
+         type);
+  }
+  const Json& steps = fields.array("decoders");
+  if (steps.size() == 1) return parse_decoder(steps[0], where, context + ".decoders[0]");
+  std::vector<std::string> names;
+  std::vector<Fields> step_fields;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    step_fields.emplace_back(steps[i], where, fmt::format("{}.decoders[{}]", context, i));
+    names.push_back(step_fields.back().string("type"));
+  }
+  std::size_t next = 0;
+  spec.kind = DecoderKind::kByteFallback;
+  if (next < names.size() && names[next] == "Replace") {
+    const Fields& replace = step_fields[next];
+    Fields pattern(replace.object("pattern"), where, replace.sub("pattern"));
+    if (!pattern.has("String")) {
+      fail(where, "{}.pattern: only a String pattern is supported", replace.context());
+    }
+    spec.replace_pattern = pattern.string("String");
+    spec.replace_content = replace.string("content");
+    require_utf8(spec.replace_pattern, where, replace.sub("pattern"));
+    require_utf8(spec.replace_content, where, replace.sub("content"));
+    ++next;
+  }
+  bool shape =
+      next + 1 < names.size() && names[next] == "ByteFallback" && names[next + 1] == "Fuse";
+  next += 2;
+  if (shape && next < names.size() && names[next] == "Strip") {
+    const Fields& strip = step_fields[next];
+    auto number = [&](const char* key) {
+      const Json& value = strip.at(key);
+      if (!value.is_number_unsigned() && !value.is_number_integer()) {
+        strip.wrong(key, "an integer", value);
+      }
+      return value.get<int64_t>();
+    };
+    shape = strip.string("content") == " " && number("start") == 1 && number("stop") == 0;
+    spec.strip_leading_space = true;
+    ++next;
+  }
+  if (!shape || next != names.size()) {
+    fail(where,
+         "{}: decoder sequence [{}] is not supported (only [Replace], ByteFallback, Fuse, "
+         "[Strip(' ', 1, 0)])",
+         context, fmt::join(names, ", "));
+  }
+  spec.description = fmt::format(
+      "{}ByteFallback + Fuse{}",
+      spec.replace_pattern.empty()
+          ? ""
+          : fmt::format("Replace('{}' -> '{}') + ", spec.replace_pattern, spec.replace_content),
+      spec.strip_leading_space ? " + Strip(' ', 1, 0)" : "");
+  return spec;
 }
 
 BpeModel parse_model(const Json& json, const std::string& where) {
@@ -338,7 +441,8 @@ TokenizerConfig read_tokenizer_config(const Json& json, const std::string& where
 }
 
 std::unique_ptr<TokenizerParts> build_tokenizer_parts(const Json& json, const std::string& where,
-                                                      const TokenizerConfig& config) {
+                                                      const TokenizerConfig& config,
+                                                      std::optional<BpeModel> model) {
   try {
     Fields root(json, where, "tokenizer.json");
     auto parts = std::make_unique<TokenizerParts>();
@@ -346,8 +450,9 @@ std::unique_ptr<TokenizerParts> build_tokenizer_parts(const Json& json, const st
     if (root.has("truncation") || root.has("padding")) {
       fail(where, "truncation / padding settings are not supported");
     }
-    check_normalizer(root.has("normalizer") ? root.at("normalizer") : Json(), where, "normalizer");
-    parts->model = parse_model(root.at("model"), where);
+    parse_normalizer(root.has("normalizer") ? root.at("normalizer") : Json(), where, "normalizer",
+                     parts->normalizer);
+    parts->model = model ? std::move(*model) : parse_model(root.at("model"), where);
     parse_pre_tokenizer(root.has("pre_tokenizer") ? root.at("pre_tokenizer") : Json(), where,
                         "pre_tokenizer", parts->pre_tokenizer);
     PostProcessor post;

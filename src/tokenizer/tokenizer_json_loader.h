@@ -23,8 +23,10 @@ struct TokenizerConfig {
 
 TokenizerConfig read_tokenizer_config(const Json& json, const std::string& where);
 
-// Throws Error naming `where` for malformed or unsupported content.
+// Throws Error naming `where` for malformed or unsupported content. `model`, when given, is used
+// instead of json["model"] (a GGUF loader that builds the model itself).
 std::unique_ptr<TokenizerParts> build_tokenizer_parts(const Json& json, const std::string& where,
-                                                      const TokenizerConfig& config);
+                                                      const TokenizerConfig& config,
+                                                      std::optional<BpeModel> model = std::nullopt);
 
 }  // namespace xlacel::tokenizer

@@ -11,11 +11,14 @@ Writes (checked in, small, deterministic):
       mislabelled control tokens) to check the Llama-3 style GGUF route
   tests/data/tokenizer/tiny_llama_bpe.tokenizer.json  the tokenizer.json transformers builds
       from it (checked through the tokenizer.json route against `tokenizers`)
-  tests/data/tokenizer/unsupported_llama_spm.gguf  a sentencepiece vocabulary (not supported)
+  tests/data/tokenizer/malformed_llama_spm.gguf  a sentencepiece vocabulary without scores (an Error)
   tests/data/tokenizer/expected.json         per route/variant: ids for every corpus entry with
       add_special_tokens true and false, and the decoded text
-Usage: .venv/bin/python tools/reference/tokenizer.py [MODEL.gguf]
-   (default model: ~/.cache/xlacel/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  tests/data/tokenizer/expected_gemma.json   the same for Gemma 3 270M's GGUF (a sentencepiece
+      "llama" vocabulary: GemmaTokenizer, merges derived from the vocabulary, byte fallback)
+Usage: .venv/bin/python tools/reference/tokenizer.py [MODEL.gguf [GEMMA.gguf]]
+   (defaults: ~/.cache/xlacel/models/SmolLM2-135M-Instruct.Q4_1.gguf and gemma-3-270m-q4_k_m.gguf
+   beside it; the Gemma reference is skipped with a note when that file is absent)
 """
 import copy
 import json
@@ -29,6 +32,7 @@ import types
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "tokenizer"
 DEFAULT_MODEL = pathlib.Path.home() / ".cache" / "xlacel" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA_MODEL = DEFAULT_MODEL.parent / "gemma-3-270m-q4_k_m.gguf"
 
 LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -167,6 +171,23 @@ def build_corpus():
         "½ ¼ ¾ ™ © ® ° ± × ÷",
         "🧑‍🤝‍🧑",
         "\U0001F600\U0001F601 \U0001F9D1\U0001F3FF\u200d\U0001F680",
+        # sentencepiece vocabularies (Gemma): spaces as \u2581, runs of spaces and newlines as
+        # tokens, byte fallback for characters outside the vocabulary, the turn markers
+        "\u2581",
+        "\u2581\u2581already metaspace\u2581",
+        "  two leading, three trailing   ",
+        "\n\nHello\n\n\n\nworld\n",
+        " \n \t\t\n",
+        "tab\there\t\tand\t\t\tthere",
+        "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
+        "<start_of_turn><end_of_turn><bos><eos><pad><unk><mask>",
+        " <start_of_turn> spaced <end_of_turn> ",
+        "<unused0><unused99>[multimodal]",
+        "<0x41><0xE2> literal byte-token spellings",
+        "\U00020000\U0002A6D6 rare CJK \U0001FAE8 new emoji \U000E0041 tag",
+        "\U0001F9CC\U0001FAE5 and unassigned \U0001FB00\U000F0000",
+        "0123456789 00 000 9999999999",
+        "a\u2581b \u2581 c",
     ]
     return corpus
 
@@ -326,14 +347,14 @@ def write_tiny_gguf(path, smollm_json):
     writer.close()
 
 
-def write_unsupported_gguf(path):
-    """A sentencepiece ("llama") vocabulary, which the C++ side rejects with an Error."""
+def write_malformed_gguf(path):
+    """A sentencepiece ("llama") vocabulary without scores, which the C++ side rejects with an
+    Error naming tokenizer.ggml.scores (a llama-architecture file derives merges from them)."""
     from gguf import GGUFWriter
 
     writer = GGUFWriter(str(path), "llama")
     writer.add_string("tokenizer.ggml.model", "llama")
     writer.add_array("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "\u2581a"])
-    writer.add_array("tokenizer.ggml.scores", [0.0, 0.0, 0.0, -1.0])
     writer.add_array("tokenizer.ggml.token_type", [2, 3, 3, 1])
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -367,7 +388,25 @@ def main():
         tok = tokenizers.Tokenizer.from_str(json.dumps(apply_patch(base, patch)))
         expected["json_" + name] = reference_tokenizers(tok, corpus)
 
-    write_unsupported_gguf(OUT / "unsupported_llama_spm.gguf")
+    write_malformed_gguf(OUT / "malformed_llama_spm.gguf")
+    gemma = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else GEMMA_MODEL
+    if gemma.exists():
+        with tempfile.TemporaryDirectory() as scratch:
+            scratch = pathlib.Path(scratch)
+            os.symlink(gemma.resolve(), scratch / gemma.name)
+            tok = load_transformers_gguf(scratch, gemma.name)
+            reference = reference_transformers(tok, corpus)
+            reference["vocab_size"] = len(tok)
+            reference["tokenizer_class"] = type(tok).__name__
+            reference["corpus_size"] = len(corpus)
+        lines = ["{"] + [
+            json.dumps(key) + ": " + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            + ("," if index + 1 < len(reference) else "")
+            for index, (key, value) in enumerate(reference.items())
+        ] + ["}"]
+        (OUT / "expected_gemma.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        print(f"note: {gemma} is absent (scripts/setup fetches it); expected_gemma.json not rewritten")
     tiny = OUT / "tiny_llama_bpe.gguf"
     write_tiny_gguf(tiny, base)
     with tempfile.TemporaryDirectory() as scratch:
