@@ -98,12 +98,15 @@ int check_against_reference(const Tokenizer& tokenizer, const std::string& key) 
 // decode(encode(x)) == x (unless the pre-tokenizer drops or adds text), and streaming one id at
 // a time yields valid UTF-8 that concatenates to decode().
 void check_round_trip_and_stream(const Tokenizer& tokenizer, const std::string& label,
-                                 bool lossless = true) {
+                                 bool lossless = true, bool metaspace_vocabulary = false) {
   int held_back = 0;
   for (const Json& entry : corpus()) {
     const auto& text = entry.get_ref<const std::string&>();
     auto ids = tokenizer.encode(text, false);
-    if (lossless) {
+    // A SentencePiece vocabulary spells spaces as U+2581, so a literal U+2581 decodes to a
+    // space (as in transformers): those texts cannot round-trip.
+    const bool has_metaspace = text.find("\xE2\x96\x81") != std::string::npos;
+    if (lossless && !(has_metaspace && metaspace_vocabulary)) {
       EXPECT_EQ(text, tokenizer.decode(ids))
           << label << ": round trip of \"" << printable(text) << "\"";
     }
@@ -558,22 +561,28 @@ TEST_F(GemmaGguf, ByteFallbackDecodesRunsAsTransformersDoes) {
   int32_t a = *tok().token_id("a");
   // A valid run is its text; an invalid run is one U+FFFD per byte (not per invalid subpart).
   std::vector<int32_t> valid{byte(0xF0), byte(0x9F), byte(0x98), byte(0x80), a};
-  EXPECT_EQ(tok().decode(valid), "\xF0\x9F\x98\x80a");
+  EXPECT_EQ(tok().decode(valid),
+            "\xF0\x9F\x98\x80"
+            "a");
   std::vector<int32_t> cut{byte(0xF0), byte(0x9F), a, byte(0xE2)};
-  EXPECT_EQ(tok().decode(cut), "\xEF\xBF\xBD\xEF\xBF\xBDa\xEF\xBF\xBD");
+  EXPECT_EQ(tok().decode(cut),
+            "\xEF\xBF\xBD\xEF\xBF\xBD"
+            "a\xEF\xBF\xBD");
   // Streaming holds a run until the token after it, since a later byte can spoil all of it.
   StreamDecoder stream(tok());
   EXPECT_EQ(stream.feed(byte(0xF0)), "");
   EXPECT_EQ(stream.feed(byte(0x9F)), "");
   EXPECT_EQ(stream.feed(byte(0x98)), "");
   EXPECT_EQ(stream.feed(byte(0x80)), "");
-  EXPECT_EQ(stream.feed(a), "\xF0\x9F\x98\x80a");
+  EXPECT_EQ(stream.feed(a),
+            "\xF0\x9F\x98\x80"
+            "a");
   EXPECT_EQ(stream.feed(byte(0xE2)), "");
   EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");
 }
 
 TEST_F(GemmaGguf, RoundTripAndStream) {
-  check_round_trip_and_stream(tok(), "gemma");
+  check_round_trip_and_stream(tok(), "gemma", true, true);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ struct ChatTemplateCommandOptions {
 };
 
 void run_chat_template(const ChatTemplateCommandOptions& options) {
-  ModelFiles model = open_model(options.model);
+  ModelFiles model = open_model(options.model, false);
   engine::ModelText text(model);
   fmt::print("{}",
              render_messages_file(text, options.messages_path, options.add_generation_prompt));

@@ -22,7 +22,7 @@ std::string default_model_path() {
   return cache + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-ModelFiles open_model(const std::string& path) {
+ModelFiles open_model(const std::string& path, bool runnable) {
   std::string model_path = path;
   if (model_path.empty()) {
     model_path = default_model_path();
@@ -31,7 +31,7 @@ ModelFiles open_model(const std::string& path) {
     }
   }
   ModelFiles model = ModelFiles::open(model_path);
-  models::architecture_for(model.config(), model.path());  // a model xlacel cannot run: Error
+  if (runnable) models::architecture_for(model.config(), model.path());  // else Error
   return model;
 }
 

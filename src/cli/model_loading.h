@@ -12,8 +12,9 @@ namespace xlacel::cli {
 std::string default_model_path();
 
 // Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent);
-// Error "<path>: unknown architecture ..." for a model of a family xlacel does not run.
-ModelFiles open_model(const std::string& path);
+// Error "<path>: unknown architecture ..." for a model of a family xlacel does not run, unless
+// only its text side is wanted (`runnable` false: tokenize, chat-template).
+ModelFiles open_model(const std::string& path, bool runnable = true);
 
 // The model's text side lives in the engine; the commands that need only one part use these.
 using engine::chat_template_options;

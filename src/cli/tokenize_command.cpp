@@ -21,7 +21,7 @@ std::string quoted(std::string_view token) {
 }
 
 void run_tokenize(const TokenizeOptions& options) {
-  ModelFiles model = open_model(options.model);
+  ModelFiles model = open_model(options.model, false);
   auto tokenizer = load_tokenizer(model);
   std::vector<int32_t> ids = tokenizer->encode(options.text, !options.no_special);
   if (options.ids_only) {
