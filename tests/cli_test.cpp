@@ -186,8 +186,10 @@ TEST(Cli, UnknownArchitectureIsOneLine) {
                                                {"emit", "-m", dir.string(), "--graph", "decode"}}) {
     Result result = run_xlacel(args);
     EXPECT_EQ(result.exit_code, 1) << args[0];
-    EXPECT_EQ(result.err, "xlacel: " + dir.string() +
-                              ": unknown architecture 'phi3' (supported: llama, mistral, qwen2)\n")
+    EXPECT_EQ(result.err,
+              "xlacel: " + dir.string() +
+                  ": unknown architecture 'phi3' (supported: gemma2, gemma3, gemma3_text, "
+                  "granite, llama, mistral, olmo2, qwen2, qwen3)\n")
         << args[0];
   }
 }

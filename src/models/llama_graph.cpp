@@ -1,6 +1,6 @@
-// emit_llama_graph: the decoder stack of llama_layers.h over the weight arguments of
-// weight_layout.h and a per-layer KV cache of `slots` sequences; see graph_options.h for each
-// graph's inputs and results.
+// emit_decoder_graph: the decoder stack of llama_layers.h over the weight arguments of
+// weight_layout.h and a per-layer KV cache of `slots` sequences, shaped by a DecoderFamily; see
+// graph_options.h for each graph's inputs and results.
 #include "models/llama_graph.h"
 
 #include <fmt/format.h>
@@ -67,8 +67,8 @@ struct CacheAccess {
 
 }  // namespace
 
-std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& options,
-                             const GraphSignature& signature) {
+std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
+                               const GraphOptions& options, const GraphSignature& signature) {
   const ModelConfig& c = config;
   const bool prefill = options.kind == GraphKind::kPrefill;
   Module module(module_name(options.kind));
@@ -122,30 +122,74 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
                                    2);
   }
   Rotary rope = rotary(positions, w.at("rope_inv_freq"));
+  std::optional<Rotary> local_rope;
+  if (family.local_rope) local_rope = rotary(positions, w.at("rope_local_inv_freq"));
+
+  // A norm of the family's kind: w * x_hat, or (1 + w) * x_hat with 1 + w in f32.
+  auto norm_weight = [&](Value scale) {
+    if (family.norm_weight == NormWeight::kScale) return scale;
+    if (scale.element() != ElementType::kF32) scale = convert(scale, ElementType::kF32);
+    return scale + constant(b, scale.type(), 1.0);
+  };
+  auto norm = [&](Value x, Value scale) { return rms_norm(x, norm_weight(scale), c.rms_norm_eps); };
+  auto scaled = [&](Value x, double scale) {
+    return scale == 1.0 ? x : x * constant(b, x.type(), scale);
+  };
+  auto qk_norm = [&](Value x, int64_t layer, const char* name, int64_t heads) {
+    switch (family.qk_norm) {
+      case QkNorm::kNone:
+        return x;
+      case QkNorm::kAcrossHeads:
+        return norm(x, weight(layer, name));
+      case QkNorm::kPerHead:
+        return reshape(rms_norm_heads(reshape(x, {tokens, heads, c.head_dim}),
+                                      norm_weight(weight(layer, name)), c.rms_norm_eps),
+                       {tokens, heads * c.head_dim});
+    }
+    return x;
+  };
 
   Value h = take(w.at("embed_tokens"), in.at("tokens"));  // [T, hidden]
   if (h.element() != ElementType::kF32) h = convert(h, ElementType::kF32);
+  h = scaled(h, family.embedding_scale);
   std::vector<Value> new_caches;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    Value x = rms_norm(h, weight(l, "input_norm"), c.rms_norm_eps);
-    Value q = reshape(linear(x, weight(l, "q_proj"), bias(l, "q_bias")),
-                      {tokens, c.num_heads, c.head_dim});
-    Value k = reshape(linear(x, weight(l, "k_proj"), bias(l, "k_bias")),
-                      {tokens, c.num_kv_heads, c.head_dim});
+    const bool sliding = family.sliding_window && c.is_sliding_layer(l);
+    Value x = family.input_norm ? norm(h, weight(l, "input_norm")) : h;
+    Value q = qk_norm(linear(x, weight(l, "q_proj"), bias(l, "q_bias")), l, "q_norm", c.num_heads);
+    Value k =
+        qk_norm(linear(x, weight(l, "k_proj"), bias(l, "k_bias")), l, "k_norm", c.num_kv_heads);
+    q = reshape(q, {tokens, c.num_heads, c.head_dim});
+    k = reshape(k, {tokens, c.num_kv_heads, c.head_dim});
     Value v = reshape(linear(x, weight(l, "v_proj"), bias(l, "v_bias")),
                       {tokens, c.num_kv_heads, c.head_dim});
-    q = apply_rotary(q, rope);
-    k = apply_rotary(k, rope);
+    const Rotary& layer_rope = sliding && local_rope ? *local_rope : rope;
+    q = apply_rotary(q, layer_rope);
+    k = apply_rotary(k, layer_rope);
     Value k_cache = access.store(caches[static_cast<size_t>(2 * l)], k);
     Value v_cache = access.store(caches[static_cast<size_t>(2 * l + 1)], v);
     new_caches.push_back(k_cache);
     new_caches.push_back(v_cache);
-    Value attn = attention({reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
-                            access.view(k_cache), access.view(v_cache),
-                            reshape(positions, {sequences, tokens / sequences}), end});
-    h = h + linear(attn, weight(l, "o_proj"));
-    Value y = rms_norm(h, weight(l, "post_norm"), c.rms_norm_eps);
-    h = h + mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"), weight(l, "down_proj"));
+    AttentionInputs attention_in{
+        reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
+        access.view(k_cache),
+        access.view(v_cache),
+        reshape(positions, {sequences, tokens / sequences}),
+        end,
+        0,
+        std::nullopt,
+        std::nullopt};
+    attention_in.scale = family.attention_scale;
+    attention_in.softcap = family.attention_softcap;
+    if (sliding) attention_in.sliding_window = c.sliding_window;
+    Value attn = linear(attention(attention_in), weight(l, "o_proj"));
+    if (family.attn_out_norm) attn = norm(attn, weight(l, "attn_out_norm"));
+    h = h + scaled(attn, family.residual_scale);
+    Value y = family.ffn_in_norm ? norm(h, weight(l, "post_norm")) : h;
+    Value ffn = mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"), weight(l, "down_proj"),
+                    family.activation);
+    if (family.ffn_out_norm) ffn = norm(ffn, weight(l, "ffn_out_norm"));
+    h = h + scaled(ffn, family.residual_scale);
   }
 
   // Logits: prefill's last valid token; every row for decode.
@@ -154,9 +198,13 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
     Value row = in.at("valid_length") - constant(b, scalar_i32, 1.0);
     last = dynamic_slice(h, {row, access.zero}, {1, c.hidden_size});
   }
-  last = rms_norm(last, w.at("final_norm"), c.rms_norm_eps);
+  last = norm(last, w.at("final_norm"));
   Value head = c.tie_word_embeddings ? w.at("embed_tokens") : w.at("lm_head");
   Value logits = linear(last, head);  // [rows, vocab]
+  if (family.logits_divisor != 1.0) {
+    logits = logits / constant(b, logits.type(), family.logits_divisor);
+  }
+  if (family.final_softcap) logits = softcap(logits, *family.final_softcap);
   std::map<std::string, Value> produced;
   if (prefill) {
     logits = reshape(logits, {c.vocab_size});

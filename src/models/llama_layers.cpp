@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 namespace xlacel::models {
 
@@ -85,7 +86,9 @@ Value attention(const AttentionInputs& in) {
                           .rhs_contracting = {3}});  // [N, Hkv, G*T, C]
   const TensorType score_type(ElementType::kF32, {n, kv_heads, group, tokens, capacity});
   scores = reshape(scores, score_type.shape());
-  scores = scores * constant(b, score_type, 1.0 / std::sqrt(static_cast<double>(d)));
+  const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
+  scores = scores * constant(b, score_type, scale);
+  if (in.softcap) scores = softcap(scores, *in.softcap);
 
   const TensorType mask_type(ElementType::kI32, {n, tokens, capacity});
   Value key = iota(b, mask_type, 2);
@@ -94,6 +97,11 @@ Value attention(const AttentionInputs& in) {
   if (in.end) {
     Value end = broadcast_like(*in.end, mask_type.shape(), {0});
     visible = logical_and(visible, compare(key, end, Direction::kLT));
+  }
+  if (in.sliding_window) {
+    // transformers' sliding_window_overlay: kv_idx > q_idx - sliding_window.
+    Value oldest = query - constant(b, mask_type, static_cast<double>(*in.sliding_window));
+    visible = logical_and(visible, compare(key, oldest, Direction::kGT));
   }
   visible = broadcast_like(visible, score_type.shape(), {0, 3, 4});
   // The lowest finite float rather than -inf: a fully masked row stays finite (never NaN).
@@ -114,10 +122,33 @@ Value attention(const AttentionInputs& in) {
   return reshape(out, {n * tokens, heads * d});
 }
 
-Value mlp(Value x, Value gate, Value up, Value down) {
+Value activate(Value x, Activation activation) {
+  if (activation == Activation::kSilu) return x * logistic(x);
+  // torch's GeluType::Tanh in float32: kBeta = sqrt(2) * (2/sqrt(pi)) * 0.5, kKappa = 0.044715;
+  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3))).
+  Block& b = x.block();
+  auto c = [&](double value) { return constant(b, x.type(), value); };
+  const double beta = std::numbers::sqrt2 * (2.0 / std::sqrt(std::numbers::pi)) * 0.5;
+  Value cube = x * x * x;
+  Value inner = c(beta) * (x + c(0.044715) * cube);
+  return c(0.5) * x * (c(1.0) + tanh(inner));
+}
+
+Value mlp(Value x, Value gate, Value up, Value down, Activation activation) {
   Value g = linear(x, gate);
   Value u = linear(x, up);
-  return linear(g * logistic(g) * u, down);
+  return linear(activate(g, activation) * u, down);
+}
+
+Value rms_norm_heads(Value x, Value weight, double eps) {
+  const std::vector<int64_t> shape = x.shape();  // [T, H, D]
+  Value flat = reshape(x, {shape[0] * shape[1], shape[2]});
+  return reshape(rms_norm(flat, weight, eps), shape);
+}
+
+Value softcap(Value x, double cap) {
+  Value c = constant(x.block(), x.type(), cap);
+  return tanh(x / c) * c;
 }
 
 }  // namespace xlacel::models

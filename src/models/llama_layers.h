@@ -30,16 +30,33 @@ struct AttentionInputs {
   Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
   Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's first keys, this call's written
   Value v_cache;
-  Value positions;           // i32 [N, T]: position of each query
-  std::optional<Value> end;  // i32 [N]: keys at positions >= end are masked (prefill's
-                             // start + valid_length); absent: only c <= position counts
+  Value positions;                // i32 [N, T]: position of each query
+  std::optional<Value> end;       // i32 [N]: keys at positions >= end are masked (prefill's
+                                  // start + valid_length); absent: only c <= position counts
+  double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
+  std::optional<double> softcap;  // scores = cap * tanh(scores / cap) before the mask
+  std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head
-// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end).
-// Scores scaled by 1/sqrt(head_dim), softmax in f32. Result f32 [N * T, heads * head_dim].
+// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end,
+// and p - c < sliding_window). Scores scaled (1/sqrt(head_dim) unless `scale`), optionally
+// soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32
+// [N * T, heads * head_dim].
 Value attention(const AttentionInputs& in);
 
-// SwiGLU: down(silu(gate(x)) * up(x)).
-Value mlp(Value x, Value gate, Value up, Value down);
+enum class Activation {
+  kSilu,      // x * sigmoid(x) (Llama's silu)
+  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (gelu_pytorch_tanh)
+};
+Value activate(Value x, Activation activation);
+
+// Gated MLP: down(act(gate(x)) * up(x)) (SwiGLU for silu, GeGLU for gelu-tanh).
+Value mlp(Value x, Value gate, Value up, Value down, Activation activation = Activation::kSilu);
+
+// RMSNorm of each head: x f32 [T, heads, head_dim], weight [head_dim] (Qwen 3, Gemma 3 q/k norms).
+Value rms_norm_heads(Value x, Value weight, double eps);
+
+// cap * tanh(x / cap), in f32 (Gemma 2 soft-capping).
+Value softcap(Value x, double cap);
 
 }  // namespace xlacel::models

@@ -37,6 +37,10 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
       bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
       f = medium ? smoothed : scaled;
     }
+  } else if (s.type == RopeScaling::Type::kLinear) {
+    // _compute_linear_scaling_rope_parameters: inv_freq /= factor, in float32.
+    const auto factor = static_cast<float>(s.factor);
+    for (float& f : inv_freq) f = f / factor;
   } else if (s.type == RopeScaling::Type::kFrequencyFactors) {
     if (frequency_factors.size() != inv_freq.size()) {
       fail(config.architecture, "rope_freqs.weight has {} values, expected head_dim/2 = {}",

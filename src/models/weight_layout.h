@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "model_files/model_config.h"
+#include "models/decoder_family.h"
 #include "models/graph_options.h"
 #include "stablehlo/types.h"
 
@@ -50,14 +51,25 @@ struct WeightSpec {
   std::vector<int64_t> shape;      // outermost first
   stablehlo::ElementType element;  // the graph argument's element type
   bool rope_inv_freq = false;      // computed from the config, not read from the files
+  bool rope_local = false;         // rope_inv_freq of sliding layers (rope_local_theta / _scaling)
+  float gguf_add = 0.0f;           // added to every value read from a GGUF file (Gemma norms: -1)
 };
 
 stablehlo::ElementType element_of(WeightType type);
 // The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).
 stablehlo::ElementType cache_element(WeightType weights);
 
-// Every weight argument of a Llama-family model, in argument order; everyone else asks
-// architecture_for(config).weight_specs.
-std::vector<WeightSpec> llama_weight_specs(const ModelConfig& config, WeightType weights);
+// Every weight argument of a decoder of `family`, in argument order; everyone else asks
+// architecture_for(config).weight_specs. Beyond the Llama list above, as the family has them:
+//   rope_local_inv_freq  f32 [head_dim/2]  sliding layers' RoPE (local_rope; after rope_inv_freq)
+//   l{L}_q_norm, l{L}_k_norm  [head_dim] (kPerHead) or [heads*head_dim] / [kv_heads*head_dim]
+//                        (kAcrossHeads): self_attn.q_norm.weight (GGUF attn_q_norm.weight), after
+//                        l{L}_k_bias / l{L}_k_proj
+//   l{L}_attn_out_norm   [hidden]  post_attention_layernorm (GGUF post_attention_norm), after
+//   o_proj l{L}_post_norm       the norm before the MLP, named by the family (GGUF ffn_norm)
+//   l{L}_ffn_out_norm    [hidden]  post_feedforward_layernorm (GGUF post_ffw_norm), after down_proj
+// (l{L}_input_norm and l{L}_post_norm only where the family has them.)
+std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& config, const DecoderFamily& family,
+                                             WeightType weights);
 
 }  // namespace xlacel::models

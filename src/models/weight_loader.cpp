@@ -18,8 +18,10 @@ using stablehlo::ElementType;
 
 bool gguf_permutes_qk(const ModelConfig& config) {
   // llama.cpp's converter permutes Q/K rows for the llama architecture (Mistral GGUFs are
-  // "llama" too); transformers' GGUF loader reverses it for the same architecture.
-  return config.architecture == "llama" || config.architecture == "mistral";
+  // "llama" too) and for Granite (its converter derives from Llama's); transformers' GGUF loader
+  // reverses it for llama and mistral.
+  return config.architecture == "llama" || config.architecture == "mistral" ||
+         config.architecture == "granite";
 }
 
 }  // namespace
@@ -47,6 +49,12 @@ std::vector<float> reverse_permute_rows(const std::vector<float>& rows, int64_t 
 std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& spec) {
   const ModelConfig& config = files.config();
   const bool gguf = files.format() == ModelFiles::Format::kGguf;
+  if (spec.rope_inv_freq && spec.rope_local) {
+    ModelConfig local = config;
+    local.rope_theta = config.rope_local_theta;
+    local.rope_scaling = config.rope_local_scaling;
+    return rope_inverse_frequencies(local);
+  }
   if (spec.rope_inv_freq) {
     std::vector<float> factors;
     if (config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors) {
@@ -64,6 +72,9 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
          fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
   }
   std::vector<float> values = to_f32(*tensor);
+  if (gguf && spec.gguf_add != 0.0f) {
+    for (float& v : values) v = v + spec.gguf_add;
+  }
   if (gguf && gguf_permutes_qk(config) && spec.shape.size() == 2) {
     const bool q = name.ends_with(".attn_q.weight");
     const bool k = name.ends_with(".attn_k.weight");
