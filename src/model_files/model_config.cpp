@@ -197,7 +197,12 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   result.head_dim =
       head_dim ? *head_dim : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
-  result.rms_norm_eps = json_number(config, "rms_norm_eps", path);
+  // LayerNorm families name their epsilon otherwise (StableLM, Starcoder2).
+  const char* eps_key = "rms_norm_eps";
+  for (const char* key : {"layer_norm_eps", "norm_epsilon"}) {
+    if (!config.contains(eps_key) && config.contains(key)) eps_key = key;
+  }
+  result.rms_norm_eps = json_number(config, eps_key, path);
   if (is_gemma3(result)) result.rope_theta = 1000000.0;  // Gemma3TextConfig's global base
   rope_from_hf(config, result, path);
   // transformers' Llama, Mistral and Qwen2 configs default to an untied head.
@@ -250,6 +255,53 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     auto pattern = json_optional_int(config, "sliding_window_pattern", path);
     gemma_defaults(result, gemma2 ? 2 : pattern.value_or(6));
   }
+  // Partial rotary: rope_parameters.partial_rotary_factor (transformers 5) or top-level.
+  double partial = 1.0;
+  for (const Json* holder :
+       {&config, config.contains("rope_parameters") && config["rope_parameters"].is_object()
+                     ? &config["rope_parameters"]
+                     : nullptr}) {
+    if (holder == nullptr) continue;
+    if (auto factor = json_optional_number(*holder, "partial_rotary_factor", path)) {
+      partial = *factor;
+    }
+  }
+  result.rotary_dim = static_cast<int64_t>(static_cast<double>(result.head_dim) * partial);
+  if (result.architecture == "stablelm") {
+    result.attention_bias = config.contains("use_qkv_bias") &&
+                            config["use_qkv_bias"].is_boolean() &&
+                            config["use_qkv_bias"].get<bool>();
+    for (const char* key : {"qk_layernorm", "use_parallel_residual"}) {
+      if (config.contains(key) && config[key].is_boolean() && config[key].get<bool>()) {
+        fail(path, "{} is not supported for stablelm", key);
+      }
+    }
+  }
+  if (result.architecture == "starcoder2") {
+    // Starcoder2Config's use_bias (default true): every linear has a bias.
+    const bool bias = !config.contains("use_bias") || !config["use_bias"].is_boolean() ||
+                      config["use_bias"].get<bool>();
+    result.attention_bias = bias;
+    result.linear_bias = bias;
+  }
+  // Phi-3 and Starcoder2 apply their sliding_window to every layer.
+  if (result.architecture == "phi3" || result.architecture == "starcoder2") {
+    if (auto window = json_optional_int(config, "sliding_window", path)) {
+      result.sliding_window = *window;
+      result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
+    }
+  }
+  // The MLP activation each family's graph computes; a checkpoint asking for another is refused.
+  const char* act_key = is_gemma2(result) || is_gemma3(result) ? "hidden_activation" : "hidden_act";
+  if (config.contains(act_key) && config[act_key].is_string()) {
+    const std::string act = config[act_key].get<std::string>();
+    const bool gelu = is_gemma2(result) || is_gemma3(result) || result.architecture == "starcoder2";
+    const char* expected = gelu ? "gelu_pytorch_tanh" : "silu";
+    if (act != expected) {
+      fail(path, "{} '{}' is not supported for {} (supported: {})", act_key, act,
+           result.architecture, expected);
+    }
+  }
   result.attention_multiplier = json_optional_number(config, "attention_multiplier", path);
   for (auto [key, field] : {std::pair{"embedding_multiplier", &result.embedding_multiplier},
                             std::pair{"residual_multiplier", &result.residual_multiplier},
@@ -277,7 +329,9 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
                         ? gguf.get_int(key("attention.key_length"))
                         : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = gguf.get_int(key("context_length"));
-  result.rms_norm_eps = gguf.get_float(key("attention.layer_norm_rms_epsilon"));
+  result.rms_norm_eps = gguf.has(key("attention.layer_norm_rms_epsilon"))
+                            ? gguf.get_float(key("attention.layer_norm_rms_epsilon"))
+                            : gguf.get_float(key("attention.layer_norm_epsilon"));
   if (gguf.has(key("rope.freq_base"))) result.rope_theta = gguf.get_float(key("rope.freq_base"));
   if (gguf.find_tensor("rope_freqs.weight")) {
     result.rope_scaling.type = RopeScaling::Type::kFrequencyFactors;
@@ -325,6 +379,14 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     result.final_logit_softcapping = optional_float("final_logit_softcapping").value_or(30.0);
   }
   gemma_defaults(result, is_gemma2(result) ? 2 : 6);
+  result.rotary_dim = gguf.has(key("rope.dimension_count"))
+                          ? gguf.get_int(key("rope.dimension_count"))
+                          : result.head_dim;
+  result.linear_bias = gguf.find_tensor("blk.0.attn_output.bias").has_value();
+  if ((result.architecture == "phi3" || result.architecture == "starcoder2") &&
+      result.sliding_window) {
+    result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
+  }
   if (auto scale = optional_float("attention.scale")) result.attention_multiplier = *scale;
   if (auto scale = optional_float("embedding_scale")) result.embedding_multiplier = *scale;
   if (auto scale = optional_float("residual_scale")) result.residual_multiplier = *scale;
@@ -351,6 +413,9 @@ void validate_config(const ModelConfig& c, const std::string& where) {
          c.num_kv_heads);
   }
   if (c.head_dim % 2 != 0) fail(where, "head_dim ({}) must be even for RoPE", c.head_dim);
+  if (c.rotary_dim % 2 != 0 || c.rotary_dim < 0 || c.rotary_dim > c.head_dim) {
+    fail(where, "rotary dims ({}) must be even and within head_dim ({})", c.rotary_dim, c.head_dim);
+  }
   if (!(c.rms_norm_eps > 0)) fail(where, "rms_norm_eps must be positive");
   if (!(c.rope_theta > 0)) fail(where, "rope_theta must be positive");
   if (!(c.rope_local_theta > 0)) fail(where, "rope_local_base_freq must be positive");

@@ -63,7 +63,12 @@ struct ModelConfig {
   double embedding_multiplier = 1.0;              // Granite
   double residual_multiplier = 1.0;               // Granite
   double logits_scaling = 1.0;                    // Granite: logits / logits_scaling
+  // RoPE rotates the first rotary_dim dims of each head, the rest pass (HF partial_rotary_factor:
+  // int(head_dim * factor); GGUF rope.dimension_count); 0: head_dim.
+  int64_t rotary_dim = 0;
+  bool linear_bias = false;  // o_proj and the MLP carry biases too (Starcoder2 use_bias)
 
+  int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   bool is_sliding_layer(int64_t layer) const {
     return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&
            layer_types[static_cast<size_t>(layer)] == "sliding_attention";

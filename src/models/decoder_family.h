@@ -33,7 +33,17 @@ struct DecoderFamily {
   std::string ffn_in_norm_hf = "post_attention_layernorm";  // Gemma: pre_feedforward_layernorm
   bool ffn_out_norm = false;                                // post_feedforward_layernorm
   QkNorm qk_norm = QkNorm::kNone;
+  // nn.LayerNorm (mean-centred, weight and bias: arguments <norm> and <norm>_bias) instead of
+  // RMSNorm for every norm but q/k norms (StableLM, Starcoder2).
+  bool layer_norm = false;
   Activation activation = Activation::kSilu;
+  // down(act(gate(x)) * up(x)); false: down(act(up(x))) with HF names mlp.c_fc / mlp.c_proj
+  // (Starcoder2).
+  bool gated_mlp = true;
+  // One HF/GGUF tensor holds q, k and v rows (self_attn.qkv_proj, attn_qkv), or gate and up rows
+  // (mlp.gate_up_proj, ffn_up); the loader splits them (Phi-3).
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
   // Layers the config marks "sliding_attention" mask keys older than config.sliding_window.
   bool sliding_window = false;
   // Sliding layers take their RoPE frequencies from rope_local_theta / rope_local_scaling

@@ -83,4 +83,39 @@ const Architecture& olmo2_architecture() {
   return architecture;
 }
 
+const Architecture& phi3_architecture() {
+  static const DecoderArchitecture architecture("phi3", {"phi3"}, [](const ModelConfig&) {
+    DecoderFamily f;
+    f.fused_qkv = true;
+    f.fused_gate_up = true;
+    f.sliding_window = true;  // every layer, when the config has a window
+    return f;
+  });
+  return architecture;
+}
+
+const Architecture& stablelm_architecture() {
+  static const DecoderArchitecture architecture("stablelm", {"stablelm"}, [](const ModelConfig&) {
+    DecoderFamily f;
+    f.layer_norm = true;
+    return f;
+  });
+  return architecture;
+}
+
+const Architecture& starcoder2_architecture() {
+  static const DecoderArchitecture architecture(
+      "starcoder2", {"starcoder2"}, [](const ModelConfig& c) {
+        DecoderFamily f;
+        f.layer_norm = true;
+        f.gated_mlp = false;
+        // Starcoder2Config's hidden_act is gelu_pytorch_tanh (the only one its checkpoints use).
+        f.activation = Activation::kGeluTanh;
+        f.sliding_window = true;  // every layer, when the config has a window
+        (void)c;
+        return f;
+      });
+  return architecture;
+}
+
 }  // namespace xlacel::models

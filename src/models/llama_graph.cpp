@@ -131,7 +131,18 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     if (scale.element() != ElementType::kF32) scale = convert(scale, ElementType::kF32);
     return scale + constant(b, scale.type(), 1.0);
   };
-  auto norm = [&](Value x, Value scale) { return rms_norm(x, norm_weight(scale), c.rms_norm_eps); };
+  // The norm whose weight argument is `name` (its bias `name`_bias for LayerNorms).
+  auto norm = [&](Value x, const std::string& name) {
+    if (family.layer_norm) return layer_norm(x, w.at(name), w.at(name + "_bias"), c.rms_norm_eps);
+    return rms_norm(x, norm_weight(w.at(name)), c.rms_norm_eps);
+  };
+  auto layer_name = [](int64_t layer, const char* name) {
+    return fmt::format("l{}_{}", layer, name);
+  };
+  auto linear_bias = [&](int64_t layer, const char* name) -> std::optional<Value> {
+    if (!c.linear_bias) return std::nullopt;
+    return weight(layer, name);
+  };
   auto scaled = [&](Value x, double scale) {
     return scale == 1.0 ? x : x * constant(b, x.type(), scale);
   };
@@ -140,7 +151,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
       case QkNorm::kNone:
         return x;
       case QkNorm::kAcrossHeads:
-        return norm(x, weight(layer, name));
+        return rms_norm(x, norm_weight(weight(layer, name)), c.rms_norm_eps);
       case QkNorm::kPerHead:
         return reshape(rms_norm_heads(reshape(x, {tokens, heads, c.head_dim}),
                                       norm_weight(weight(layer, name)), c.rms_norm_eps),
@@ -155,7 +166,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   std::vector<Value> new_caches;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const bool sliding = family.sliding_window && c.is_sliding_layer(l);
-    Value x = family.input_norm ? norm(h, weight(l, "input_norm")) : h;
+    Value x = family.input_norm ? norm(h, layer_name(l, "input_norm")) : h;
     Value q = qk_norm(linear(x, weight(l, "q_proj"), bias(l, "q_bias")), l, "q_norm", c.num_heads);
     Value k =
         qk_norm(linear(x, weight(l, "k_proj"), bias(l, "k_bias")), l, "k_norm", c.num_kv_heads);
@@ -182,13 +193,16 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     attention_in.scale = family.attention_scale;
     attention_in.softcap = family.attention_softcap;
     if (sliding) attention_in.sliding_window = c.sliding_window;
-    Value attn = linear(attention(attention_in), weight(l, "o_proj"));
-    if (family.attn_out_norm) attn = norm(attn, weight(l, "attn_out_norm"));
+    Value attn = linear(attention(attention_in), weight(l, "o_proj"), linear_bias(l, "o_bias"));
+    if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
     h = h + scaled(attn, family.residual_scale);
-    Value y = family.ffn_in_norm ? norm(h, weight(l, "post_norm")) : h;
-    Value ffn = mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"), weight(l, "down_proj"),
-                    family.activation);
-    if (family.ffn_out_norm) ffn = norm(ffn, weight(l, "ffn_out_norm"));
+    Value y = family.ffn_in_norm ? norm(h, layer_name(l, "post_norm")) : h;
+    Value ffn = family.gated_mlp ? mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"),
+                                       weight(l, "down_proj"), family.activation)
+                                 : dense_mlp(y, weight(l, "up_proj"), linear_bias(l, "up_bias"),
+                                             weight(l, "down_proj"), linear_bias(l, "down_bias"),
+                                             family.activation);
+    if (family.ffn_out_norm) ffn = norm(ffn, layer_name(l, "ffn_out_norm"));
     h = h + scaled(ffn, family.residual_scale);
   }
 
@@ -198,7 +212,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     Value row = in.at("valid_length") - constant(b, scalar_i32, 1.0);
     last = dynamic_slice(h, {row, access.zero}, {1, c.hidden_size});
   }
-  last = norm(last, w.at("final_norm"));
+  last = norm(last, "final_norm");
   Value head = c.tie_word_embeddings ? w.at("embed_tokens") : w.at("lm_head");
   Value logits = linear(last, head);  // [rows, vocab]
   if (family.logits_divisor != 1.0) {

@@ -56,7 +56,14 @@ Rotary rotary(Value positions, Value inv_freq) {
 }
 
 Value apply_rotary(Value x, const Rotary& r) {
-  const std::vector<int64_t> shape = x.shape();  // [T, heads, D]
+  std::vector<int64_t> shape = x.shape();  // [T, heads, D]
+  const int64_t rotated_dims = r.cos.shape()[1];
+  if (rotated_dims < shape[2]) {
+    // HF: cat([rotate(x[..., :rotary_dim]), x[..., rotary_dim:]], -1).
+    Value head = slice(x, {0, 0, 0}, {shape[0], shape[1], rotated_dims});
+    Value rest = slice(x, {0, 0, rotated_dims}, shape);
+    return concatenate({apply_rotary(head, r), rest}, 2);
+  }
   const int64_t d = shape[2];
   Value x1 = slice(x, {0, 0, 0}, {shape[0], shape[1], d / 2});
   Value x2 = slice(x, {0, 0, d / 2}, {shape[0], shape[1], d});
@@ -138,6 +145,30 @@ Value mlp(Value x, Value gate, Value up, Value down, Activation activation) {
   Value g = linear(x, gate);
   Value u = linear(x, up);
   return linear(activate(g, activation) * u, down);
+}
+
+Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps) {
+  Block& b = x.block();
+  const int64_t tokens = x.shape()[0];
+  const int64_t hidden = x.shape()[1];
+  const TensorType row(ElementType::kF32, {tokens});
+  Value count = constant(b, row, static_cast<double>(hidden));
+  Value mean = reduce_sum(x, {1}) / count;
+  Value centred = x - broadcast_like(mean, {tokens, hidden}, {0});
+  Value var = reduce_sum(centred * centred, {1}) / count;
+  Value rstd = rsqrt(var + constant(b, row, eps));
+  // torch's CPU kernel: (x * rstd + (-rstd * mean)) * weight + bias.
+  Value shift = -(rstd * mean);
+  Value normed = x * broadcast_like(rstd, {tokens, hidden}, {0}) +
+                 broadcast_like(shift, {tokens, hidden}, {0});
+  Value y = normed * broadcast_like(to_f32(weight), {tokens, hidden}, {1});
+  if (bias) y = y + broadcast_like(to_f32(*bias), {tokens, hidden}, {1});
+  return y;
+}
+
+Value dense_mlp(Value x, Value up, std::optional<Value> up_bias, Value down,
+                std::optional<Value> down_bias, Activation activation) {
+  return linear(activate(linear(x, up, up_bias), activation), down, down_bias);
 }
 
 Value rms_norm_heads(Value x, Value weight, double eps) {

@@ -23,7 +23,8 @@ struct Rotary {
 };
 // positions i32 [T]; inv_freq f32 [head_dim/2].
 Rotary rotary(Value positions, Value inv_freq);
-// x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin.
+// x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin. With cos/sin narrower than
+// head_dim (partial rotary), only the first dims rotate and the rest pass through.
 Value apply_rotary(Value x, const Rotary& rotary);
 
 struct AttentionInputs {
@@ -52,6 +53,14 @@ Value activate(Value x, Activation activation);
 
 // Gated MLP: down(act(gate(x)) * up(x)) (SwiGLU for silu, GeGLU for gelu-tanh).
 Value mlp(Value x, Value gate, Value up, Value down, Activation activation = Activation::kSilu);
+
+// torch.nn.LayerNorm in f32: (x - mean) * rsqrt(var + eps) * weight (+ bias), biased variance,
+// over the last axis of x f32 [T, hidden].
+Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps);
+
+// A non-gated MLP: down(act(up(x) + up_bias)) + down_bias (Starcoder2's c_fc / c_proj).
+Value dense_mlp(Value x, Value up, std::optional<Value> up_bias, Value down,
+                std::optional<Value> down_bias, Activation activation);
 
 // RMSNorm of each head: x f32 [T, heads, head_dim], weight [head_dim] (Qwen 3, Gemma 3 q/k norms).
 Value rms_norm_heads(Value x, Value weight, double eps);

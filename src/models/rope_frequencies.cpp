@@ -9,8 +9,8 @@ namespace xlacel::models {
 
 std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
                                             std::span<const float> frequency_factors) {
-  const int64_t half = config.head_dim / 2;
-  const auto dim = static_cast<float>(config.head_dim);
+  const int64_t half = config.rope_dims() / 2;
+  const auto dim = static_cast<float>(config.rope_dims());
   const auto base = static_cast<float>(config.rope_theta);
   std::vector<float> inv_freq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {

@@ -53,6 +53,10 @@ struct WeightSpec {
   bool rope_inv_freq = false;      // computed from the config, not read from the files
   bool rope_local = false;         // rope_inv_freq of sliding layers (rope_local_theta / _scaling)
   float gguf_add = 0.0f;           // added to every value read from a GGUF file (Gemma norms: -1)
+  // > 0: the file's tensor has this many rows and this argument is its rows [source_row,
+  // source_row + shape[0]) (a fused qkv or gate_up tensor, split on the host).
+  int64_t source_rows = 0;
+  int64_t source_row = 0;
 };
 
 stablehlo::ElementType element_of(WeightType type);
@@ -68,6 +72,13 @@ stablehlo::ElementType cache_element(WeightType weights);
 //   l{L}_attn_out_norm   [hidden]  post_attention_layernorm (GGUF post_attention_norm), after
 //   o_proj l{L}_post_norm       the norm before the MLP, named by the family (GGUF ffn_norm)
 //   l{L}_ffn_out_norm    [hidden]  post_feedforward_layernorm (GGUF post_ffw_norm), after down_proj
+//   <norm>_bias          [hidden]  every norm's bias (layer_norm families), after the norm
+//   l{L}_o_bias          [hidden]  o_proj's bias (config.linear_bias), after o_proj
+//   non-gated MLP (Starcoder2): l{L}_up_proj/_up_bias (mlp.c_fc), l{L}_down_proj/_down_bias
+//                        (mlp.c_proj), biases where config.linear_bias
+//   fused (Phi-3): q/k/v_proj are row ranges of self_attn.qkv_proj (GGUF attn_qkv), gate/up_proj
+//                        of mlp.gate_up_proj (GGUF ffn_up)
+// RoPE frequencies have config.rope_dims()/2 values (partial rotary).
 // (l{L}_input_norm and l{L}_post_norm only where the family has them.)
 std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& config, const DecoderFamily& family,
                                              WeightType weights);

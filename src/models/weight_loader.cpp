@@ -67,11 +67,20 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   const std::string& name = gguf ? spec.gguf_name : spec.hf_name;
   auto tensor = files.find_tensor(name);
   if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
-  if (tensor->shape != spec.shape) {
+  // A row range of a fused tensor: the file's tensor has source_rows rows.
+  std::vector<int64_t> file_shape = spec.shape;
+  if (spec.source_rows > 0) file_shape[0] = spec.source_rows;
+  if (tensor->shape != file_shape) {
     fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
-         fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
+         fmt::join(tensor->shape, ", "), fmt::join(file_shape, ", "));
   }
   std::vector<float> values = to_f32(*tensor);
+  if (spec.source_rows > 0) {
+    const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
+    const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
+    values =
+        std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(spec.shape[0] * columns));
+  }
   if (gguf && spec.gguf_add != 0.0f) {
     for (float& v : values) v = v + spec.gguf_add;
   }

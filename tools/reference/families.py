@@ -84,7 +84,22 @@ FAMILIES = {
     ), "one"),
     "olmo2": (dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
               "one"),
+    # Fused qkv_proj and gate_up_proj; partial rotary; a window on every layer.
+    "phi3": (dict(tie_word_embeddings=False, sliding_window=WINDOW,
+                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+             "one"),
+    # LayerNorm with bias, q/k/v biases, partial rotary (a quarter of each head).
+    "stablelm": (dict(tie_word_embeddings=False, layer_norm_eps=1e-5, use_qkv_bias=True,
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+                 "one"),
+    # LayerNorm with bias, biases on every linear, non-gated GELU MLP, a window on every layer.
+    "starcoder2": (dict(tie_word_embeddings=False, norm_epsilon=1e-5, use_bias=True, sliding_window=WINDOW,
+                        hidden_act="gelu_pytorch_tanh",
+                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+                   "one"),
 }
+# Families whose norms are LayerNorms name their epsilon otherwise.
+OWN_EPS = ("layer_norm_eps", "norm_epsilon")
 
 
 def prompts(vocab):
@@ -94,15 +109,20 @@ def prompts(vocab):
 
 def build(model_type, directory):
     overrides, norm_init = FAMILIES[model_type]
-    config = AutoConfig.for_model(model_type, **{**SHAPE, **overrides})
+    kwargs = {**SHAPE, **overrides}
+    if any(key in overrides for key in OWN_EPS):
+        del kwargs["rms_norm_eps"]
+    config = AutoConfig.for_model(model_type, **kwargs)
     torch.manual_seed(INIT_SEED)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(INIT_SEED + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
+            if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
                 base = 1.0 if norm_init == "one" else 0.0
                 p.copy_(base + 0.25 * torch.randn(p.shape, generator=g))
+            elif name.endswith("norm.bias") or name.endswith("layernorm.bias"):
+                p.copy_(0.25 * torch.randn(p.shape, generator=g))
     model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=0, do_sample=False,
                                                max_new_tokens=llama.N_NEW)
     if directory.exists():
