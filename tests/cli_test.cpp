@@ -167,18 +167,18 @@ TEST(Cli, EmitTakesSlots) {
       run_xlacel({"emit", "-m", tiny, "--graph", "decode", "--bucket", "8", "--slots", "4"});
   EXPECT_EQ(too_many.exit_code, 1);
   EXPECT_EQ(too_many.err,
-            "xlacel: decode-b8-s4-c512-f32: decode bucket (8) exceeds the slots (4): row b runs "
+            "xlacel: decode-b8-s4-c512-auto: decode bucket (8) exceeds the slots (4): row b runs "
             "slot b\n");
 }
 
 // A model of a family xlacel does not run is read (its config parses) but every command that
 // opens it stops with one line naming the model and the supported families.
 TEST(Cli, UnknownArchitectureIsOneLine) {
-  fs::path dir = test_scratch() / "phi3";
+  fs::path dir = test_scratch() / "cohere";
   fs::create_directories(dir);
   const fs::path tiny = testing::test_data("models/tiny_llama3");
   Json config = read_json_file((tiny / "config.json").string());
-  config["model_type"] = "phi3";
+  config["model_type"] = "cohere";
   write_file(dir / "config.json", config.dump());
   fs::copy_file(tiny / "model.safetensors", dir / "model.safetensors",
                 fs::copy_options::overwrite_existing);
@@ -186,8 +186,10 @@ TEST(Cli, UnknownArchitectureIsOneLine) {
                                                {"emit", "-m", dir.string(), "--graph", "decode"}}) {
     Result result = run_xlacel(args);
     EXPECT_EQ(result.exit_code, 1) << args[0];
-    EXPECT_EQ(result.err, "xlacel: " + dir.string() +
-                              ": unknown architecture 'phi3' (supported: llama, mistral, qwen2)\n")
+    EXPECT_EQ(result.err,
+              "xlacel: " + dir.string() +
+                  ": unknown architecture 'cohere' (supported: gemma2, gemma3, gemma3_text, "
+                  "granite, llama, mistral, olmo2, phi3, qwen2, qwen3, stablelm, starcoder2)\n")
         << args[0];
   }
 }

@@ -23,13 +23,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "backends/backends.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/prefill_plan.h"
 #include "models/test_support.h"
+#include "run_xlacel.h"
 #include "test_paths.h"
 
 namespace xlacel::engine {
@@ -139,12 +142,11 @@ RequestOptions greedy(int64_t max_tokens) {
 // Every reference prompt as its own request, each submitted at a different step and with its
 // own budget (so requests join and leave mid-run); returns the streams in prompt order and the
 // widest decode batch seen.
-std::pair<std::vector<Stream>, int64_t> run_staggered(Engine& engine, const json& reference,
+std::pair<std::vector<Stream>, int64_t> run_staggered(Scheduler& scheduler, const json& reference,
                                                       int copies) {
   const std::size_t prompts = reference["prompts"].size();
   std::vector<Stream> streams(prompts * static_cast<std::size_t>(copies));
   int64_t widest = 0;
-  Scheduler& scheduler = engine.scheduler();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const json& prompt = reference["prompts"][i % prompts];
     const auto budget = static_cast<int64_t>(prompt["output_ids"].size() - 3 * (i / prompts));
@@ -229,12 +231,12 @@ TEST_P(EngineOnRuntime, TinyLlama3GreedyMatchesHfAloneAndBatched) {
   const json reference = tiny_reference();
   {
     auto engine = open(tiny(), {1, 256, 16});
-    auto [streams, widest] = run_staggered(*engine, reference, 1);
+    auto [streams, widest] = run_staggered(engine->scheduler(), reference, 1);
     expect_streams_match(streams, reference, GetParam() + " tiny alone");
     EXPECT_EQ(widest, 1);
   }
   auto engine = open(tiny(), {4, 256, 16});
-  auto [streams, widest] = run_staggered(*engine, reference, 2);
+  auto [streams, widest] = run_staggered(engine->scheduler(), reference, 2);
   expect_streams_match(streams, reference, GetParam() + " tiny batched");
   EXPECT_GE(widest, 3) << "requests should have been decoded together";
 }
@@ -314,7 +316,7 @@ TEST_P(EngineOnRuntime, SmolLM2EveryBatchedStreamMatchesHf) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   const json reference = read_json(testing::test_data("models/smollm2_reference.json"));
   auto engine = open(model, {4, 512, 64});
-  auto [streams, widest] = run_staggered(*engine, reference, 1);
+  auto [streams, widest] = run_staggered(engine->scheduler(), reference, 1);
   expect_streams_match(streams, reference, GetParam() + " SmolLM2 batched");
   EXPECT_GE(widest, 3) << "requests should have been decoded together";
 }
@@ -412,6 +414,96 @@ TEST_P(EngineOnRuntime, SmolLM2PrefixReuseGivesTheTokensOfAFullPrefill) {
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),
                          [](const auto& param_info) { return param_info.param; });
+
+// ---------------------------------------------------------------------------------------------
+// Every model family on its tiny random-weight model (tests/data/models/<type>/, written with
+// its reference.json by tools/reference/families.py): the batched greedy streams of 4 prompts
+// of 5 to 150 tokens (twice each, joining and leaving) equal HF's, and teacher-forced logits in
+// slot 1 lie within kLogitTolerance. Adding a family = one line in kFamilies.
+
+const std::vector<std::string> kFamilies = {
+    "qwen3", "gemma3_text", "gemma2", "granite", "olmo2", "phi3", "stablelm", "starcoder2",
+};
+
+using FamilyRuntime = std::tuple<std::string, std::string>;
+class FamilyTest : public ::testing::TestWithParam<FamilyRuntime> {};
+
+TEST_P(FamilyTest, TinyModelGreedyAndLogitsMatchHf) {
+  const auto& [family, runtime] = GetParam();
+  if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/" + family);
+  const json reference = read_json(dir / "reference.json");
+  EngineOptions options;
+  options.runtime = runtime;
+  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
+  options.executor.slots = 4;
+  options.executor.capacity = 256;
+  options.executor.prefill_bucket = 16;
+  options.executor.preload_logits = true;
+  Engine engine(ModelFiles::open(dir.string()), options);
+  auto [streams, widest] = run_staggered(engine.scheduler(), reference, 2);
+  expect_streams_match(streams, reference, runtime + " " + family);
+  EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  const double diff = teacher_forced_max_diff(engine.executor(), reference, 1);
+  std::printf("%s %s slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n", runtime.c_str(),
+              family.c_str(), diff, kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+
+  // The CLI's greedy path: `generate --prompt-ids` on the 17-token prompt.
+  const json& prompt = reference["prompts"][1];
+  std::string prompt_ids;
+  for (int32_t id : ids(prompt["prompt_ids"])) prompt_ids += std::to_string(id) + " ";
+  const auto want = ids(prompt["output_ids"]);
+  const testing::ProgramRun run =
+      testing::run_xlacel(testing::scratch_dir("engine/cli-" + family + "-" + runtime),
+                          {"generate", "-m", dir.string(), "--prompt-ids", prompt_ids, "-n",
+                           std::to_string(want.size()), "--ignore-eos", "--backend", runtime,
+                           "--output-format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto got = ids(json::parse(run.out)["output_ids"]);
+  EXPECT_EQ(got, want) << "CLI differs at token " << matched(got, want);
+  std::printf("%s %s CLI generate %s: %zu/%zu tokens match HF\n", runtime.c_str(), family.c_str(),
+              prompt["name"].get<std::string>().c_str(), matched(got, want), want.size());
+}
+
+// Gemma 3 270M (base, Q4_K_M GGUF dequantized to f32; tests/data/models/gemma3_270m_reference.json
+// by tools/reference/gemma3_270m.py): 5 raw prompts as HF's token ids, 48 greedy tokens each,
+// batched. Runs the executor and scheduler without a tokenizer, so it does not depend on
+// xlacel tokenizing Gemma text.
+TEST_P(EngineOnRuntime, Gemma3_270mEveryBatchedStreamMatchesHf) {
+  const char* cache = std::getenv("XLACEL_CACHE");
+  const char* home = std::getenv("HOME");
+  const fs::path path = (cache ? fs::path(cache) : fs::path(home ? home : "") / ".cache/xlacel") /
+                        "models/gemma-3-270m-q4_k_m.gguf";
+  if (!fs::exists(path)) GTEST_SKIP() << "Gemma 3 270M not found at " << path;
+  const json reference = read_json(testing::test_data("models/gemma3_270m_reference.json"));
+  const ModelFiles model = ModelFiles::open(path.string());
+  device::DeviceOptions device;
+  device.compile_cache_dir = testing::scratch_dir("engine/cache-" + GetParam());
+  executor::ExecutorOptions options;
+  options.slots = 4;
+  options.capacity = 512;
+  options.prefill_bucket = 64;
+  options.preload_logits = true;
+  executor::Executor executor(backends::open_device(GetParam(), device, {}), model, options);
+  Scheduler scheduler(executor, nullptr, {});
+  auto [streams, widest] = run_staggered(scheduler, reference, 1);
+  expect_streams_match(streams, reference, GetParam() + " gemma3-270m batched");
+  EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  const double diff = teacher_forced_max_diff(executor, reference, 1);
+  std::printf("%s gemma3-270m slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n",
+              GetParam().c_str(), diff, kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
+                         ::testing::Combine(::testing::ValuesIn(kFamilies),
+                                            ::testing::Values(std::string("iree"),
+                                                              std::string("xla"))),
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_" +
+                                  std::get<1>(param_info.param);
+                         });
 
 }  // namespace
 }  // namespace xlacel::engine

@@ -368,8 +368,10 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   fs::path dir = make_hf_directory("unknown", config.dump());
   ModelFiles model = ModelFiles::open(dir.string());
   EXPECT_EQ(model.config().architecture, "gpt_neox");
-  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
-               "unknown architecture 'gpt_neox' (supported: llama, mistral, qwen2)");
+  expect_error(
+      [&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+      "unknown architecture 'gpt_neox' (supported: gemma2, gemma3, gemma3_text, granite, ll"
+      "ama, mistral, olmo2, phi3, qwen2, qwen3, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {

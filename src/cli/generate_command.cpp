@@ -1,4 +1,5 @@
-// `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE) [-n N] [--temp T
+// `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE | --prompt-ids IDS) [-n N]
+// [--temp T
 //  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S] [--stop STR]
 //  [--ignore-eos] [--backend iree|xla] [--device cpu|cuda] [--output-format text|json] ...`:
 // one request on the engine (one slot); tokens stream to stdout as they are produced;
@@ -7,6 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
@@ -16,6 +20,7 @@
 #include "cli/sampling_flags.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "engine/model_text.h"
 
 namespace xlacel::cli {
 
@@ -24,6 +29,7 @@ namespace {
 struct GenerateCommandOptions {
   RuntimeFlags runtime;
   PromptInput prompt;
+  std::string prompt_ids;  // --prompt-ids: token ids, as given (no tokenizer needed)
   int64_t max_new_tokens = 128;
   engine::SamplingOptions sampling;
   std::vector<std::string> stop;
@@ -39,14 +45,56 @@ nlohmann::json load_json(const executor::LoadReport& report) {
           {"total_seconds", report.total_seconds}};
 }
 
+// "1 2 3" or "1,2,3": ids inside the vocabulary, at least one.
+std::vector<int32_t> parse_token_ids(const std::string& list, int64_t vocab_size) {
+  std::vector<int32_t> ids;
+  std::string item;
+  auto flush = [&] {
+    if (item.empty()) return;
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || id < 0 || id >= vocab_size) {
+      fail("--prompt-ids", "'{}' is not a token id below the vocabulary size {}", item, vocab_size);
+    }
+    ids.push_back(static_cast<int32_t>(id));
+    item.clear();
+  };
+  for (char ch : list) {
+    if (ch == ' ' || ch == ',') {
+      flush();
+    } else {
+      item += ch;
+    }
+  }
+  flush();
+  if (ids.empty()) fail("--prompt-ids", "no token ids given");
+  return ids;
+}
+
 void run_generate(const GenerateCommandOptions& options) {
   const bool json = json_output(options.output_format);
   if (options.max_new_tokens <= 0) fail("-n", "must be positive, got {}", options.max_new_tokens);
   check_sampling_flags(options.sampling);
 
   ModelFiles model = open_model(options.runtime.model);
-  engine::ModelText text(model);
-  std::vector<int32_t> prompt = prompt_ids(text, options.prompt);
+  std::optional<engine::ModelText> text;
+  std::vector<int32_t> prompt;
+  if (!options.prompt_ids.empty()) {
+    if (!options.prompt.text.empty() || !options.prompt.chat.empty() ||
+        !options.prompt.messages_path.empty()) {
+      fail("--prompt-ids", "give either token ids or -p/--chat/--messages, not both");
+    }
+    prompt = parse_token_ids(options.prompt_ids, model.config().vocab_size);
+    if (engine::has_tokenizer(model)) text.emplace(model);
+  } else {
+    text.emplace(model);
+    prompt = prompt_ids(*text, options.prompt);
+  }
   engine::EngineOptions engine_options =
       cli::engine_options(options.runtime, model,
                           static_cast<int64_t>(prompt.size()) + options.max_new_tokens, 1, false);
@@ -55,7 +103,13 @@ void run_generate(const GenerateCommandOptions& options) {
     fail("prompt", "{} tokens do not fit the context of {} positions (raise --context)",
          prompt.size(), engine_options.executor.capacity);
   }
-  engine::Engine engine(std::move(model), std::move(text), engine_options);
+  std::optional<engine::Engine> engine_holder;
+  if (text) {
+    engine_holder.emplace(std::move(model), std::move(*text), engine_options);
+  } else {
+    engine_holder.emplace(std::move(model), engine_options);
+  }
+  engine::Engine& engine = *engine_holder;
 
   engine::RequestOptions request = engine.default_request();
   request.max_tokens = options.max_new_tokens;
@@ -113,6 +167,9 @@ void add_generate_command(CLI::App& app) {
                       "one user message, through the model's chat template");
   command->add_option("--messages", options->prompt.messages_path,
                       "JSON file of {role, content} messages, through the chat template");
+  command->add_option(
+      "--prompt-ids", options->prompt_ids,
+      "the prompt as token ids (\"1 2 3\" or \"1,2,3\"); works without a tokenizer");
   command->add_option("-n,--max-new-tokens", options->max_new_tokens, "tokens to generate at most")
       ->capture_default_str();
   add_sampling_flags(command, options->sampling);

@@ -1,10 +1,12 @@
 // `xlacel inspect [MODEL]`: configuration, tensors by dtype and size, tokenizer and template.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "models/architecture.h"
 
 namespace xlacel::cli {
 
@@ -27,6 +29,15 @@ void run_inspect(const std::string& path) {
     fmt::print("model: {} (Hugging Face directory)\n", model.path());
   }
   fmt::print("architecture: {}\n", c.architecture);
+  fmt::print("family: {}  (supported model types: {})\n",
+             models::architecture_for(c, model.path()).name(),
+             fmt::join(models::supported_model_types(), ", "));
+  if (c.sliding_window) {
+    int64_t sliding = 0;
+    for (int64_t l = 0; l < c.num_layers; ++l) sliding += c.is_sliding_layer(l) ? 1 : 0;
+    fmt::print("sliding window: {}  sliding layers: {} of {}  local rope theta: {:g}\n",
+               *c.sliding_window, sliding, c.num_layers, c.rope_local_theta);
+  }
   fmt::print("layers: {}  hidden: {}  intermediate: {}\n", c.num_layers, c.hidden_size,
              c.intermediate_size);
   fmt::print("heads: {}  kv heads: {}  head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);

@@ -1,5 +1,10 @@
 #include "model_files/model_config.h"
 
+#include <fmt/format.h>
+
+#include <string_view>
+#include <utility>
+
 #include "common/error.h"
 #include "model_files/gguf_file.h"
 
@@ -42,16 +47,25 @@ std::vector<int64_t> json_id_list(const Json& value, const char* key, const std:
   return ids;
 }
 
-// transformers 5 writes `rope_parameters` (rope_theta inside it); older configs carry a
-// top-level rope_theta and an optional `rope_scaling`. Either form is read.
-RopeScaling rope_from_hf(const Json& config, double& rope_theta, const std::string& path) {
+std::optional<double> json_optional_number(const Json& object, const char* key,
+                                           const std::string& path) {
+  if (!object.contains(key) || object[key].is_null()) return std::nullopt;
+  return json_number(object, key, path);
+}
+
+// A number that transformers' config class defaults to `absent` when the key is missing (an
+// explicit null stays null).
+std::optional<double> json_number_or(const Json& object, const char* key, const std::string& path,
+                                     std::optional<double> absent) {
+  if (!object.contains(key)) return absent;
+  return json_optional_number(object, key, path);
+}
+
+// One RoPE parameter object ({rope_type, rope_theta, factor, ...}): sets `rope_theta` when it
+// holds one and returns its scaling.
+RopeScaling rope_scaling_from(const Json& rope, const std::string& key, double& rope_theta,
+                              const std::string& path) {
   RopeScaling scaling;
-  const char* key = config.contains("rope_parameters") && !config["rope_parameters"].is_null()
-                        ? "rope_parameters"
-                        : "rope_scaling";
-  if (config.contains("rope_theta")) rope_theta = json_number(config, "rope_theta", path);
-  if (!config.contains(key) || config[key].is_null()) return scaling;
-  const Json& rope = config[key];
   if (!rope.is_object()) fail(path, "field '{}' must be an object", key);
   if (rope.contains("rope_theta")) rope_theta = json_number(rope, "rope_theta", path);
   std::string type = "default";
@@ -62,8 +76,13 @@ RopeScaling rope_from_hf(const Json& config, double& rope_theta, const std::stri
     }
   }
   if (type == "default") return scaling;
+  if (type == "linear") {
+    scaling.type = RopeScaling::Type::kLinear;
+    scaling.factor = json_number(rope, "factor", path);
+    return scaling;
+  }
   if (type != "llama3") {
-    fail(path, "{} type '{}' is not supported (supported: default, llama3)", key, type);
+    fail(path, "{} type '{}' is not supported (supported: default, linear, llama3)", key, type);
   }
   scaling.type = RopeScaling::Type::kLlama3;
   scaling.factor = json_number(rope, "factor", path);
@@ -72,6 +91,74 @@ RopeScaling rope_from_hf(const Json& config, double& rope_theta, const std::stri
   scaling.original_max_position_embeddings =
       json_int(rope, "original_max_position_embeddings", path);
   return scaling;
+}
+
+// transformers 5 writes `rope_parameters` (rope_theta inside it; per layer type for Gemma 3:
+// {"full_attention": {...}, "sliding_attention": {...}}); older configs carry a top-level
+// rope_theta (rope_local_base_freq for Gemma 3's sliding layers) and an optional `rope_scaling`
+// (of the full-attention layers). Either form is read.
+void rope_from_hf(const Json& config, ModelConfig& result, const std::string& path) {
+  const char* key = config.contains("rope_parameters") && !config["rope_parameters"].is_null()
+                        ? "rope_parameters"
+                        : "rope_scaling";
+  if (config.contains("rope_theta")) result.rope_theta = json_number(config, "rope_theta", path);
+  if (config.contains("rope_local_base_freq")) {
+    result.rope_local_theta = json_number(config, "rope_local_base_freq", path);
+  }
+  if (!config.contains(key) || config[key].is_null()) return;
+  const Json& rope = config[key];
+  if (rope.is_object() && (rope.contains("full_attention") || rope.contains("sliding_attention"))) {
+    for (const char* type : {"full_attention", "sliding_attention"}) {
+      if (!rope.contains(type)) continue;
+      const bool full = std::string_view(type) == "full_attention";
+      RopeScaling scaling =
+          rope_scaling_from(rope[type], fmt::format("{}.{}", key, type),
+                            full ? result.rope_theta : result.rope_local_theta, path);
+      (full ? result.rope_scaling : result.rope_local_scaling) = scaling;
+    }
+    return;
+  }
+  result.rope_scaling = rope_scaling_from(rope, key, result.rope_theta, path);
+}
+
+bool is_gemma2(const ModelConfig& c) {
+  return c.architecture == "gemma2";
+}
+bool is_gemma3(const ModelConfig& c) {
+  return c.architecture == "gemma3_text" || c.architecture == "gemma3";
+}
+
+// What transformers' Gemma2Config / Gemma3TextConfig supply when a value is absent (a GGUF file
+// carries none of these but the window): the attention scalar, the window and the layer
+// pattern (every `pattern`-th layer global).
+void gemma_defaults(ModelConfig& c, int64_t pattern) {
+  if (!is_gemma2(c) && !is_gemma3(c)) return;
+  if (!c.query_pre_attn_scalar) c.query_pre_attn_scalar = 256;
+  if (!c.sliding_window) c.sliding_window = 4096;
+  if (c.layer_types.empty()) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      c.layer_types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+    }
+  }
+}
+
+std::vector<std::string> layer_types_from_hf(const Json& config, int64_t layers,
+                                             const std::string& path) {
+  std::vector<std::string> types;
+  if (!config.contains("layer_types") || config["layer_types"].is_null()) return types;
+  const Json& list = config["layer_types"];
+  if (!list.is_array() || static_cast<int64_t>(list.size()) != layers) {
+    fail(path, "field 'layer_types' must list one type per layer ({})", layers);
+  }
+  for (const Json& item : list) {
+    if (!item.is_string() || (item.get<std::string>() != "sliding_attention" &&
+                              item.get<std::string>() != "full_attention")) {
+      fail(path, "field 'layer_types' holds '{}' (supported: sliding_attention, full_attention)",
+           item.dump());
+    }
+    types.push_back(item.get<std::string>());
+  }
+  return types;
 }
 
 }  // namespace
@@ -84,6 +171,8 @@ const char* rope_scaling_name(RopeScaling::Type type) {
       return "llama3";
     case RopeScaling::Type::kFrequencyFactors:
       return "frequency factors (rope_freqs.weight)";
+    case RopeScaling::Type::kLinear:
+      return "linear";
   }
   return "?";
 }
@@ -108,8 +197,14 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   result.head_dim =
       head_dim ? *head_dim : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
-  result.rms_norm_eps = json_number(config, "rms_norm_eps", path);
-  result.rope_scaling = rope_from_hf(config, result.rope_theta, path);
+  // LayerNorm families name their epsilon otherwise (StableLM, Starcoder2).
+  const char* eps_key = "rms_norm_eps";
+  for (const char* key : {"layer_norm_eps", "norm_epsilon"}) {
+    if (!config.contains(eps_key) && config.contains(key)) eps_key = key;
+  }
+  result.rms_norm_eps = json_number(config, eps_key, path);
+  if (is_gemma3(result)) result.rope_theta = 1000000.0;  // Gemma3TextConfig's global base
+  rope_from_hf(config, result, path);
   // transformers' Llama, Mistral and Qwen2 configs default to an untied head.
   if (config.contains("tie_word_embeddings")) {
     if (!config["tie_word_embeddings"].is_boolean()) {
@@ -140,6 +235,79 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
       result.bos_token_id = generation["bos_token_id"].get<int64_t>();
     }
   }
+
+  // Other families' features.
+  if (result.architecture == "qwen3" && config.contains("use_sliding_window") &&
+      config["use_sliding_window"].is_boolean() && config["use_sliding_window"].get<bool>()) {
+    fail(path, "use_sliding_window is not supported for qwen3");
+  }
+  if (is_gemma2(result) || is_gemma3(result)) {
+    if (auto window = json_optional_int(config, "sliding_window", path)) {
+      result.sliding_window = *window;
+    }
+    result.layer_types = layer_types_from_hf(config, result.num_layers, path);
+    result.query_pre_attn_scalar = json_optional_number(config, "query_pre_attn_scalar", path);
+    const bool gemma2 = is_gemma2(result);
+    result.attn_logit_softcapping = json_number_or(config, "attn_logit_softcapping", path,
+                                                   gemma2 ? std::optional(50.0) : std::nullopt);
+    result.final_logit_softcapping = json_number_or(config, "final_logit_softcapping", path,
+                                                    gemma2 ? std::optional(30.0) : std::nullopt);
+    auto pattern = json_optional_int(config, "sliding_window_pattern", path);
+    gemma_defaults(result, gemma2 ? 2 : pattern.value_or(6));
+  }
+  // Partial rotary: rope_parameters.partial_rotary_factor (transformers 5) or top-level.
+  double partial = 1.0;
+  for (const Json* holder :
+       {&config, config.contains("rope_parameters") && config["rope_parameters"].is_object()
+                     ? &config["rope_parameters"]
+                     : nullptr}) {
+    if (holder == nullptr) continue;
+    if (auto factor = json_optional_number(*holder, "partial_rotary_factor", path)) {
+      partial = *factor;
+    }
+  }
+  result.rotary_dim = static_cast<int64_t>(static_cast<double>(result.head_dim) * partial);
+  if (result.architecture == "stablelm") {
+    result.attention_bias = config.contains("use_qkv_bias") &&
+                            config["use_qkv_bias"].is_boolean() &&
+                            config["use_qkv_bias"].get<bool>();
+    for (const char* key : {"qk_layernorm", "use_parallel_residual"}) {
+      if (config.contains(key) && config[key].is_boolean() && config[key].get<bool>()) {
+        fail(path, "{} is not supported for stablelm", key);
+      }
+    }
+  }
+  if (result.architecture == "starcoder2") {
+    // Starcoder2Config's use_bias (default true): every linear has a bias.
+    const bool bias = !config.contains("use_bias") || !config["use_bias"].is_boolean() ||
+                      config["use_bias"].get<bool>();
+    result.attention_bias = bias;
+    result.linear_bias = bias;
+  }
+  // Phi-3 and Starcoder2 apply their sliding_window to every layer.
+  if (result.architecture == "phi3" || result.architecture == "starcoder2") {
+    if (auto window = json_optional_int(config, "sliding_window", path)) {
+      result.sliding_window = *window;
+      result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
+    }
+  }
+  // The MLP activation each family's graph computes; a checkpoint asking for another is refused.
+  const char* act_key = is_gemma2(result) || is_gemma3(result) ? "hidden_activation" : "hidden_act";
+  if (config.contains(act_key) && config[act_key].is_string()) {
+    const std::string act = config[act_key].get<std::string>();
+    const bool gelu = is_gemma2(result) || is_gemma3(result) || result.architecture == "starcoder2";
+    const char* expected = gelu ? "gelu_pytorch_tanh" : "silu";
+    if (act != expected) {
+      fail(path, "{} '{}' is not supported for {} (supported: {})", act_key, act,
+           result.architecture, expected);
+    }
+  }
+  result.attention_multiplier = json_optional_number(config, "attention_multiplier", path);
+  for (auto [key, field] : {std::pair{"embedding_multiplier", &result.embedding_multiplier},
+                            std::pair{"residual_multiplier", &result.residual_multiplier},
+                            std::pair{"logits_scaling", &result.logits_scaling}}) {
+    if (auto value = json_optional_number(config, key, path)) *field = *value;
+  }
   validate_config(result, path);
   return result;
 }
@@ -161,7 +329,9 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
                         ? gguf.get_int(key("attention.key_length"))
                         : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = gguf.get_int(key("context_length"));
-  result.rms_norm_eps = gguf.get_float(key("attention.layer_norm_rms_epsilon"));
+  result.rms_norm_eps = gguf.has(key("attention.layer_norm_rms_epsilon"))
+                            ? gguf.get_float(key("attention.layer_norm_rms_epsilon"))
+                            : gguf.get_float(key("attention.layer_norm_epsilon"));
   if (gguf.has(key("rope.freq_base"))) result.rope_theta = gguf.get_float(key("rope.freq_base"));
   if (gguf.find_tensor("rope_freqs.weight")) {
     result.rope_scaling.type = RopeScaling::Type::kFrequencyFactors;
@@ -195,6 +365,32 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   if (gguf.has("tokenizer.ggml.eos_token_id")) {
     result.eos_token_ids.push_back(gguf.get_int("tokenizer.ggml.eos_token_id"));
   }
+
+  // Other families' features, under the keys llama.cpp writes.
+  if (gguf.has(key("attention.sliding_window"))) {
+    result.sliding_window = gguf.get_int(key("attention.sliding_window"));
+  }
+  auto optional_float = [&](const char* suffix) -> std::optional<double> {
+    if (!gguf.has(key(suffix))) return std::nullopt;
+    return gguf.get_float(key(suffix));
+  };
+  if (is_gemma2(result)) {
+    result.attn_logit_softcapping = optional_float("attn_logit_softcapping").value_or(50.0);
+    result.final_logit_softcapping = optional_float("final_logit_softcapping").value_or(30.0);
+  }
+  gemma_defaults(result, is_gemma2(result) ? 2 : 6);
+  result.rotary_dim = gguf.has(key("rope.dimension_count"))
+                          ? gguf.get_int(key("rope.dimension_count"))
+                          : result.head_dim;
+  result.linear_bias = gguf.find_tensor("blk.0.attn_output.bias").has_value();
+  if ((result.architecture == "phi3" || result.architecture == "starcoder2") &&
+      result.sliding_window) {
+    result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
+  }
+  if (auto scale = optional_float("attention.scale")) result.attention_multiplier = *scale;
+  if (auto scale = optional_float("embedding_scale")) result.embedding_multiplier = *scale;
+  if (auto scale = optional_float("residual_scale")) result.residual_multiplier = *scale;
+  if (auto scale = optional_float("logit_scale")) result.logits_scaling = *scale;
   validate_config(result, gguf.path());
   return result;
 }
@@ -217,8 +413,15 @@ void validate_config(const ModelConfig& c, const std::string& where) {
          c.num_kv_heads);
   }
   if (c.head_dim % 2 != 0) fail(where, "head_dim ({}) must be even for RoPE", c.head_dim);
+  if (c.rotary_dim % 2 != 0 || c.rotary_dim < 0 || c.rotary_dim > c.head_dim) {
+    fail(where, "rotary dims ({}) must be even and within head_dim ({})", c.rotary_dim, c.head_dim);
+  }
   if (!(c.rms_norm_eps > 0)) fail(where, "rms_norm_eps must be positive");
   if (!(c.rope_theta > 0)) fail(where, "rope_theta must be positive");
+  if (!(c.rope_local_theta > 0)) fail(where, "rope_local_base_freq must be positive");
+  if (c.sliding_window && *c.sliding_window <= 0) {
+    fail(where, "sliding_window must be positive, got {}", *c.sliding_window);
+  }
   for (int64_t id : c.eos_token_ids) {
     if (id < 0 || id >= c.vocab_size) fail(where, "eos token id {} is outside the vocabulary", id);
   }

@@ -17,8 +17,9 @@ class GgufFile;
 struct RopeScaling {
   // kNone: plain RoPE. kLlama3: Llama-3.1 frequency smoothing (factor, low/high freq factors,
   // original context). kFrequencyFactors: per-frequency divisors stored as a GGUF tensor
-  // (rope_freqs.weight), which is how llama.cpp stores llama3 scaling.
-  enum class Type { kNone, kLlama3, kFrequencyFactors };
+  // (rope_freqs.weight), which is how llama.cpp stores llama3 scaling. kLinear: every frequency
+  // divided by factor (position interpolation; Gemma 3's global layers).
+  enum class Type { kNone, kLlama3, kFrequencyFactors, kLinear };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
@@ -47,9 +48,37 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> pad_token_id;
   std::vector<int64_t> eos_token_ids;  // any of these ends generation
+
+  // Features of other families, read for any model (defaults: absent); which of them a family
+  // uses is its architecture's choice (models/decoder_family.h). Family defaults that
+  // transformers' config classes supply when config.json or the GGUF omits a value are filled
+  // in here too (gemma2, gemma3_text), so both sources give the same config.
+  std::optional<int64_t> sliding_window;  // keys older than this many positions are masked
+  // Per layer "sliding_attention" or "full_attention" (HF layer_types); empty: all full.
+  std::vector<std::string> layer_types;
+  double rope_local_theta = 10000.0;              // RoPE base of sliding layers (Gemma 3)
+  RopeScaling rope_local_scaling;                 // RoPE scaling of sliding layers (Gemma 3)
+  std::optional<double> query_pre_attn_scalar;    // attention scale = this^-0.5 (Gemma)
+  std::optional<double> attention_multiplier;     // attention scale (Granite)
+  std::optional<double> attn_logit_softcapping;   // scores: cap * tanh(scores / cap) (Gemma 2)
+  std::optional<double> final_logit_softcapping;  // logits: cap * tanh(logits / cap) (Gemma 2)
+  double embedding_multiplier = 1.0;              // Granite
+  double residual_multiplier = 1.0;               // Granite
+  double logits_scaling = 1.0;                    // Granite: logits / logits_scaling
+  // RoPE rotates the first rotary_dim dims of each head, the rest pass (HF partial_rotary_factor:
+  // int(head_dim * factor); GGUF rope.dimension_count); 0: head_dim.
+  int64_t rotary_dim = 0;
+  bool linear_bias = false;  // o_proj and the MLP carry biases too (Starcoder2 use_bias)
+
   // How the files store each tensor, by its name in the files (GGUF or HF); filled by
   // ModelFiles, so graphs of resident formats (WeightType::kAuto) follow from the config alone.
   std::map<std::string, DType> stored_types;
+
+  int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool is_sliding_layer(int64_t layer) const {
+    return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&
+           layer_types[static_cast<size_t>(layer)] == "sliding_attention";
+  }
 };
 
 // `generation_config` may be null (file absent); its eos list, when present, wins.

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "models/families.h"
 #include "models/llama_architecture.h"
 
 namespace xlacel::models {
@@ -15,7 +16,11 @@ namespace {
 // Every family xlacel runs; each lists the model_types (HF model_type, GGUF
 // general.architecture) it accepts.
 const std::vector<const Architecture*>& registry() {
-  static const std::vector<const Architecture*> architectures = {&llama_architecture()};
+  static const std::vector<const Architecture*> architectures = {
+      &llama_architecture(),  &qwen3_architecture(),    &gemma3_architecture(),
+      &gemma2_architecture(), &granite_architecture(),  &olmo2_architecture(),
+      &phi3_architecture(),   &stablelm_architecture(), &starcoder2_architecture(),
+  };
   return architectures;
 }
 

@@ -1,6 +1,6 @@
-// emit_llama_graph: the decoder stack of llama_layers.h over the weight arguments of
-// weight_layout.h and a per-layer KV cache of `slots` sequences; see graph_options.h for each
-// graph's inputs and results.
+// emit_decoder_graph: the decoder stack of llama_layers.h over the weight arguments of
+// weight_layout.h and a per-layer KV cache of `slots` sequences, shaped by a DecoderFamily; see
+// graph_options.h for each graph's inputs and results.
 #include "models/llama_graph.h"
 
 #include <fmt/format.h>
@@ -67,8 +67,8 @@ struct CacheAccess {
 
 }  // namespace
 
-std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& options,
-                             const GraphSignature& signature) {
+std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
+                               const GraphOptions& options, const GraphSignature& signature) {
   const ModelConfig& c = config;
   const bool prefill = options.kind == GraphKind::kPrefill;
   Module module(module_name(options.kind));
@@ -88,17 +88,18 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
   for (const TensorSpec& spec : signature.caches) {
     caches.push_back(f.argument(spec.name, type_of(spec)));
   }
-  const bool widen = options.weights == WeightType::kAuto;
-  auto matrix = [&](const std::string& name) { return resident_weight(w, name, widen); };
   auto weight = [&](int64_t layer, const char* name) {
-    return matrix(fmt::format("l{}_{}", layer, name));
-  };
-  auto vector = [&](int64_t layer, const char* name) {
     return w.at(fmt::format("l{}_{}", layer, name));
+  };
+  // A matrix weight, possibly kept as planes of a block format (resident_weight.h).
+  const bool widen = options.weights == WeightType::kAuto;
+  auto named_matrix = [&](const std::string& name) { return resident_weight(w, name, widen); };
+  auto matrix = [&](int64_t layer, const char* name) {
+    return named_matrix(fmt::format("l{}_{}", layer, name));
   };
   auto bias = [&](int64_t layer, const char* name) -> std::optional<Value> {
     if (!c.attention_bias) return std::nullopt;
-    return vector(layer, name);
+    return weight(layer, name);
   };
 
   // T activation rows: prefill's bucket of one sequence, or decode's one token of each of
@@ -127,29 +128,87 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
                                    2);
   }
   Rotary rope = rotary(positions, w.at("rope_inv_freq"));
+  std::optional<Rotary> local_rope;
+  if (family.local_rope) local_rope = rotary(positions, w.at("rope_local_inv_freq"));
 
-  Value h = take_rows(matrix("embed_tokens"), in.at("tokens"));  // f32 [T, hidden]
+  // A norm of the family's kind: w * x_hat, or (1 + w) * x_hat with 1 + w in f32.
+  auto norm_weight = [&](Value scale) {
+    if (family.norm_weight == NormWeight::kScale) return scale;
+    if (scale.element() != ElementType::kF32) scale = convert(scale, ElementType::kF32);
+    return scale + constant(b, scale.type(), 1.0);
+  };
+  // The norm whose weight argument is `name` (its bias `name`_bias for LayerNorms).
+  auto norm = [&](Value x, const std::string& name) {
+    if (family.layer_norm) return layer_norm(x, w.at(name), w.at(name + "_bias"), c.rms_norm_eps);
+    return rms_norm(x, norm_weight(w.at(name)), c.rms_norm_eps);
+  };
+  auto layer_name = [](int64_t layer, const char* name) {
+    return fmt::format("l{}_{}", layer, name);
+  };
+  auto linear_bias = [&](int64_t layer, const char* name) -> std::optional<Value> {
+    if (!c.linear_bias) return std::nullopt;
+    return weight(layer, name);
+  };
+  auto scaled = [&](Value x, double scale) {
+    return scale == 1.0 ? x : x * constant(b, x.type(), scale);
+  };
+  auto qk_norm = [&](Value x, int64_t layer, const char* name, int64_t heads) {
+    switch (family.qk_norm) {
+      case QkNorm::kNone:
+        return x;
+      case QkNorm::kAcrossHeads:
+        return rms_norm(x, norm_weight(weight(layer, name)), c.rms_norm_eps);
+      case QkNorm::kPerHead:
+        return reshape(rms_norm_heads(reshape(x, {tokens, heads, c.head_dim}),
+                                      norm_weight(weight(layer, name)), c.rms_norm_eps),
+                       {tokens, heads * c.head_dim});
+    }
+    return x;
+  };
+
+  Value h = take_rows(named_matrix("embed_tokens"), in.at("tokens"));  // f32 [T, hidden]
+  h = scaled(h, family.embedding_scale);
   std::vector<Value> new_caches;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    Value x = rms_norm(h, vector(l, "input_norm"), c.rms_norm_eps);
-    Value q = reshape(linear(x, weight(l, "q_proj"), bias(l, "q_bias")),
-                      {tokens, c.num_heads, c.head_dim});
-    Value k = reshape(linear(x, weight(l, "k_proj"), bias(l, "k_bias")),
+    const bool sliding = family.sliding_window && c.is_sliding_layer(l);
+    Value x = family.input_norm ? norm(h, layer_name(l, "input_norm")) : h;
+    Value q = qk_norm(linear(x, matrix(l, "q_proj"), bias(l, "q_bias")), l, "q_norm", c.num_heads);
+    Value k =
+        qk_norm(linear(x, matrix(l, "k_proj"), bias(l, "k_bias")), l, "k_norm", c.num_kv_heads);
+    q = reshape(q, {tokens, c.num_heads, c.head_dim});
+    k = reshape(k, {tokens, c.num_kv_heads, c.head_dim});
+    Value v = reshape(linear(x, matrix(l, "v_proj"), bias(l, "v_bias")),
                       {tokens, c.num_kv_heads, c.head_dim});
-    Value v = reshape(linear(x, weight(l, "v_proj"), bias(l, "v_bias")),
-                      {tokens, c.num_kv_heads, c.head_dim});
-    q = apply_rotary(q, rope);
-    k = apply_rotary(k, rope);
+    const Rotary& layer_rope = sliding && local_rope ? *local_rope : rope;
+    q = apply_rotary(q, layer_rope);
+    k = apply_rotary(k, layer_rope);
     Value k_cache = access.store(caches[static_cast<size_t>(2 * l)], k);
     Value v_cache = access.store(caches[static_cast<size_t>(2 * l + 1)], v);
     new_caches.push_back(k_cache);
     new_caches.push_back(v_cache);
-    Value attn = attention({reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
-                            access.view(k_cache), access.view(v_cache),
-                            reshape(positions, {sequences, tokens / sequences}), end});
-    h = h + linear(attn, weight(l, "o_proj"));
-    Value y = rms_norm(h, vector(l, "post_norm"), c.rms_norm_eps);
-    h = h + mlp(y, weight(l, "gate_proj"), weight(l, "up_proj"), weight(l, "down_proj"));
+    AttentionInputs attention_in{
+        reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
+        access.view(k_cache),
+        access.view(v_cache),
+        reshape(positions, {sequences, tokens / sequences}),
+        end,
+        0,
+        std::nullopt,
+        std::nullopt};
+    attention_in.scale = family.attention_scale;
+    attention_in.softcap = family.attention_softcap;
+    if (sliding) attention_in.sliding_window = c.sliding_window;
+    Value attn = linear(attention(attention_in), matrix(l, "o_proj"), linear_bias(l, "o_bias"));
+    if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
+    h = h + scaled(attn, family.residual_scale);
+    Value y = family.ffn_in_norm ? norm(h, layer_name(l, "post_norm")) : h;
+    Value ffn = family.gated_mlp ? mlp(y, matrix(l, "gate_proj"), matrix(l, "up_proj"),
+                                       matrix(l, "down_proj"), family.activation)
+                                 : dense_mlp(y, matrix(l, "up_proj"), linear_bias(l, "up_bias"),
+                                             matrix(l, "down_proj"), linear_bias(l, "down_bias"),
+                                             family.activation);
+    if (family.ffn_out_norm) ffn = norm(ffn, layer_name(l, "ffn_out_norm"));
+    h = h + scaled(ffn, family.residual_scale);
   }
 
   // Logits: prefill's last valid token; every row for decode.
@@ -158,9 +217,13 @@ std::string emit_llama_graph(const ModelConfig& config, const GraphOptions& opti
     Value row = in.at("valid_length") - constant(b, scalar_i32, 1.0);
     last = dynamic_slice(h, {row, access.zero}, {1, c.hidden_size});
   }
-  last = rms_norm(last, w.at("final_norm"), c.rms_norm_eps);
-  Weight head = matrix(c.tie_word_embeddings ? "embed_tokens" : "lm_head");
+  last = norm(last, "final_norm");
+  Weight head = named_matrix(c.tie_word_embeddings ? "embed_tokens" : "lm_head");
   Value logits = linear(last, head);  // [rows, vocab]
+  if (family.logits_divisor != 1.0) {
+    logits = logits / constant(b, logits.type(), family.logits_divisor);
+  }
+  if (family.final_softcap) logits = softcap(logits, *family.final_softcap);
   std::map<std::string, Value> produced;
   if (prefill) {
     logits = reshape(logits, {c.vocab_size});

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 namespace xlacel::models {
 
@@ -72,7 +73,14 @@ Rotary rotary(Value positions, Value inv_freq) {
 }
 
 Value apply_rotary(Value x, const Rotary& r) {
-  const std::vector<int64_t> shape = x.shape();  // [T, heads, D]
+  std::vector<int64_t> shape = x.shape();  // [T, heads, D]
+  const int64_t rotated_dims = r.cos.shape()[1];
+  if (rotated_dims < shape[2]) {
+    // HF: cat([rotate(x[..., :rotary_dim]), x[..., rotary_dim:]], -1).
+    Value head = slice(x, {0, 0, 0}, {shape[0], shape[1], rotated_dims});
+    Value rest = slice(x, {0, 0, rotated_dims}, shape);
+    return concatenate({apply_rotary(head, r), rest}, 2);
+  }
   const int64_t d = shape[2];
   Value x1 = slice(x, {0, 0, 0}, {shape[0], shape[1], d / 2});
   Value x2 = slice(x, {0, 0, d / 2}, {shape[0], shape[1], d});
@@ -102,7 +110,9 @@ Value attention(const AttentionInputs& in) {
                           .rhs_contracting = {3}});  // [N, Hkv, G*T, C]
   const TensorType score_type(ElementType::kF32, {n, kv_heads, group, tokens, capacity});
   scores = reshape(scores, score_type.shape());
-  scores = scores * constant(b, score_type, 1.0 / std::sqrt(static_cast<double>(d)));
+  const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
+  scores = scores * constant(b, score_type, scale);
+  if (in.softcap) scores = softcap(scores, *in.softcap);
 
   const TensorType mask_type(ElementType::kI32, {n, tokens, capacity});
   Value key = iota(b, mask_type, 2);
@@ -111,6 +121,11 @@ Value attention(const AttentionInputs& in) {
   if (in.end) {
     Value end = broadcast_like(*in.end, mask_type.shape(), {0});
     visible = logical_and(visible, compare(key, end, Direction::kLT));
+  }
+  if (in.sliding_window) {
+    // transformers' sliding_window_overlay: kv_idx > q_idx - sliding_window.
+    Value oldest = query - constant(b, mask_type, static_cast<double>(*in.sliding_window));
+    visible = logical_and(visible, compare(key, oldest, Direction::kGT));
   }
   visible = broadcast_like(visible, score_type.shape(), {0, 3, 4});
   // The lowest finite float rather than -inf: a fully masked row stays finite (never NaN).
@@ -131,10 +146,58 @@ Value attention(const AttentionInputs& in) {
   return reshape(out, {n * tokens, heads * d});
 }
 
-Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down) {
+Value activate(Value x, Activation activation) {
+  if (activation == Activation::kSilu) return x * logistic(x);
+  // torch's GeluType::Tanh in float32: kBeta = sqrt(2) * (2/sqrt(pi)) * 0.5, kKappa = 0.044715;
+  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3))).
+  Block& b = x.block();
+  auto c = [&](double value) { return constant(b, x.type(), value); };
+  const double beta = std::numbers::sqrt2 * (2.0 / std::sqrt(std::numbers::pi)) * 0.5;
+  Value cube = x * x * x;
+  Value inner = c(beta) * (x + c(0.044715) * cube);
+  return c(0.5) * x * (c(1.0) + tanh(inner));
+}
+
+Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down,
+          Activation activation) {
   Value g = linear(x, gate);
   Value u = linear(x, up);
-  return linear(g * logistic(g) * u, down);
+  return linear(activate(g, activation) * u, down);
+}
+
+Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps) {
+  Block& b = x.block();
+  const int64_t tokens = x.shape()[0];
+  const int64_t hidden = x.shape()[1];
+  const TensorType row(ElementType::kF32, {tokens});
+  Value count = constant(b, row, static_cast<double>(hidden));
+  Value mean = reduce_sum(x, {1}) / count;
+  Value centred = x - broadcast_like(mean, {tokens, hidden}, {0});
+  Value var = reduce_sum(centred * centred, {1}) / count;
+  Value rstd = rsqrt(var + constant(b, row, eps));
+  // torch's CPU kernel: (x * rstd + (-rstd * mean)) * weight + bias.
+  Value shift = -(rstd * mean);
+  Value normed = x * broadcast_like(rstd, {tokens, hidden}, {0}) +
+                 broadcast_like(shift, {tokens, hidden}, {0});
+  Value y = normed * broadcast_like(to_f32(weight), {tokens, hidden}, {1});
+  if (bias) y = y + broadcast_like(to_f32(*bias), {tokens, hidden}, {1});
+  return y;
+}
+
+Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const Weight& down,
+                std::optional<Value> down_bias, Activation activation) {
+  return linear(activate(linear(x, up, up_bias), activation), down, down_bias);
+}
+
+Value rms_norm_heads(Value x, Value weight, double eps) {
+  const std::vector<int64_t> shape = x.shape();  // [T, H, D]
+  Value flat = reshape(x, {shape[0] * shape[1], shape[2]});
+  return reshape(rms_norm(flat, weight, eps), shape);
+}
+
+Value softcap(Value x, double cap) {
+  Value c = constant(x.block(), x.type(), cap);
+  return tanh(x / c) * c;
 }
 
 }  // namespace xlacel::models

@@ -12,8 +12,7 @@ namespace xlacel::models {
 
 using stablehlo::Value;
 
-// x @ weight^T (+ bias): x f32 [T, in], weight [out, in] -> f32 [T, out]. A planar weight
-// (resident_weight.h) is dequantized inside the product.
+// x @ weight^T (+ bias): x f32 [T, in], weight [out, in] -> f32 [T, out].
 Value linear(Value x, const Weight& weight, std::optional<Value> bias = std::nullopt);
 
 // HF LlamaRMSNorm in f32: weight * (x * rsqrt(mean(x^2, -1) + eps)); x f32 [T, hidden].
@@ -25,23 +24,50 @@ struct Rotary {
 };
 // positions i32 [T]; inv_freq f32 [head_dim/2].
 Rotary rotary(Value positions, Value inv_freq);
-// x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin.
+// x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin. With cos/sin narrower than
+// head_dim (partial rotary), only the first dims rotate and the rest pass through.
 Value apply_rotary(Value x, const Rotary& rotary);
 
 struct AttentionInputs {
   Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
   Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's first keys, this call's written
   Value v_cache;
-  Value positions;           // i32 [N, T]: position of each query
-  std::optional<Value> end;  // i32 [N]: keys at positions >= end are masked (prefill's
-                             // start + valid_length); absent: only c <= position counts
+  Value positions;                // i32 [N, T]: position of each query
+  std::optional<Value> end;       // i32 [N]: keys at positions >= end are masked (prefill's
+                                  // start + valid_length); absent: only c <= position counts
+  double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
+  std::optional<double> softcap;  // scores = cap * tanh(scores / cap) before the mask
+  std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head
-// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end).
-// Scores scaled by 1/sqrt(head_dim), softmax in f32. Result f32 [N * T, heads * head_dim].
+// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end,
+// and p - c < sliding_window). Scores scaled (1/sqrt(head_dim) unless `scale`), optionally
+// soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32
+// [N * T, heads * head_dim].
 Value attention(const AttentionInputs& in);
 
-// SwiGLU: down(silu(gate(x)) * up(x)).
-Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down);
+enum class Activation {
+  kSilu,      // x * sigmoid(x) (Llama's silu)
+  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (gelu_pytorch_tanh)
+};
+Value activate(Value x, Activation activation);
+
+// Gated MLP: down(act(gate(x)) * up(x)) (SwiGLU for silu, GeGLU for gelu-tanh).
+Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down,
+          Activation activation = Activation::kSilu);
+
+// torch.nn.LayerNorm in f32: (x - mean) * rsqrt(var + eps) * weight (+ bias), biased variance,
+// over the last axis of x f32 [T, hidden].
+Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps);
+
+// A non-gated MLP: down(act(up(x) + up_bias)) + down_bias (Starcoder2's c_fc / c_proj).
+Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const Weight& down,
+                std::optional<Value> down_bias, Activation activation);
+
+// RMSNorm of each head: x f32 [T, heads, head_dim], weight [head_dim] (Qwen 3, Gemma 3 q/k norms).
+Value rms_norm_heads(Value x, Value weight, double eps);
+
+// cap * tanh(x / cap), in f32 (Gemma 2 soft-capping).
+Value softcap(Value x, double cap);
 
 }  // namespace xlacel::models

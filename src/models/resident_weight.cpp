@@ -1,6 +1,7 @@
 #include "models/resident_weight.h"
 
 #include "model_files/planar_blocks.h"
+#include "models/weight_layout.h"
 
 namespace xlacel::models {
 
@@ -25,8 +26,9 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
   for (WeightSpec& spec : logical) {
     const std::optional<DType> stored = stored_type(config, spec);
     spec.element = ElementType::kF32;
-    // Vectors, computed weights and missing tensors (the loader names those) stay f32.
-    if (spec.rope_inv_freq || !stored || spec.shape.size() != 2) {
+    // Vectors, computed weights, weights adjusted at load and missing tensors (the loader names
+    // those) stay f32.
+    if (spec.rope_inv_freq || !stored || spec.shape.size() != 2 || spec.gguf_add != 0.0f) {
       resident.push_back(std::move(spec));
       continue;
     }

@@ -15,18 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "model_files/model_config.h"
-#include "models/graph_options.h"
-#include "models/weight_layout.h"
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
-
-// The specs of `logical` (f32 specs in HF layout) as resident arguments for `weights`: for
-// kAuto, each matrix in its stored format (config.stored_types, looked up by GGUF then HF
-// name); other weight types return `logical` unchanged.
-std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
-                                              std::vector<WeightSpec> logical, WeightType weights);
 
 // A weight as a graph reads it: its values, or the planes of a block format.
 struct Weight {

@@ -9,8 +9,8 @@ namespace xlacel::models {
 
 std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
                                             std::span<const float> frequency_factors) {
-  const int64_t half = config.head_dim / 2;
-  const auto dim = static_cast<float>(config.head_dim);
+  const int64_t half = config.rope_dims() / 2;
+  const auto dim = static_cast<float>(config.rope_dims());
   const auto base = static_cast<float>(config.rope_theta);
   std::vector<float> inv_freq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
@@ -37,6 +37,10 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
       bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
       f = medium ? smoothed : scaled;
     }
+  } else if (s.type == RopeScaling::Type::kLinear) {
+    // _compute_linear_scaling_rope_parameters: inv_freq /= factor, in float32.
+    const auto factor = static_cast<float>(s.factor);
+    for (float& f : inv_freq) f = f / factor;
   } else if (s.type == RopeScaling::Type::kFrequencyFactors) {
     if (frequency_factors.size() != inv_freq.size()) {
       fail(config.architecture, "rope_freqs.weight has {} values, expected head_dim/2 = {}",

@@ -9,9 +9,10 @@
 
 namespace xlacel::models {
 
-// inv_freq[i] = 1 / theta^(2i/head_dim), llama3-smoothed when config.rope_scaling is kLlama3.
-// `frequency_factors` (GGUF rope_freqs.weight, kFrequencyFactors) divides each frequency, which
-// is how llama.cpp applies llama3 scaling; it must then hold head_dim/2 values.
+// inv_freq[i] = 1 / theta^(2i/dims) for the rotated dims (config.rope_dims()), llama3-smoothed when
+// config.rope_scaling is kLlama3. `frequency_factors` (GGUF rope_freqs.weight, kFrequencyFactors)
+// divides each frequency, which is how llama.cpp applies llama3 scaling; it must then hold
+// head_dim/2 values.
 std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
                                             std::span<const float> frequency_factors = {});
 

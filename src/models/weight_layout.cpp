@@ -26,38 +26,114 @@ ElementType cache_element(WeightType weights) {
   return element_of(weights);
 }
 
-std::vector<WeightSpec> llama_weight_specs(const ModelConfig& c, WeightType weights) {
+std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const DecoderFamily& family,
+                                             WeightType weights) {
   const ElementType e = element_of(weights);
   const int64_t q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim;
+  const float norm_add = family.gguf_norms_minus_one ? -1.0f : 0.0f;
   std::vector<WeightSpec> specs;
-  specs.push_back({"rope_inv_freq", "", "", {c.head_dim / 2}, ElementType::kF32, true});
+  specs.push_back({"rope_inv_freq", "", "", {c.rope_dims() / 2}, ElementType::kF32, true});
+  if (family.local_rope) {
+    specs.push_back(
+        {"rope_local_inv_freq", "", "", {c.rope_dims() / 2}, ElementType::kF32, true, true});
+  }
   specs.push_back({"embed_tokens",
                    "model.embed_tokens.weight",
                    "token_embd.weight",
                    {c.vocab_size, c.hidden_size},
                    e});
+  // A norm's weight (and bias, for LayerNorms), `hf` and `gguf` naming the weight.
+  auto add_norm = [&](std::string name, std::string hf, std::string gguf, int64_t size) {
+    specs.push_back({name, hf, gguf, {size}, e});
+    specs.back().gguf_add = norm_add;
+    if (family.layer_norm) {
+      auto bias = [](const std::string& weight) {
+        return weight.substr(0, weight.size() - std::string(".weight").size()) + ".bias";
+      };
+      specs.push_back({name + "_bias", bias(hf), bias(gguf), {size}, e});
+    }
+  };
   for (int64_t l = 0; l < c.num_layers; ++l) {
     auto add = [&](std::string name, std::string hf, std::string gguf, std::vector<int64_t> shape) {
       specs.push_back({fmt::format("l{}_{}", l, name), fmt::format("model.layers.{}.{}", l, hf),
                        fmt::format("blk.{}.{}", l, gguf), std::move(shape), e});
     };
-    add("input_norm", "input_layernorm.weight", "attn_norm.weight", {c.hidden_size});
-    add("q_proj", "self_attn.q_proj.weight", "attn_q.weight", {q_dim, c.hidden_size});
+    auto add_layer_norm = [&](std::string name, std::string hf, std::string gguf, int64_t size) {
+      add_norm(fmt::format("l{}_{}", l, name), fmt::format("model.layers.{}.{}", l, hf),
+               fmt::format("blk.{}.{}", l, gguf), size);
+    };
+    // Rows [row, row + rows) of a fused tensor of `total` rows.
+    auto add_rows = [&](std::string name, std::string hf, std::string gguf, int64_t row,
+                        int64_t rows, int64_t total) {
+      add(std::move(name), std::move(hf), std::move(gguf), {rows, c.hidden_size});
+      specs.back().source_rows = total;
+      specs.back().source_row = row;
+    };
+    if (family.input_norm) {
+      add_layer_norm("input_norm", "input_layernorm.weight", "attn_norm.weight", c.hidden_size);
+    }
+    const int64_t qkv_rows = q_dim + 2 * kv_dim;
+    if (family.fused_qkv) {
+      add_rows("q_proj", "self_attn.qkv_proj.weight", "attn_qkv.weight", 0, q_dim, qkv_rows);
+    } else {
+      add("q_proj", "self_attn.q_proj.weight", "attn_q.weight", {q_dim, c.hidden_size});
+    }
     if (c.attention_bias) add("q_bias", "self_attn.q_proj.bias", "attn_q.bias", {q_dim});
-    add("k_proj", "self_attn.k_proj.weight", "attn_k.weight", {kv_dim, c.hidden_size});
+    if (family.fused_qkv) {
+      add_rows("k_proj", "self_attn.qkv_proj.weight", "attn_qkv.weight", q_dim, kv_dim, qkv_rows);
+    } else {
+      add("k_proj", "self_attn.k_proj.weight", "attn_k.weight", {kv_dim, c.hidden_size});
+    }
     if (c.attention_bias) add("k_bias", "self_attn.k_proj.bias", "attn_k.bias", {kv_dim});
-    add("v_proj", "self_attn.v_proj.weight", "attn_v.weight", {kv_dim, c.hidden_size});
+    if (family.qk_norm != QkNorm::kNone) {
+      const bool per_head = family.qk_norm == QkNorm::kPerHead;
+      add("q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight",
+          {per_head ? c.head_dim : q_dim});
+      specs.back().gguf_add = norm_add;
+      add("k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight",
+          {per_head ? c.head_dim : kv_dim});
+      specs.back().gguf_add = norm_add;
+    }
+    if (family.fused_qkv) {
+      add_rows("v_proj", "self_attn.qkv_proj.weight", "attn_qkv.weight", q_dim + kv_dim, kv_dim,
+               qkv_rows);
+    } else {
+      add("v_proj", "self_attn.v_proj.weight", "attn_v.weight", {kv_dim, c.hidden_size});
+    }
     if (c.attention_bias) add("v_bias", "self_attn.v_proj.bias", "attn_v.bias", {kv_dim});
     add("o_proj", "self_attn.o_proj.weight", "attn_output.weight", {c.hidden_size, q_dim});
-    add("post_norm", "post_attention_layernorm.weight", "ffn_norm.weight", {c.hidden_size});
-    add("gate_proj", "mlp.gate_proj.weight", "ffn_gate.weight",
-        {c.intermediate_size, c.hidden_size});
-    add("up_proj", "mlp.up_proj.weight", "ffn_up.weight", {c.intermediate_size, c.hidden_size});
-    add("down_proj", "mlp.down_proj.weight", "ffn_down.weight",
-        {c.hidden_size, c.intermediate_size});
+    if (c.linear_bias) add("o_bias", "self_attn.o_proj.bias", "attn_output.bias", {c.hidden_size});
+    if (family.attn_out_norm) {
+      add_layer_norm("attn_out_norm", "post_attention_layernorm.weight",
+                     "post_attention_norm.weight", c.hidden_size);
+    }
+    if (family.ffn_in_norm) {
+      add_layer_norm("post_norm", family.ffn_in_norm_hf + ".weight", "ffn_norm.weight",
+                     c.hidden_size);
+    }
+    const int64_t inter = c.intermediate_size;
+    if (!family.gated_mlp) {
+      add("up_proj", "mlp.c_fc.weight", "ffn_up.weight", {inter, c.hidden_size});
+      if (c.linear_bias) add("up_bias", "mlp.c_fc.bias", "ffn_up.bias", {inter});
+      add("down_proj", "mlp.c_proj.weight", "ffn_down.weight", {c.hidden_size, inter});
+      if (c.linear_bias) add("down_bias", "mlp.c_proj.bias", "ffn_down.bias", {c.hidden_size});
+    } else {
+      if (family.fused_gate_up) {
+        add_rows("gate_proj", "mlp.gate_up_proj.weight", "ffn_up.weight", 0, inter, 2 * inter);
+        add_rows("up_proj", "mlp.gate_up_proj.weight", "ffn_up.weight", inter, inter, 2 * inter);
+      } else {
+        add("gate_proj", "mlp.gate_proj.weight", "ffn_gate.weight", {inter, c.hidden_size});
+        add("up_proj", "mlp.up_proj.weight", "ffn_up.weight", {inter, c.hidden_size});
+      }
+      add("down_proj", "mlp.down_proj.weight", "ffn_down.weight", {c.hidden_size, inter});
+    }
+    if (family.ffn_out_norm) {
+      add_layer_norm("ffn_out_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight",
+                     c.hidden_size);
+    }
   }
-  specs.push_back({"final_norm", "model.norm.weight", "output_norm.weight", {c.hidden_size}, e});
+  add_norm("final_norm", "model.norm.weight", "output_norm.weight", c.hidden_size);
   if (!c.tie_word_embeddings) {
     specs.push_back(
         {"lm_head", "lm_head.weight", "output.weight", {c.vocab_size, c.hidden_size}, e});

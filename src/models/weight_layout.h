@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "model_files/model_config.h"
+#include "models/decoder_family.h"
 #include "models/graph_options.h"
 #include "stablehlo/types.h"
 
@@ -51,19 +52,47 @@ struct WeightSpec {
   std::string name;                // argument name: "l3_q_proj" ("l3_q_proj_scales" for a plane)
   std::string hf_name;             // "model.layers.3.self_attn.q_proj.weight"
   std::string gguf_name;           // "blk.3.attn_q.weight"
-  std::vector<int64_t> shape;      // outermost first (a plane: its own shape)
+  std::vector<int64_t> shape;      // outermost first
   stablehlo::ElementType element;  // the graph argument's element type
   bool rope_inv_freq = false;      // computed from the config, not read from the files
+  bool rope_local = false;         // rope_inv_freq of sliding layers (rope_local_theta / _scaling)
+  float gguf_add = 0.0f;           // added to every value read from a GGUF file (Gemma norms: -1)
+  // > 0: the file's tensor has this many rows and this argument is its rows [source_row,
+  // source_row + shape[0]) (a fused qkv or gate_up tensor, split on the host).
+  int64_t source_rows = 0;
+  int64_t source_row = 0;
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
 };
+
+// The specs of `logical` (f32 specs in HF layout; models/resident_weight.h) as resident arguments for `weights`: for
+// kAuto, each matrix in its stored format (config.stored_types, looked up by GGUF then HF
+// name); other weight types return `logical` unchanged.
+std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
+                                              std::vector<WeightSpec> logical, WeightType weights);
 
 stablehlo::ElementType element_of(WeightType type);
 // The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).
 stablehlo::ElementType cache_element(WeightType weights);
 
-// Every weight argument of a Llama-family model, in argument order; everyone else asks
-// architecture_for(config).weight_specs.
-std::vector<WeightSpec> llama_weight_specs(const ModelConfig& config, WeightType weights);
+// Every weight argument of a decoder of `family`, in argument order; everyone else asks
+// architecture_for(config).weight_specs. Beyond the Llama list above, as the family has them:
+//   rope_local_inv_freq  f32 [head_dim/2]  sliding layers' RoPE (local_rope; after rope_inv_freq)
+//   l{L}_q_norm, l{L}_k_norm  [head_dim] (kPerHead) or [heads*head_dim] / [kv_heads*head_dim]
+//                        (kAcrossHeads): self_attn.q_norm.weight (GGUF attn_q_norm.weight), after
+//                        l{L}_k_bias / l{L}_k_proj
+//   l{L}_attn_out_norm   [hidden]  post_attention_layernorm (GGUF post_attention_norm), after
+//   o_proj l{L}_post_norm       the norm before the MLP, named by the family (GGUF ffn_norm)
+//   l{L}_ffn_out_norm    [hidden]  post_feedforward_layernorm (GGUF post_ffw_norm), after down_proj
+//   <norm>_bias          [hidden]  every norm's bias (layer_norm families), after the norm
+//   l{L}_o_bias          [hidden]  o_proj's bias (config.linear_bias), after o_proj
+//   non-gated MLP (Starcoder2): l{L}_up_proj/_up_bias (mlp.c_fc), l{L}_down_proj/_down_bias
+//                        (mlp.c_proj), biases where config.linear_bias
+//   fused (Phi-3): q/k/v_proj are row ranges of self_attn.qkv_proj (GGUF attn_qkv), gate/up_proj
+//                        of mlp.gate_up_proj (GGUF ffn_up)
+// RoPE frequencies have config.rope_dims()/2 values (partial rotary).
+// (l{L}_input_norm and l{L}_post_norm only where the family has them.)
+std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& config, const DecoderFamily& family,
+                                             WeightType weights);
 
 }  // namespace xlacel::models

@@ -20,8 +20,10 @@ using stablehlo::ElementType;
 
 bool gguf_permutes_qk(const ModelConfig& config) {
   // llama.cpp's converter permutes Q/K rows for the llama architecture (Mistral GGUFs are
-  // "llama" too); transformers' GGUF loader reverses it for the same architecture.
-  return config.architecture == "llama" || config.architecture == "mistral";
+  // "llama" too) and for Granite (its converter derives from Llama's); transformers' GGUF loader
+  // reverses it for llama and mistral.
+  return config.architecture == "llama" || config.architecture == "mistral" ||
+         config.architecture == "granite";
 }
 
 }  // namespace
@@ -49,10 +51,11 @@ template std::vector<float> reverse_permute_rows(const std::vector<float>&, int6
 
 namespace {
 
-// The file tensor behind `spec`, checked against its logical shape (a plane's spec has its own
-// shape; the tensor has the weight's).
+// The file tensor behind `spec`, checked against the weight's shape `shape` (a plane's spec has
+// its own) or, for a row range of a fused tensor, the whole tensor's.
 TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
-                              const std::vector<int64_t>& shape) {
+                              std::vector<int64_t> shape) {
+  if (spec.source_rows > 0) shape[0] = spec.source_rows;
   const std::string& name =
       files.format() == ModelFiles::Format::kGguf ? spec.gguf_name : spec.hf_name;
   auto tensor = files.find_tensor(name);
@@ -82,6 +85,15 @@ void unpermute(const ModelFiles& files, const TensorView& tensor, std::vector<T>
   }
 }
 
+// Rows [source_row, source_row + rows) of a fused tensor's `values` (`columns` per row).
+template <typename T>
+void take_source_rows(const WeightSpec& spec, std::vector<T>& values, int64_t rows,
+                      int64_t columns) {
+  if (spec.source_rows <= 0) return;
+  const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
+  values = std::vector<T>(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
+}
+
 template <typename T>
 HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
   HostTensor result{spec, std::vector<std::byte>(values.size() * sizeof(T))};
@@ -106,6 +118,9 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
   const int64_t groups = codes.shape[1] / planar.group_size;
+  take_source_rows(codes, planar.codes, codes.shape[0], codes.shape[1]);
+  take_source_rows(codes, planar.scales, codes.shape[0], groups);
+  if (!planar.offsets.empty()) take_source_rows(codes, planar.offsets, codes.shape[0], groups);
   unpermute(files, tensor, planar.codes, codes.shape[1]);
   unpermute(files, tensor, planar.scales, groups);
   if (!planar.offsets.empty()) unpermute(files, tensor, planar.offsets, groups);
@@ -132,6 +147,12 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
 
 std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& spec) {
   const ModelConfig& config = files.config();
+  if (spec.rope_inv_freq && spec.rope_local) {
+    ModelConfig local = config;
+    local.rope_theta = config.rope_local_theta;
+    local.rope_scaling = config.rope_local_scaling;
+    return rope_inverse_frequencies(local);
+  }
   if (spec.rope_inv_freq) {
     std::vector<float> factors;
     if (config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors) {
@@ -143,6 +164,11 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   }
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
+  const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
+  take_source_rows(spec, values, spec.shape[0], columns);
+  if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) {
+    for (float& v : values) v = v + spec.gguf_add;
+  }
   if (spec.shape.size() == 2) unpermute(files, tensor, values, spec.shape[1]);
   return values;
 }

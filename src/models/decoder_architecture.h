@@ -1,0 +1,37 @@
+#pragma once
+// An Architecture for every Llama-like decoder: the weight list, KV cache, signatures and graphs
+// are written once (weight_layout.h, llama_graph.h) and shaped by the DecoderFamily a family
+// derives from its config (families.cpp).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/architecture.h"
+#include "models/decoder_family.h"
+
+namespace xlacel::models {
+
+class DecoderArchitecture final : public Architecture {
+ public:
+  using FamilyOf = std::function<DecoderFamily(const ModelConfig&)>;
+  DecoderArchitecture(std::string name, std::vector<std::string> model_types, FamilyOf family);
+
+  std::string name() const override { return name_; }
+  std::vector<std::string> model_types() const override { return model_types_; }
+  std::vector<WeightSpec> weight_specs(const ModelConfig& config,
+                                       WeightType weights) const override;
+  // k_cache_0, v_cache_0, k_cache_1, ...: [slots, kv_heads, capacity, head_dim] each.
+  std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights, int64_t slots,
+                                      int64_t capacity) const override;
+  GraphSignature signature(const ModelConfig& config, const GraphOptions& options) const override;
+  std::string emit(const ModelConfig& config, const GraphOptions& options) const override;
+
+  DecoderFamily family(const ModelConfig& config) const { return family_(config); }
+
+ private:
+  std::string name_;
+  std::vector<std::string> model_types_;
+  FamilyOf family_;
+};
+
+}  // namespace xlacel::models

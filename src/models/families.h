@@ -1,0 +1,17 @@
+#pragma once
+// The Llama-like families beyond Llama itself, each a DecoderFamily over the shared decoder
+// (decoder_architecture.h); transformers' modeling_<type>.py is the reference for each.
+#include "models/architecture.h"
+
+namespace xlacel::models {
+
+const Architecture& qwen3_architecture();     // qwen3: per-head q/k RMSNorm
+const Architecture& gemma3_architecture();    // gemma3_text (GGUF gemma3)
+const Architecture& gemma2_architecture();    // gemma2
+const Architecture& granite_architecture();   // granite: embedding/residual/attention/logit scales
+const Architecture& olmo2_architecture();     // olmo2: post-norms, q/k norm across heads
+const Architecture& phi3_architecture();      // phi3: fused qkv and gate_up, partial rotary
+const Architecture& stablelm_architecture();  // stablelm: LayerNorm, qkv bias, partial rotary
+const Architecture& starcoder2_architecture();  // starcoder2: LayerNorm, biases, GELU MLP
+
+}  // namespace xlacel::models

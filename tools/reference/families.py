@@ -1,0 +1,195 @@
+"""Tiny random-weight models of each supported family and their greedy references, from HF
+`transformers` (float32, CPU, eager attention): the validation harness for a model family.
+
+For each model type it writes (checked in, small, deterministic) tests/data/models/<type>/:
+  config.json, generation_config.json, model.safetensors (F32)   the HF directory
+  reference.json   48 greedy tokens for 4 id-list prompts (bos 1 + seeded random ids; lengths 5,
+                   17, 70, 150), read back from the directory as written; the schema of
+                   tests/data/models/tiny_llama3_reference.json (tests/data/models/README.md)
+Usage: .venv/bin/python tools/reference/families.py TYPE... | all
+Adding a family = one entry in FAMILIES (its config beyond the shared tiny shape).
+
+Every family shares the tiny shape below; norm weights are randomised (seeded) so that a missing
+norm scale, or a (1 + w) norm computed as w, shows in the tokens. Sliding-window families get a
+window of 24 positions, shorter than the longer prompts, so the window mask is exercised.
+"""
+import json
+import pathlib
+import shutil
+import sys
+import time
+
+import numpy as np
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import llama  # noqa: E402  (greedy loop, JSON writer, shared metadata)
+
+OUT = llama.OUT
+PROMPT_LENGTHS = [5, 17, 70, 150]
+PROMPT_SEED = 1234
+INIT_SEED = 0
+INITIALIZER_RANGE = 0.2  # 10x the default, so logits are spread out and greedy output varies
+WINDOW = 24
+
+SHAPE = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    max_position_embeddings=2048,
+    rms_norm_eps=1e-5,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+    initializer_range=INITIALIZER_RANGE,
+)
+
+# model_type -> (config overrides, how its norm weights are randomised: "one" = 1 + 0.25*randn,
+# "zero" = 0.25*randn for norms computed as (1 + w)).
+FAMILIES = {
+    "qwen3": (dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+              "one"),
+    "gemma3_text": (dict(
+        tie_word_embeddings=False,  # tied, random embeddings x sqrt(hidden) repeat one token
+        hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=24,
+        sliding_window=WINDOW,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        },
+    ), "zero"),
+    "gemma2": (dict(
+        tie_word_embeddings=False,  # tied, random embeddings x sqrt(hidden) repeat one token
+        hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=24,
+        sliding_window=WINDOW,
+        attn_logit_softcapping=5.0,
+        final_logit_softcapping=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    ), "zero"),
+    "granite": (dict(
+        tie_word_embeddings=False,
+        embedding_multiplier=3.0,
+        residual_multiplier=0.5,
+        attention_multiplier=0.125,
+        logits_scaling=2.5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    ), "one"),
+    "olmo2": (dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+              "one"),
+    # Fused qkv_proj and gate_up_proj; partial rotary; a window on every layer.
+    "phi3": (dict(tie_word_embeddings=False, sliding_window=WINDOW,
+                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+             "one"),
+    # LayerNorm with bias, q/k/v biases, partial rotary (a quarter of each head).
+    "stablelm": (dict(tie_word_embeddings=False, layer_norm_eps=1e-5, use_qkv_bias=True,
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+                 "one"),
+    # LayerNorm with bias, biases on every linear, non-gated GELU MLP, a window on every layer.
+    "starcoder2": (dict(tie_word_embeddings=False, norm_epsilon=1e-5, use_bias=True, sliding_window=WINDOW,
+                        hidden_act="gelu_pytorch_tanh",
+                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+                   "one"),
+}
+# Families whose norms are LayerNorms name their epsilon otherwise.
+OWN_EPS = ("layer_norm_eps", "norm_epsilon")
+
+
+def prompts(vocab):
+    rng = np.random.default_rng(PROMPT_SEED)
+    return [[1] + [int(x) for x in rng.integers(3, vocab, n - 1)] for n in PROMPT_LENGTHS]
+
+
+def build(model_type, directory):
+    overrides, norm_init = FAMILIES[model_type]
+    kwargs = {**SHAPE, **overrides}
+    if any(key in overrides for key in OWN_EPS):
+        del kwargs["rms_norm_eps"]
+    config = AutoConfig.for_model(model_type, **kwargs)
+    torch.manual_seed(INIT_SEED)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(INIT_SEED + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
+                base = 1.0 if norm_init == "one" else 0.0
+                p.copy_(base + 0.25 * torch.randn(p.shape, generator=g))
+            elif name.endswith("norm.bias") or name.endswith("layernorm.bias"):
+                p.copy_(0.25 * torch.randn(p.shape, generator=g))
+    model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=0, do_sample=False,
+                                               max_new_tokens=llama.N_NEW)
+    if directory.exists():
+        shutil.rmtree(directory)
+    model.save_pretrained(directory, safe_serialization=True)
+    for f in directory.iterdir():
+        f.chmod(0o644)
+    return model, norm_init
+
+
+def family(model_type):
+    t0 = time.time()
+    directory = OUT / model_type
+    built, norm_init = build(model_type, directory)
+    model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32, attn_implementation=llama.ATTN)
+    model.eval()
+    assert model.config._attn_implementation == llama.ATTN
+    sd_built, sd_loaded = built.state_dict(), model.state_dict()
+    assert sd_built.keys() == sd_loaded.keys()
+    assert all(torch.equal(sd_built[k], sd_loaded[k]) for k in sd_built)
+
+    results = []
+    for ids in prompts(SHAPE["vocab_size"]):
+        r = llama.greedy(model, ids, [2])
+        entry = {"name": f"random_{len(ids)}", "kind": "ids", "text": None}
+        entry.update(r)
+        entry["steps"] = entry.pop("steps")
+        results.append(entry)
+        distinct = len(set(r["output_ids"]))
+        assert distinct > 4, f"{model_type}: degenerate greedy output for prompt {len(ids)}: {r['output_ids']}"
+        print(f"  {model_type} random_{len(ids)}: {distinct} distinct output ids, min gap {r['min_top2_gap']} at "
+              f"step {r['min_top2_gap_step']}, recompute agrees {r['full_recompute']['argmax_agrees']}")
+
+    meta = llama.common_meta()
+    meta.update({
+        "generator": "tools/reference/families.py",
+        "model": model_type,
+        "loader": f"AutoModelForCausalLM.from_pretrained(tests/data/models/{model_type}, dtype=torch.float32, "
+                  f"attn_implementation={llama.ATTN!r})",
+        "attn_implementation": model.config._attn_implementation,
+        "model_class": type(model).__name__,
+        "init": f"torch.manual_seed({INIT_SEED}); AutoModelForCausalLM.from_config(config) with initializer_range "
+                f"{INITIALIZER_RANGE}; norm weights set to {'1 + ' if norm_init == 'one' else ''}0.25*randn "
+                f"(generator seed {INIT_SEED + 1})",
+        "prompt_ids": f"[1] + numpy.random.default_rng({PROMPT_SEED}).integers(3, {SHAPE['vocab_size']}, n - 1) "
+                      "per length, drawn in order",
+        "eos_ids": [2],
+        "prompts": results,
+    })
+    llama.dump(directory / "reference.json", meta)
+    size = sum(f.stat().st_size for f in directory.iterdir())
+    print(f"{model_type}: {size // 1024} KiB in {directory.relative_to(llama.ROOT)}, {time.time() - t0:.1f}s")
+
+
+def main():
+    types = sys.argv[1:]
+    if not types:
+        sys.exit(f"usage: {sys.argv[0]} TYPE... | all  (types: {', '.join(FAMILIES)})")
+    if types == ["all"]:
+        types = list(FAMILIES)
+    unknown = [t for t in types if t not in FAMILIES]
+    if unknown:
+        sys.exit(f"unknown model type(s) {', '.join(unknown)} (known: {', '.join(FAMILIES)})")
+    llama.setup_torch()
+    for t in types:
+        family(t)
+
+
+if __name__ == "__main__":
+    main()
