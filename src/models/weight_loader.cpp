@@ -67,15 +67,23 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   const std::string& name = gguf ? spec.gguf_name : spec.hf_name;
   auto tensor = files.find_tensor(name);
   if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
-  // A row range of a fused tensor: the file's tensor has source_rows rows.
+  // A row range of a fused (or stacked) tensor: the file's tensor has source_rows rows over all
+  // its dimensions but the last.
+  const bool rows = spec.source_rows > 0 && (gguf || !spec.source_rows_gguf_only);
   std::vector<int64_t> file_shape = spec.shape;
-  if (spec.source_rows > 0) file_shape[0] = spec.source_rows;
-  if (tensor->shape != file_shape) {
+  if (rows) file_shape[0] = spec.source_rows;
+  std::vector<int64_t> got = tensor->shape;
+  if (rows && got.size() > 2) {
+    int64_t outer = 1;
+    for (size_t i = 0; i + 1 < got.size(); ++i) outer *= got[i];
+    got = {outer, got.back()};
+  }
+  if (got != file_shape) {
     fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
          fmt::join(tensor->shape, ", "), fmt::join(file_shape, ", "));
   }
   std::vector<float> values = to_f32(*tensor);
-  if (spec.source_rows > 0) {
+  if (rows) {
     const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
     const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
     values =
