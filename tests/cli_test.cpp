@@ -174,11 +174,11 @@ TEST(Cli, EmitTakesSlots) {
 // A model of a family xlacel does not run is read (its config parses) but every command that
 // opens it stops with one line naming the model and the supported families.
 TEST(Cli, UnknownArchitectureIsOneLine) {
-  fs::path dir = test_scratch() / "cohere";
+  fs::path dir = test_scratch() / "gpt_neox";
   fs::create_directories(dir);
   const fs::path tiny = testing::test_data("models/tiny_llama3");
   Json config = read_json_file((tiny / "config.json").string());
-  config["model_type"] = "cohere";
+  config["model_type"] = "gpt_neox";
   write_file(dir / "config.json", config.dump());
   fs::copy_file(tiny / "model.safetensors", dir / "model.safetensors",
                 fs::copy_options::overwrite_existing);
@@ -188,8 +188,9 @@ TEST(Cli, UnknownArchitectureIsOneLine) {
     EXPECT_EQ(result.exit_code, 1) << args[0];
     EXPECT_EQ(result.err,
               "xlacel: " + dir.string() +
-                  ": unknown architecture 'cohere' (supported: gemma2, gemma3, gemma3_text, "
-                  "granite, llama, mistral, olmo2, phi3, qwen2, qwen3, stablelm, starcoder2)\n")
+                  ": unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, "
+                  "gemma3, gemma3_text, granite, llama, mistral, mixtral, olmo2, olmoe, phi3, "
+                  "qwen2, qwen3, qwen3_moe, qwen3moe, stablelm, starcoder2)\n")
         << args[0];
   }
 }

@@ -422,7 +422,8 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "x
 // slot 1 lie within kLogitTolerance. Adding a family = one line in kFamilies.
 
 const std::vector<std::string> kFamilies = {
-    "qwen3", "gemma3_text", "gemma2", "granite", "olmo2", "phi3", "stablelm", "starcoder2",
+    "qwen3",    "gemma3_text", "gemma2", "granite",   "olmo2", "phi3",
+    "stablelm", "starcoder2",  "cohere", "qwen3_moe", "olmoe", "mixtral",
 };
 
 using FamilyRuntime = std::tuple<std::string, std::string>;

@@ -342,6 +342,69 @@ TEST(HfDirectory, ReadsTransformers5RopeParameters) {
   EXPECT_EQ(model.config().rope_scaling.original_max_position_embeddings, 64);
 }
 
+// A Gemma 3 config.json of the published (transformers 4) form: top-level rope_theta and
+// rope_local_base_freq, rope_scaling for the global layers, a sliding_window_pattern; omitted
+// values take Gemma3TextConfig's defaults.
+TEST(HfDirectory, Gemma3LegacyConfigTakesTransformersDefaults) {
+  Json config = Json::parse(kLlama3Config);
+  config["model_type"] = "gemma3_text";
+  config["num_hidden_layers"] = 6;
+  config["rope_theta"] = 1000000.0;
+  config["rope_local_base_freq"] = 10000.0;
+  config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  config["sliding_window"] = 512;
+  config["sliding_window_pattern"] = 3;
+  config["hidden_activation"] = "gelu_pytorch_tanh";
+  const ModelConfig c =
+      ModelFiles::open(make_hf_directory("gemma3_legacy", config.dump()).string()).config();
+  EXPECT_EQ(c.rope_theta, 1000000.0);
+  EXPECT_EQ(c.rope_local_theta, 10000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kLinear);
+  EXPECT_EQ(c.rope_local_scaling.type, RopeScaling::Type::kNone);
+  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256.0);
+  EXPECT_FALSE(c.final_logit_softcapping.has_value());
+  EXPECT_EQ(c.layer_types,
+            (std::vector<std::string>{"sliding_attention", "sliding_attention", "full_attention",
+                                      "sliding_attention", "sliding_attention", "full_attention"}));
+  EXPECT_TRUE(c.is_sliding_layer(0));
+  EXPECT_FALSE(c.is_sliding_layer(2));
+}
+
+// What a family's graph cannot compute is refused with one line naming the file and the field.
+TEST(HfDirectory, UnsupportedFamilyOptionsAreErrors) {
+  struct Case {
+    const char* type;
+    Json changes;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"qwen3", {{"use_sliding_window", true}}, "use_sliding_window is not supported for qwen3"},
+      {"llama", {{"hidden_act", "gelu"}}, "hidden_act 'gelu' is not supported for llama"},
+      {"gemma2", {{"layer_types", {"full_attention"}}}, "field 'layer_types' must list one type"},
+      {"qwen3_moe",
+       {{"num_experts", 4},
+        {"num_experts_per_tok", 2},
+        {"moe_intermediate_size", 8},
+        {"mlp_only_layers", {0}}},
+       "mlp_only_layers is not supported"},
+      {"mixtral", {{"num_local_experts", 4}, {"num_experts_per_tok", 5}}, "not a valid mixture"},
+  };
+  for (const Case& test : cases) {
+    Json config = Json::parse(kLlama3Config);
+    config["model_type"] = test.type;
+    for (const auto& [key, value] : test.changes.items()) config[key] = value;
+    const fs::path dir = make_hf_directory(std::string("bad_") + test.type, config.dump());
+    try {
+      ModelFiles::open(dir.string());
+      ADD_FAILURE() << test.type << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(test.message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(HfDirectory, TinyLlama3ReferenceModelReads) {
   ModelFiles model = ModelFiles::open(test_data("models/tiny_llama3").string());
   EXPECT_EQ(model.config().num_kv_heads, 2);
@@ -368,10 +431,10 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   fs::path dir = make_hf_directory("unknown", config.dump());
   ModelFiles model = ModelFiles::open(dir.string());
   EXPECT_EQ(model.config().architecture, "gpt_neox");
-  expect_error(
-      [&] { models::architecture_for(model.config(), model.path()); }, model.path(),
-      "unknown architecture 'gpt_neox' (supported: gemma2, gemma3, gemma3_text, granite, ll"
-      "ama, mistral, olmo2, phi3, qwen2, qwen3, stablelm, starcoder2)");
+  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+               "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
+               "gemma3_text, granite, llama, mistral, mixtral, olmo2, olmoe, phi3, qwen2, qwen3, "
+               "qwen3_moe, qwen3moe, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {

@@ -284,6 +284,41 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     result.attention_bias = bias;
     result.linear_bias = bias;
   }
+  if (result.architecture == "cohere") {
+    if (auto scale = json_optional_number(config, "logit_scale", path)) result.logit_scale = *scale;
+    if (config.contains("use_qk_norm") && config["use_qk_norm"].is_boolean() &&
+        config["use_qk_norm"].get<bool>()) {
+      fail(path, "use_qk_norm is not supported for cohere");
+    }
+    // CohereConfig ties the head by default.
+    if (!config.contains("tie_word_embeddings")) result.tie_word_embeddings = true;
+  }
+  // Mixture of experts (qwen3_moe, olmoe, mixtral), with transformers' config defaults.
+  if (result.architecture == "qwen3_moe" || result.architecture == "olmoe" ||
+      result.architecture == "mixtral") {
+    const bool mixtral = result.architecture == "mixtral";
+    // transformers writes num_local_experts for all three (an attribute_map alias).
+    const char* experts_key =
+        config.contains("num_local_experts") || mixtral ? "num_local_experts" : "num_experts";
+    result.num_experts = json_int(config, experts_key, path);
+    result.experts_per_token = json_int(config, "num_experts_per_tok", path);
+    result.expert_intermediate_size = result.architecture == "qwen3_moe"
+                                          ? json_int(config, "moe_intermediate_size", path)
+                                          : result.intermediate_size;
+    result.norm_topk_prob =
+        mixtral || (config.contains("norm_topk_prob") && config["norm_topk_prob"].is_boolean() &&
+                    config["norm_topk_prob"].get<bool>());
+    if (auto step = json_optional_int(config, "decoder_sparse_step", path); step && *step != 1) {
+      fail(path, "decoder_sparse_step {} is not supported (only 1: every layer sparse)", *step);
+    }
+    if (config.contains("mlp_only_layers") && config["mlp_only_layers"].is_array() &&
+        !config["mlp_only_layers"].empty()) {
+      fail(path, "mlp_only_layers is not supported (every layer must be sparse)");
+    }
+    if (config.contains("clip_qkv") && !config["clip_qkv"].is_null()) {
+      fail(path, "clip_qkv is not supported");
+    }
+  }
   // Phi-3 and Starcoder2 apply their sliding_window to every layer.
   if (result.architecture == "phi3" || result.architecture == "starcoder2") {
     if (auto window = json_optional_int(config, "sliding_window", path)) {
@@ -317,17 +352,17 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   result.architecture = gguf.get_string("general.architecture");
   const std::string prefix = result.architecture + ".";
   auto key = [&](const char* suffix) { return prefix + suffix; };
+  auto int_or = [&](const char* suffix, int64_t fallback) {
+    return gguf.has(key(suffix)) ? gguf.get_int(key(suffix)) : fallback;
+  };
 
   result.hidden_size = gguf.get_int(key("embedding_length"));
   result.intermediate_size = gguf.get_int(key("feed_forward_length"));
   result.num_layers = gguf.get_int(key("block_count"));
   result.num_heads = gguf.get_int(key("attention.head_count"));
-  result.num_kv_heads = gguf.has(key("attention.head_count_kv"))
-                            ? gguf.get_int(key("attention.head_count_kv"))
-                            : result.num_heads;
-  result.head_dim = gguf.has(key("attention.key_length"))
-                        ? gguf.get_int(key("attention.key_length"))
-                        : (result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
+  result.num_kv_heads = int_or("attention.head_count_kv", result.num_heads);
+  result.head_dim = int_or("attention.key_length",
+                           result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = gguf.get_int(key("context_length"));
   result.rms_norm_eps = gguf.has(key("attention.layer_norm_rms_epsilon"))
                             ? gguf.get_float(key("attention.layer_norm_rms_epsilon"))
@@ -379,10 +414,19 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     result.final_logit_softcapping = optional_float("final_logit_softcapping").value_or(30.0);
   }
   gemma_defaults(result, is_gemma2(result) ? 2 : 6);
-  result.rotary_dim = gguf.has(key("rope.dimension_count"))
-                          ? gguf.get_int(key("rope.dimension_count"))
-                          : result.head_dim;
+  result.rotary_dim = int_or("rope.dimension_count", result.head_dim);
   result.linear_bias = gguf.find_tensor("blk.0.attn_output.bias").has_value();
+  if (auto scale = optional_float("logit_scale")) result.logit_scale = *scale;
+  if (int_or("expert_count", 0) > 0) {
+    result.num_experts = gguf.get_int(key("expert_count"));
+    result.experts_per_token = gguf.get_int(key("expert_used_count"));
+    result.expert_intermediate_size =
+        int_or("expert_feed_forward_length", result.intermediate_size);
+    // llama.cpp's Mixtral (GGUF llama) renormalises; Qwen3-MoE and OLMoE say so in a key.
+    result.norm_topk_prob = gguf.has(key("expert_weights_norm"))
+                                ? gguf.get_bool(key("expert_weights_norm"))
+                                : result.architecture == "llama";
+  }
   if ((result.architecture == "phi3" || result.architecture == "starcoder2") &&
       result.sliding_window) {
     result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
@@ -413,6 +457,11 @@ void validate_config(const ModelConfig& c, const std::string& where) {
          c.num_kv_heads);
   }
   if (c.head_dim % 2 != 0) fail(where, "head_dim ({}) must be even for RoPE", c.head_dim);
+  if (c.num_experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.num_experts ||
+                            c.expert_intermediate_size < 1)) {
+    fail(where, "{} experts with {} per token of size {}: not a valid mixture", c.num_experts,
+         c.experts_per_token, c.expert_intermediate_size);
+  }
   if (c.rotary_dim % 2 != 0 || c.rotary_dim < 0 || c.rotary_dim > c.head_dim) {
     fail(where, "rotary dims ({}) must be even and within head_dim ({})", c.rotary_dim, c.head_dim);
   }

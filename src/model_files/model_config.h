@@ -69,6 +69,14 @@ struct ModelConfig {
   // int(head_dim * factor); GGUF rope.dimension_count); 0: head_dim.
   int64_t rotary_dim = 0;
   bool linear_bias = false;  // o_proj and the MLP carry biases too (Starcoder2 use_bias)
+  double logit_scale = 1.0;  // logits * logit_scale (Cohere)
+  // Mixture of experts (0: a dense MLP): every layer's MLP is num_experts experts of
+  // expert_intermediate_size, experts_per_token chosen per token by a softmax router, their
+  // weights renormalised to sum 1 when norm_topk_prob.
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate_size = 0;
+  bool norm_topk_prob = false;
 
   // How the files store each tensor, by its name in the files (GGUF or HF); filled by
   // ModelFiles, so graphs of resident formats (WeightType::kAuto) follow from the config alone.

@@ -37,7 +37,7 @@ class Architecture {
 };
 
 // The architecture of config.architecture (its model_type); otherwise Error
-// "<where>: unknown architecture 'cohere' (supported: llama, mistral, qwen2)", where `where` is
+// "<where>: unknown architecture 'gpt_neox' (supported: llama, mistral, qwen2)", where `where` is
 // the model's path when given, else the model_type.
 const Architecture& architecture_for(const ModelConfig& config, std::string_view where = {});
 

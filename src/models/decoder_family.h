@@ -44,6 +44,18 @@ struct DecoderFamily {
   // (mlp.gate_up_proj, ffn_up); the loader splits them (Phi-3).
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // Cohere: LayerNorm without bias computed as w * ((x - mean) * rsqrt(var + eps)); attention
+  // and MLP in parallel off the one input norm (h + attn + mlp); RoPE on interleaved pairs.
+  bool cohere_norm = false;
+  bool parallel_block = false;
+  bool interleaved_rope = false;
+  // Mixture of experts (config.num_experts > 0): the router is <moe_hf>.gate.weight (GGUF
+  // ffn_gate_inp), expert E's MLP <moe_hf>.experts.E.<expert_*_hf>.weight (GGUF rows of the
+  // stacked ffn_{gate,up,down}_exps).
+  std::string moe_hf = "mlp";
+  std::string expert_gate_hf = "gate_proj";
+  std::string expert_up_hf = "up_proj";
+  std::string expert_down_hf = "down_proj";
   // Layers the config marks "sliding_attention" mask keys older than config.sliding_window.
   bool sliding_window = false;
   // Sliding layers take their RoPE frequencies from rope_local_theta / rope_local_scaling
@@ -59,6 +71,7 @@ struct DecoderFamily {
   std::optional<double> attention_softcap;  // Gemma 2
   std::optional<double> final_softcap;      // Gemma 2
   double logits_divisor = 1.0;              // logits / divisor (Granite)
+  double logits_multiplier = 1.0;           // logits * multiplier (Cohere logit_scale)
 };
 
 }  // namespace xlacel::models

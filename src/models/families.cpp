@@ -26,14 +26,17 @@ DecoderFamily gemma(const ModelConfig& c) {
   return f;
 }
 
+// Qwen 3 (and Qwen3-MoE): per-head q/k RMSNorm.
+DecoderFamily qwen3(const ModelConfig&) {
+  DecoderFamily f;
+  f.qk_norm = QkNorm::kPerHead;
+  return f;
+}
+
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const DecoderArchitecture architecture("qwen3", {"qwen3"}, [](const ModelConfig&) {
-    DecoderFamily f;
-    f.qk_norm = QkNorm::kPerHead;
-    return f;
-  });
+  static const DecoderArchitecture architecture("qwen3", {"qwen3"}, qwen3);
   return architecture;
 }
 
@@ -115,6 +118,48 @@ const Architecture& starcoder2_architecture() {
         (void)c;
         return f;
       });
+  return architecture;
+}
+
+const Architecture& cohere_architecture() {
+  static const DecoderArchitecture architecture("cohere", {"cohere", "command-r"},
+                                                [](const ModelConfig& c) {
+                                                  DecoderFamily f;
+                                                  f.cohere_norm = true;
+                                                  f.parallel_block = true;
+                                                  f.ffn_in_norm = false;
+                                                  f.interleaved_rope = true;
+                                                  f.logits_multiplier = c.logit_scale;
+                                                  return f;
+                                                });
+  return architecture;
+}
+
+// Mixtures of experts: a decoder above with a sparse MLP (config.num_experts experts).
+const Architecture& qwen3_moe_architecture() {
+  static const DecoderArchitecture architecture("qwen3_moe", {"qwen3_moe", "qwen3moe"}, qwen3);
+  return architecture;
+}
+
+const Architecture& olmoe_architecture() {
+  // Llama's norms with q/k RMSNorm across heads.
+  static const DecoderArchitecture architecture("olmoe", {"olmoe"}, [](const ModelConfig&) {
+    DecoderFamily f;
+    f.qk_norm = QkNorm::kAcrossHeads;
+    return f;
+  });
+  return architecture;
+}
+
+const Architecture& mixtral_architecture() {
+  static const DecoderArchitecture architecture("mixtral", {"mixtral"}, [](const ModelConfig&) {
+    DecoderFamily f;
+    f.moe_hf = "block_sparse_moe";
+    f.expert_gate_hf = "w1";
+    f.expert_up_hf = "w3";
+    f.expert_down_hf = "w2";
+    return f;
+  });
   return architecture;
 }
 

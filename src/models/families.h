@@ -13,5 +13,9 @@ const Architecture& olmo2_architecture();     // olmo2: post-norms, q/k norm acr
 const Architecture& phi3_architecture();      // phi3: fused qkv and gate_up, partial rotary
 const Architecture& stablelm_architecture();  // stablelm: LayerNorm, qkv bias, partial rotary
 const Architecture& starcoder2_architecture();  // starcoder2: LayerNorm, biases, GELU MLP
+const Architecture& cohere_architecture();  // cohere: parallel block, interleaved RoPE, logit scale
+const Architecture& qwen3_moe_architecture();  // qwen3_moe: Qwen 3 with a mixture of experts
+const Architecture& olmoe_architecture();      // olmoe: q/k norm across heads, experts
+const Architecture& mixtral_architecture();    // mixtral: Llama with a mixture of experts
 
 }  // namespace xlacel::models

@@ -127,7 +127,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
                                     broadcast_in_dim(positions, index_type.shape(), {0})},
                                    2);
   }
-  Rotary rope = rotary(positions, w.at("rope_inv_freq"));
+  Rotary rope = rotary(positions, w.at("rope_inv_freq"), family.interleaved_rope);
   std::optional<Rotary> local_rope;
   if (family.local_rope) local_rope = rotary(positions, w.at("rope_local_inv_freq"));
 
@@ -140,6 +140,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   // The norm whose weight argument is `name` (its bias `name`_bias for LayerNorms).
   auto norm = [&](Value x, const std::string& name) {
     if (family.layer_norm) return layer_norm(x, w.at(name), w.at(name + "_bias"), c.rms_norm_eps);
+    if (family.cohere_norm) return cohere_layer_norm(x, w.at(name), c.rms_norm_eps);
     return rms_norm(x, norm_weight(w.at(name)), c.rms_norm_eps);
   };
   auto layer_name = [](int64_t layer, const char* name) {
@@ -201,12 +202,28 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     Value attn = linear(attention(attention_in), matrix(l, "o_proj"), linear_bias(l, "o_bias"));
     if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
     h = h + scaled(attn, family.residual_scale);
-    Value y = family.ffn_in_norm ? norm(h, layer_name(l, "post_norm")) : h;
-    Value ffn = family.gated_mlp ? mlp(y, matrix(l, "gate_proj"), matrix(l, "up_proj"),
-                                       matrix(l, "down_proj"), family.activation)
-                                 : dense_mlp(y, matrix(l, "up_proj"), linear_bias(l, "up_bias"),
-                                             matrix(l, "down_proj"), linear_bias(l, "down_bias"),
-                                             family.activation);
+    // The parallel block's MLP reads the attention's normed input.
+    Value y = family.parallel_block ? x
+              : family.ffn_in_norm  ? norm(h, layer_name(l, "post_norm"))
+                                    : h;
+    Value ffn = y;
+    if (c.num_experts > 0) {
+      std::vector<Expert> experts;
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        auto expert = [&](const char* name) {
+          return named_matrix(fmt::format("l{}_e{}_{}", l, e, name));
+        };
+        experts.push_back({expert("gate_proj"), expert("up_proj"), expert("down_proj")});
+      }
+      ffn = mixture_of_experts(y, matrix(l, "router"), experts, c.experts_per_token,
+                               c.norm_topk_prob, family.activation);
+    } else if (family.gated_mlp) {
+      ffn = mlp(y, matrix(l, "gate_proj"), matrix(l, "up_proj"), matrix(l, "down_proj"),
+                family.activation);
+    } else {
+      ffn = dense_mlp(y, matrix(l, "up_proj"), linear_bias(l, "up_bias"), matrix(l, "down_proj"),
+                      linear_bias(l, "down_bias"), family.activation);
+    }
     if (family.ffn_out_norm) ffn = norm(ffn, layer_name(l, "ffn_out_norm"));
     h = h + scaled(ffn, family.residual_scale);
   }
@@ -222,6 +239,9 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   Value logits = linear(last, head);  // [rows, vocab]
   if (family.logits_divisor != 1.0) {
     logits = logits / constant(b, logits.type(), family.logits_divisor);
+  }
+  if (family.logits_multiplier != 1.0) {
+    logits = logits * constant(b, logits.type(), family.logits_multiplier);
   }
   if (family.final_softcap) logits = softcap(logits, *family.final_softcap);
   std::map<std::string, Value> produced;

@@ -41,6 +41,23 @@ Value fused_planar_product(Value x, const Weight& weight) {
   return reduce_sum(xs * broadcast_in_dim(w, shape, {1, 2, 3}), {2, 3});
 }
 
+// A LayerNorm's statistics of x f32 [T, hidden] over its last axis: mean [T], x - mean, and
+// rsqrt(biased variance + eps) [T].
+struct Moments {
+  Value mean, centred, rstd;
+};
+Moments moments(Value x, double eps) {
+  Block& b = x.block();
+  const int64_t tokens = x.shape()[0];
+  const int64_t hidden = x.shape()[1];
+  const TensorType row(ElementType::kF32, {tokens});
+  Value count = constant(b, row, static_cast<double>(hidden));
+  Value mean = reduce_sum(x, {1}) / count;
+  Value centred = x - broadcast_like(mean, {tokens, hidden}, {0});
+  Value var = reduce_sum(centred * centred, {1}) / count;
+  return {mean, centred, rsqrt(var + constant(b, row, eps))};
+}
+
 }  // namespace
 
 Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
@@ -63,13 +80,15 @@ Value rms_norm(Value x, Value weight, double eps) {
   return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
 }
 
-Rotary rotary(Value positions, Value inv_freq) {
+Rotary rotary(Value positions, Value inv_freq, bool interleaved) {
   const int64_t tokens = positions.shape()[0];
   const int64_t half = inv_freq.shape()[0];
   Value pos = broadcast_like(convert(positions, ElementType::kF32), {tokens, half}, {0});
   Value freqs = pos * broadcast_like(inv_freq, {tokens, half}, {1});
-  Value emb = concatenate({freqs, freqs}, 1);
-  return {cosine(emb), sine(emb)};
+  Value emb = interleaved
+                  ? reshape(broadcast_like(freqs, {tokens, half, 2}, {0, 1}), {tokens, 2 * half})
+                  : concatenate({freqs, freqs}, 1);
+  return {cosine(emb), sine(emb), interleaved};
 }
 
 Value apply_rotary(Value x, const Rotary& r) {
@@ -82,9 +101,18 @@ Value apply_rotary(Value x, const Rotary& r) {
     return concatenate({apply_rotary(head, r), rest}, 2);
   }
   const int64_t d = shape[2];
-  Value x1 = slice(x, {0, 0, 0}, {shape[0], shape[1], d / 2});
-  Value x2 = slice(x, {0, 0, d / 2}, {shape[0], shape[1], d});
-  Value rotated = concatenate({-x2, x1}, 2);
+  Value rotated;
+  if (r.interleaved) {
+    // Cohere's rotate_half: stack([-x[..., 1::2], x[..., ::2]], -1).flatten(-2).
+    Value pairs = reshape(x, {shape[0], shape[1], d / 2, 2});
+    Value x1 = slice(pairs, {0, 0, 0, 0}, {shape[0], shape[1], d / 2, 1});
+    Value x2 = slice(pairs, {0, 0, 0, 1}, {shape[0], shape[1], d / 2, 2});
+    rotated = reshape(concatenate({-x2, x1}, 3), shape);
+  } else {
+    Value x1 = slice(x, {0, 0, 0}, {shape[0], shape[1], d / 2});
+    Value x2 = slice(x, {0, 0, d / 2}, {shape[0], shape[1], d});
+    rotated = concatenate({-x2, x1}, 2);
+  }
   Value cos = broadcast_like(r.cos, shape, {0, 2});
   Value sin = broadcast_like(r.sin, shape, {0, 2});
   return x * cos + rotated * sin;
@@ -166,15 +194,9 @@ Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down,
 }
 
 Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps) {
-  Block& b = x.block();
   const int64_t tokens = x.shape()[0];
   const int64_t hidden = x.shape()[1];
-  const TensorType row(ElementType::kF32, {tokens});
-  Value count = constant(b, row, static_cast<double>(hidden));
-  Value mean = reduce_sum(x, {1}) / count;
-  Value centred = x - broadcast_like(mean, {tokens, hidden}, {0});
-  Value var = reduce_sum(centred * centred, {1}) / count;
-  Value rstd = rsqrt(var + constant(b, row, eps));
+  auto [mean, centred, rstd] = moments(x, eps);
   // torch's CPU kernel: (x * rstd + (-rstd * mean)) * weight + bias.
   Value shift = -(rstd * mean);
   Value normed = x * broadcast_like(rstd, {tokens, hidden}, {0}) +
@@ -182,6 +204,56 @@ Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps) {
   Value y = normed * broadcast_like(to_f32(weight), {tokens, hidden}, {1});
   if (bias) y = y + broadcast_like(to_f32(*bias), {tokens, hidden}, {1});
   return y;
+}
+
+Value cohere_layer_norm(Value x, Value weight, double eps) {
+  const int64_t tokens = x.shape()[0];
+  const int64_t hidden = x.shape()[1];
+  auto [mean, centred, rstd] = moments(x, eps);
+  Value normed = centred * broadcast_like(rstd, {tokens, hidden}, {0});
+  return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
+}
+
+Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
+                         int64_t top_k, bool normalize, Activation activation) {
+  Block& b = x.block();
+  const int64_t tokens = x.shape()[0];
+  const auto count = static_cast<int64_t>(experts.size());
+  const TensorType scores(ElementType::kF32, {tokens, count});
+  // softmax(router_logits, dtype=float32)
+  Value logits = linear(x, router);
+  Value max = broadcast_like(reduce_max(logits, {1}), scores.shape(), {0});
+  Value e = exponential(logits - max);
+  Value probs = e / broadcast_like(reduce_sum(e, {1}), scores.shape(), {0});
+  // torch.topk, one pick at a time: the largest remaining probability, the lowest expert among
+  // equals. `chosen` marks the experts picked; `total` sums their probabilities in topk order
+  // (largest first), as router_top_value.sum(-1). (No stablehlo argmax here: IREE 3.13 cannot
+  // distribute its two-operand reduce over a dimension this small.)
+  const TensorType index_type(ElementType::kI32, scores.shape());
+  // Expert e counts as count - 1 - e, so the largest marks the lowest expert.
+  Value reversed = constant(b, index_type, static_cast<double>(count - 1)) - iota(b, index_type, 1);
+  Value lowest = constant(b, scores, static_cast<double>(std::numeric_limits<float>::lowest()));
+  Value remaining = probs;
+  std::optional<Value> chosen, total;
+  for (int64_t i = 0; i < top_k; ++i) {
+    Value best = reduce_max(remaining, {1});
+    Value equal = compare(remaining, broadcast_like(best, scores.shape(), {0}), Direction::kEQ);
+    Value first = reduce_max(select(equal, reversed, constant(b, index_type, -1.0)), {1});
+    Value pick = compare(reversed, broadcast_like(first, scores.shape(), {0}), Direction::kEQ);
+    chosen = chosen ? logical_or(*chosen, pick) : pick;
+    total = total ? *total + best : best;
+    remaining = select(pick, lowest, remaining);
+  }
+  Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;
+  weights = select(*chosen, weights, constant(b, scores, 0.0));
+  Value out = constant(b, x.type(), 0.0);
+  for (int64_t i = 0; i < count; ++i) {
+    const Expert& expert = experts[static_cast<size_t>(i)];
+    Value y = mlp(x, expert.gate, expert.up, expert.down, activation);
+    Value w = reshape(slice(weights, {0, i}, {tokens, i + 1}), {tokens});
+    out = out + y * broadcast_like(w, y.shape(), {0});
+  }
+  return out;
 }
 
 Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const Weight& down,

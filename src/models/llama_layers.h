@@ -4,6 +4,7 @@
 // attention with repeat_kv, LlamaMLP). Activations are f32 [tokens, features]; weights may be
 // bf16/f16, in which case matmul inputs are narrowed to the weight type and accumulate in f32.
 #include <optional>
+#include <vector>
 
 #include "models/resident_weight.h"
 #include "stablehlo/ops.h"
@@ -21,9 +22,11 @@ Value rms_norm(Value x, Value weight, double eps);
 struct Rotary {
   Value cos;  // f32 [T, head_dim]: cos(cat(freqs, freqs)), freqs = position * inv_freq
   Value sin;
+  // Cohere: cos/sin of repeat_interleave(freqs, 2), and dims (2i, 2i+1) rotate as a pair.
+  bool interleaved = false;
 };
 // positions i32 [T]; inv_freq f32 [head_dim/2].
-Rotary rotary(Value positions, Value inv_freq);
+Rotary rotary(Value positions, Value inv_freq, bool interleaved = false);
 // x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin. With cos/sin narrower than
 // head_dim (partial rotary), only the first dims rotate and the rest pass through.
 Value apply_rotary(Value x, const Rotary& rotary);
@@ -59,6 +62,19 @@ Value mlp(Value x, const Weight& gate, const Weight& up, const Weight& down,
 // torch.nn.LayerNorm in f32: (x - mean) * rsqrt(var + eps) * weight (+ bias), biased variance,
 // over the last axis of x f32 [T, hidden].
 Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps);
+
+// CohereLayerNorm in f32: weight * ((x - mean) * rsqrt(var + eps)), no bias.
+Value cohere_layer_norm(Value x, Value weight, double eps);
+
+struct Expert {
+  Weight gate, up, down;
+};
+// A sparse mixture of experts as transformers computes it: router probabilities
+// softmax(x @ router^T) in f32, the top `top_k` per token (ties to the lower expert), renormalised
+// to sum 1 when `normalize`; the result sums each chosen expert's gated MLP times its weight, in
+// expert order. Every expert runs on every row (unchosen ones weigh 0, which adds exactly 0).
+Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
+                         int64_t top_k, bool normalize, Activation activation);
 
 // A non-gated MLP: down(act(up(x) + up_bias)) + down_bias (Starcoder2's c_fc / c_proj).
 Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const Weight& down,

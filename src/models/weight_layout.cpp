@@ -44,7 +44,7 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
                    {c.vocab_size, c.hidden_size},
                    e});
   // A norm's weight (and bias, for LayerNorms), `hf` and `gguf` naming the weight.
-  auto add_norm = [&](std::string name, std::string hf, std::string gguf, int64_t size) {
+  auto add_norm = [&](const std::string& name, std::string hf, std::string gguf, int64_t size) {
     specs.push_back({name, hf, gguf, {size}, e});
     specs.back().gguf_add = norm_add;
     if (family.layer_norm) {
@@ -113,7 +113,25 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
                      c.hidden_size);
     }
     const int64_t inter = c.intermediate_size;
-    if (!family.gated_mlp) {
+    if (c.num_experts > 0) {
+      // The router, then each expert's gate, up and down (GGUF: row blocks of stacked tensors).
+      const std::string moe = family.moe_hf;
+      const int64_t ei = c.expert_intermediate_size;
+      add("router", moe + ".gate.weight", "ffn_gate_inp.weight", {c.num_experts, c.hidden_size});
+      for (int64_t x = 0; x < c.num_experts; ++x) {
+        auto expert = [&](const char* name, const std::string& hf, const char* gguf,
+                          std::vector<int64_t> shape) {
+          add(fmt::format("e{}_{}", x, name), fmt::format("{}.experts.{}.{}.weight", moe, x, hf),
+              gguf, shape);
+          specs.back().source_rows = c.num_experts * shape[0];
+          specs.back().source_row = x * shape[0];
+          specs.back().source_rows_gguf_only = true;
+        };
+        expert("gate_proj", family.expert_gate_hf, "ffn_gate_exps.weight", {ei, c.hidden_size});
+        expert("up_proj", family.expert_up_hf, "ffn_up_exps.weight", {ei, c.hidden_size});
+        expert("down_proj", family.expert_down_hf, "ffn_down_exps.weight", {c.hidden_size, ei});
+      }
+    } else if (!family.gated_mlp) {
       add("up_proj", "mlp.c_fc.weight", "ffn_up.weight", {inter, c.hidden_size});
       if (c.linear_bias) add("up_bias", "mlp.c_fc.bias", "ffn_up.bias", {inter});
       add("down_proj", "mlp.c_proj.weight", "ffn_down.weight", {c.hidden_size, inter});

@@ -59,15 +59,18 @@ struct WeightSpec {
   float gguf_add = 0.0f;           // added to every value read from a GGUF file (Gemma norms: -1)
   // > 0: the file's tensor has this many rows and this argument is its rows [source_row,
   // source_row + shape[0]) (a fused qkv or gate_up tensor, split on the host).
+  // A file tensor of more than two dimensions counts its rows over all but the last (stacked
+  // experts [E, rows, cols]).
   int64_t source_rows = 0;
   int64_t source_row = 0;
+  bool source_rows_gguf_only = false;  // HF files hold the argument as its own tensor (experts)
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
 };
 
-// The specs of `logical` (f32 specs in HF layout; models/resident_weight.h) as resident arguments for `weights`: for
-// kAuto, each matrix in its stored format (config.stored_types, looked up by GGUF then HF
-// name); other weight types return `logical` unchanged.
+// The specs of `logical` (f32 specs in HF layout; models/resident_weight.h) as resident arguments
+// for `weights`: for kAuto, each matrix in its stored format (config.stored_types, looked up by
+// GGUF then HF name); other weight types return `logical` unchanged.
 std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
                                               std::vector<WeightSpec> logical, WeightType weights);
 

@@ -53,14 +53,28 @@ namespace {
 
 // The file tensor behind `spec`, checked against the weight's shape `shape` (a plane's spec has
 // its own) or, for a row range of a fused tensor, the whole tensor's.
+// Whether `spec` is a row range of a fused (or, in GGUF, stacked) file tensor.
+bool takes_rows(const ModelFiles& files, const WeightSpec& spec) {
+  return spec.source_rows > 0 &&
+         (files.format() == ModelFiles::Format::kGguf || !spec.source_rows_gguf_only);
+}
+
 TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
                               std::vector<int64_t> shape) {
-  if (spec.source_rows > 0) shape[0] = spec.source_rows;
+  const bool rows = takes_rows(files, spec);
+  if (rows) shape[0] = spec.source_rows;
   const std::string& name =
       files.format() == ModelFiles::Format::kGguf ? spec.gguf_name : spec.hf_name;
   auto tensor = files.find_tensor(name);
   if (!tensor) fail(files.path(), "tensor '{}' not found (for argument {})", name, spec.name);
-  if (tensor->shape != shape) {
+  // A fused or stacked tensor counts its rows over all its dimensions but the last.
+  std::vector<int64_t> got = tensor->shape;
+  if (rows && got.size() > 2) {
+    int64_t outer = 1;
+    for (size_t d = 0; d + 1 < got.size(); ++d) outer *= got[d];
+    got = {outer, got.back()};
+  }
+  if (got != shape) {
     fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
          fmt::join(tensor->shape, ", "), fmt::join(shape, ", "));
   }
@@ -87,9 +101,9 @@ void unpermute(const ModelFiles& files, const TensorView& tensor, std::vector<T>
 
 // Rows [source_row, source_row + rows) of a fused tensor's `values` (`columns` per row).
 template <typename T>
-void take_source_rows(const WeightSpec& spec, std::vector<T>& values, int64_t rows,
-                      int64_t columns) {
-  if (spec.source_rows <= 0) return;
+void take_source_rows(const ModelFiles& files, const WeightSpec& spec, std::vector<T>& values,
+                      int64_t rows, int64_t columns) {
+  if (!takes_rows(files, spec)) return;
   const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
   values = std::vector<T>(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
 }
@@ -118,9 +132,10 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
   const int64_t groups = codes.shape[1] / planar.group_size;
-  take_source_rows(codes, planar.codes, codes.shape[0], codes.shape[1]);
-  take_source_rows(codes, planar.scales, codes.shape[0], groups);
-  if (!planar.offsets.empty()) take_source_rows(codes, planar.offsets, codes.shape[0], groups);
+  take_source_rows(files, codes, planar.codes, codes.shape[0], codes.shape[1]);
+  take_source_rows(files, codes, planar.scales, codes.shape[0], groups);
+  if (!planar.offsets.empty())
+    take_source_rows(files, codes, planar.offsets, codes.shape[0], groups);
   unpermute(files, tensor, planar.codes, codes.shape[1]);
   unpermute(files, tensor, planar.scales, groups);
   if (!planar.offsets.empty()) unpermute(files, tensor, planar.offsets, groups);
@@ -165,7 +180,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
   const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
-  take_source_rows(spec, values, spec.shape[0], columns);
+  take_source_rows(files, spec, values, spec.shape[0], columns);
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) {
     for (float& v : values) v = v + spec.gguf_add;
   }

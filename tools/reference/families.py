@@ -97,6 +97,17 @@ FAMILIES = {
                         hidden_act="gelu_pytorch_tanh",
                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
                    "one"),
+    # LayerNorm without bias, attention and MLP in parallel off one norm, interleaved RoPE,
+    # logits x logit_scale.
+    "cohere": (dict(tie_word_embeddings=True, layer_norm_eps=1e-5, logit_scale=0.5,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "one"),
+    # Mixture of experts: 4 experts of intermediate 48, top 2.
+    "qwen3_moe": (dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                       norm_topk_prob=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
+    "olmoe": (dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, intermediate_size=48,
+                   norm_topk_prob=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "one"),
+    "mixtral": (dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2, intermediate_size=48,
+                     rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
 # Families whose norms are LayerNorms name their epsilon otherwise.
 OWN_EPS = ("layer_norm_eps", "norm_epsilon")
