@@ -144,6 +144,19 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
                         bad_messages.string());
 }
 
+// `generate --prompt-ids` needs no tokenizer; ids that are not ids of the vocabulary, or ids
+// given with a text prompt, are one-line errors naming the flag (before any graph compiles).
+TEST(Cli, GeneratePromptIdsAreChecked) {
+  const std::string tiny = testing::test_data("models/tiny_llama3").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"generate", "-m", tiny, "--prompt-ids", "1 x 3"},
+        {"generate", "-m", tiny, "--prompt-ids", "1,512"},
+        {"generate", "-m", tiny, "--prompt-ids", " , "},
+        {"generate", "-m", tiny, "--prompt-ids", "1 2", "-p", "Hello"}}) {
+    expect_one_line_error(args, "--prompt-ids");
+  }
+}
+
 // `emit` takes --slots: the decode graph's rows read and write slots 0 .. bucket-1 of a cache of
 // `slots` sequences; options the graph cannot honour are one-line errors naming the graph.
 TEST(Cli, EmitTakesSlots) {

@@ -101,12 +101,12 @@ FAMILIES = {
     # logits x logit_scale.
     "cohere": (dict(tie_word_embeddings=True, layer_norm_eps=1e-5, logit_scale=0.5,
                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "one"),
-    # Mixture of experts: 4 experts of intermediate 48, top 2.
-    "qwen3_moe": (dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+    # Mixture of experts: 3 experts of intermediate 32, top 2.
+    "qwen3_moe": (dict(tie_word_embeddings=False, num_experts=3, num_experts_per_tok=2, moe_intermediate_size=32,
                        norm_topk_prob=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
-    "olmoe": (dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, intermediate_size=48,
+    "olmoe": (dict(tie_word_embeddings=False, num_experts=3, num_experts_per_tok=2, intermediate_size=32,
                    norm_topk_prob=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "one"),
-    "mixtral": (dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2, intermediate_size=48,
+    "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
 # Families whose norms are LayerNorms name their epsilon otherwise.
