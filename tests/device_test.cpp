@@ -26,6 +26,7 @@
 #include "common/float16.h"
 #include "compile_cache/iree_compiler.h"
 #include "device/device.h"
+#include "runtime_availability.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -67,19 +68,6 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
   return std::as_bytes(std::span(values));
 }
 
-// The reason a runtime cannot run here, or nullopt.
-std::optional<std::string> missing_runtime(const std::string& runtime) {
-  try {
-    if (runtime == "iree") compile_cache::find_iree_compile();
-    DeviceOptions options;
-    options.threads = kThreads;
-    backends::open_device(runtime, options, {});
-    return std::nullopt;
-  } catch (const Error& e) {
-    return std::string(e.what());
-  }
-}
-
 // Threads of this process whose name contains `part` (Linux names threads in /proc).
 int threads_named(const std::string& part) {
   int count = 0;
@@ -106,7 +94,7 @@ std::map<std::string, int> thread_names() {
 class DeviceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
+    if (auto missing = testing::missing_runtime(GetParam(), kThreads)) GTEST_SKIP() << *missing;
   }
 
   // A scratch compile cache of this runtime, emptied when `fresh`.
@@ -303,7 +291,7 @@ TEST(DeviceErrors, UnknownRuntimeNamesTheKnownOnes) {
 
 // A CUDA device opens before anything is compiled: without a GPU that fails at once, in one line.
 TEST(DeviceErrors, IreeCudaWithoutAGpuFailsFast) {
-  if (auto missing = missing_runtime("iree")) GTEST_SKIP() << *missing;
+  if (auto missing = testing::missing_runtime("iree", kThreads)) GTEST_SKIP() << *missing;
   DeviceOptions options;
   options.kind = DeviceKind::kCuda;
   try {

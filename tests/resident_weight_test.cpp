@@ -20,6 +20,7 @@
 #include "models/architecture.h"
 #include "models/llama_layers.h"
 #include "models/resident_weight.h"
+#include "runtime_availability.h"
 #include "stablehlo/module.h"
 #include "stablehlo/ops.h"
 #include "test_paths.h"
@@ -34,18 +35,6 @@ using stablehlo::Value;
 template <typename T>
 std::span<const std::byte> bytes_of(const std::vector<T>& values) {
   return std::as_bytes(std::span(values));
-}
-
-std::optional<std::string> missing_runtime(const std::string& runtime) {
-  try {
-    if (runtime == "iree") compile_cache::find_iree_compile();
-    device::DeviceOptions options;
-    options.threads = 1;
-    backends::open_device(runtime, options, {});
-    return std::nullopt;
-  } catch (const Error& e) {
-    return std::string(e.what());
-  }
 }
 
 // A module over one planar weight of `rows` x `cols` (group `group`, offsets or not):
@@ -71,7 +60,7 @@ std::string planar_module(int64_t rows, int64_t cols, int64_t group, bool offset
 class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
+    if (auto missing = testing::missing_runtime(GetParam(), 1)) GTEST_SKIP() << *missing;
   }
 };
 

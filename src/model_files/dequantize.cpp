@@ -1,24 +1,14 @@
 #include "model_files/dequantize.h"
 
+#include "model_files/little_endian.h"
 #include "model_files/planar_blocks.h"
 
 #include "common/float16.h"
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 
 namespace xlacel {
-
-namespace {
-
-uint16_t load_u16(const std::byte* p) {
-  uint16_t value;
-  std::memcpy(&value, p, sizeof value);
-  return value;
-}
-
-}  // namespace
 
 void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out) {
   switch (dtype) {
@@ -26,11 +16,12 @@ void dequantize(DType dtype, std::span<const std::byte> in, std::span<float> out
       if (!out.empty()) std::memcpy(out.data(), in.data(), out.size() * sizeof(float));
       return;
     case DType::kF16:
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(load_u16(&in[2 * i]));
+      for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = half_to_float(load_little_endian<uint16_t>(&in[2 * i]));
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < out.size(); ++i) {
-        out[i] = bfloat16_to_float(load_u16(&in[2 * i]));
+        out[i] = bfloat16_to_float(load_little_endian<uint16_t>(&in[2 * i]));
       }
       return;
     default: {

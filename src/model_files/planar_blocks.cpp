@@ -3,20 +3,17 @@
 #include <cstring>
 
 #include "common/float16.h"
+#include "model_files/little_endian.h"
 
 namespace xlacel {
 
 namespace {
 
 uint16_t load_u16(const std::byte* p) {
-  uint16_t value;
-  std::memcpy(&value, p, sizeof value);
-  return value;
+  return load_little_endian<uint16_t>(p);
 }
 uint32_t load_u32(const std::byte* p) {
-  uint32_t value;
-  std::memcpy(&value, p, sizeof value);
-  return value;
+  return load_little_endian<uint32_t>(p);
 }
 float load_half(const std::byte* p) {
   return half_to_float(load_u16(p));

@@ -189,8 +189,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 }
 
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
-  // Narrow float weights of kAuto are copied as stored (bit-exact; no f32 round trip needed, but
-  // it is exact both ways, so one path serves every type).
+  // F16/BF16 weights kept narrow by kAuto go through f32 and back: exact both ways.
   std::vector<float> values = load_weight_f32(files, spec);
   if (spec.element == ElementType::kF32) return host_tensor(spec, values);
   std::vector<uint16_t> narrow(values.size());
