@@ -1,7 +1,8 @@
 // Weights resident in their file's block format (models/resident_weight.h), on every runtime:
 // the graph's dequantization gives bit-for-bit the gguf package's values (the reference data in
 // quant_types.gguf), for every GGML block format; the fused one-row product and the row lookup
-// agree with them. Plus the resident specs of the default model.
+// agree with them; the runtime's hand-written planar product (where it has one) agrees with the
+// graph's own. Plus the resident specs of the default model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,98 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);  // q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
+}
+
+// A module over one planar weight and x f32 [x_rows, cols]: results the product through the
+// runtime's hand-written kernel and through the graph's own StableHLO (the reference).
+std::string kernel_module(int64_t rows, int64_t cols, int64_t group, bool offsets, int64_t x_rows,
+                          const device::PlanarKernel& kernel) {
+  stablehlo::Module module("planar_kernel_test");
+  stablehlo::Function& f = module.add_function("main");
+  Value codes = f.argument("codes", TensorType(ElementType::kI8, {rows, cols}));
+  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, cols / group}));
+  std::optional<Value> offset_plane;
+  if (offsets) {
+    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, cols / group}));
+  }
+  Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
+  models::Weight reference(codes, scales, offset_plane);
+  models::Weight through_kernel = reference;
+  through_kernel.kernel = &kernel;
+  f.finish({models::linear(x, through_kernel), models::linear(x, reference)});
+  return module.to_text();
+}
+
+TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
+  device::DeviceOptions options;
+  options.threads = 1;  // local-task's worker count is per process (SetUp used 1)
+  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
+  auto device = backends::open_device(GetParam(), options, {});
+  const device::PlanarKernel* kernel = device->planar_kernel();
+  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const auto& info : gguf.tensor_infos()) {
+    TensorView tensor = gguf.tensor(info);
+    if (!is_block_quantized(tensor.dtype)) continue;
+    const std::string format = dtype_name(tensor.dtype);
+    const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+    const PlanarBlocks planar =
+        to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+    const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
+    const bool offsets = !planar.offsets.empty();
+    const int64_t groups = cols / planar.group_size;
+    for (int64_t x_rows : {1, 3, 8}) {
+      ASSERT_TRUE(kernel->handles(x_rows, planar.group_size)) << format;
+      const std::string name = format + "-" + std::to_string(x_rows);
+      const device::GraphSource source{
+          name, kernel_module(rows, cols, planar.group_size, offsets, x_rows, *kernel),
+          "planar_kernel_test", name + ".mlir"};
+      std::vector<device::GraphLoad> loads;
+      auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+      std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+      std::vector<device::BufferPtr> buffers;
+      buffers.push_back(device->upload(bytes_of(planar.codes), ElementType::kI8,
+                                       std::vector<int64_t>{rows, cols}));
+      buffers.push_back(device->upload(bytes_of(planar.scales), ElementType::kF32,
+                                       std::vector<int64_t>{rows, groups}));
+      if (offsets) {
+        buffers.push_back(device->upload(bytes_of(planar.offsets), ElementType::kF32,
+                                         std::vector<int64_t>{rows, groups}));
+      }
+      buffers.push_back(
+          device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
+      std::vector<device::Buffer*> arguments;
+      for (auto& buffer : buffers) arguments.push_back(buffer.get());
+      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+      ASSERT_EQ(results.size(), 2u);
+      std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows)),
+          by_graph(by_kernel.size());
+      device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+      device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+      // Both sum f32 products of the same dequantized values, in different orders: they agree
+      // with each other and with a double-precision sum to rounding.
+      for (int64_t t = 0; t < x_rows; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double want = 0, magnitude = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double term = static_cast<double>(x[static_cast<std::size_t>(t * cols + c)]) *
+                                expected[static_cast<std::size_t>(r * cols + c)];
+            want += term;
+            magnitude += std::abs(term);
+          }
+          const std::size_t at = static_cast<std::size_t>(t * rows + r);
+          EXPECT_NEAR(by_kernel[at], want, 1e-6 * magnitude + 1e-30)
+              << GetParam() << " " << name << " output " << t << "," << r;
+          EXPECT_NEAR(by_kernel[at], by_graph[at], 2e-6 * magnitude + 1e-30)
+              << GetParam() << " " << name << " output " << t << "," << r;
+        }
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),

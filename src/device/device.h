@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/planar_kernel.h"
 #include "stablehlo/types.h"
 
 namespace xlacel::device {
@@ -86,6 +87,9 @@ class Device {
     (void)rows;
     return false;
   }
+
+  // The runtime's hand-written product for planar weights, or nullptr where it has none.
+  virtual const PlanarKernel* planar_kernel() const { return nullptr; }
 
   // Compiles (or takes from the compile cache) and loads each graph, several at a time where
   // the runtime allows; `loads` receives one entry per graph, in order. Error naming the graph's

@@ -162,7 +162,11 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
       continue;
     }
     wanted.push_back(options);
-    sources.push_back({name, architecture_.emit(config, options), models::module_name(options.kind),
+    models::GraphOptions emitted = options;
+    if (emitted.weights == models::WeightType::kAuto) {
+      emitted.planar_kernel = device_->planar_kernel();
+    }
+    sources.push_back({name, architecture_.emit(config, emitted), models::module_name(options.kind),
                        fmt::format("{}.{}.mlir", model_.name(), name)});
   }
   if (sources.empty()) return;

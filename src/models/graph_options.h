@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "device/planar_kernel.h"
 #include "model_files/model_config.h"
 
 namespace xlacel::models {
@@ -55,6 +56,9 @@ struct GraphOptions {
   int64_t slots = 1;  // sequences the KV cache holds (decode: bucket <= slots)
   // Decode: cache rows attended per slot, [0, window); 0: all `capacity` of them.
   int64_t window = 0;
+  // kAuto: the runtime's hand-written product for planar weights, used where it takes the
+  // product's shape (else the graph's own StableHLO product); not part of the graph's name.
+  const device::PlanarKernel* planar_kernel = nullptr;
 };
 
 const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits"

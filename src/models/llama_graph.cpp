@@ -93,7 +93,9 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   };
   // A matrix weight, possibly kept as planes of a block format (resident_weight.h).
   const bool widen = options.weights == WeightType::kAuto;
-  auto named_matrix = [&](const std::string& name) { return resident_weight(w, name, widen); };
+  auto named_matrix = [&](const std::string& name) {
+    return resident_weight(w, name, widen, options.planar_kernel);
+  };
   auto matrix = [&](int64_t layer, const char* name) {
     return named_matrix(fmt::format("l{}_{}", layer, name));
   };

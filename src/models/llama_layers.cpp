@@ -58,11 +58,19 @@ Moments moments(Value x, double eps) {
   return {mean, centred, rsqrt(var + constant(b, row, eps))};
 }
 
+// Whether the runtime's hand-written planar product takes this product's shape.
+bool kernel_takes(Value x, const Weight& weight) {
+  return weight.planar() && weight.kernel != nullptr &&
+         weight.kernel->handles(x.shape()[0], weight.cols() / weight.scales->shape()[1]);
+}
+
 }  // namespace
 
 Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
   const DotDimensions dims{.lhs_contracting = {1}, .rhs_contracting = {1}};
-  Value y = weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
+  Value y = kernel_takes(x, weight)
+                ? weight.kernel->multiply(to_f32(x), weight.values, *weight.scales, weight.offsets)
+            : weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
             : weight.planar() || weight.widen ? dot_f32(x, dequantized(weight), dims)
                                               : dot_f32(x, weight.values, dims);
   if (bias) y = y + broadcast_like(to_f32(*bias), y.shape(), {1});

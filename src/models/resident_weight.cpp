@@ -68,7 +68,7 @@ Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane
     : values(codes), scales(scale_plane), offsets(offset_plane), widen(true) {}
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
-                       bool widen) {
+                       bool widen, const device::PlanarKernel* kernel) {
   auto codes = arguments.find(name + "_codes");
   if (codes == arguments.end()) {
     Weight weight(arguments.at(name));
@@ -76,8 +76,10 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
     return weight;
   }
   auto offsets = arguments.find(name + "_offsets");
-  return Weight(codes->second, arguments.at(name + "_scales"),
+  Weight weight(codes->second, arguments.at(name + "_scales"),
                 offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second));
+  weight.kernel = kernel;
+  return weight;
 }
 
 Value dequantized_groups(const Weight& weight) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "device/planar_kernel.h"
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
@@ -25,6 +26,8 @@ struct Weight {
   std::optional<stablehlo::Value> scales;
   std::optional<stablehlo::Value> offsets;
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
+  // Planes only: the runtime's product for them, where it has one (GraphOptions::planar_kernel).
+  const device::PlanarKernel* kernel = nullptr;
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
   Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets);
@@ -35,9 +38,10 @@ struct Weight {
 };
 
 // The weight `name` from a graph's arguments (with its planes, if the signature has them);
-// `widen` as above.
+// `widen` and `kernel` as above.
 Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
-                       const std::string& name, bool widen);
+                       const std::string& name, bool widen,
+                       const device::PlanarKernel* kernel = nullptr);
 
 // The weight's values in f32, [rows, cols] (planes: scale * code (+ offset)).
 stablehlo::Value dequantized(const Weight& weight);

@@ -24,6 +24,7 @@ namespace xlacel::stablehlo {
 
 class Block;
 class Function;
+class Module;
 
 class Value {
  public:
@@ -122,6 +123,8 @@ class Function {
 
   const std::string& name() const { return name_; }
   Visibility visibility() const { return visibility_; }
+  // The module that owns the function (Module::add_function); nullptr for a standalone one.
+  Module* module() const { return module_; }
   const std::vector<Argument>& arguments() const { return arguments_; }
   std::vector<TensorType> argument_types() const;
   std::vector<TensorType> result_types() const;  // empty until finished
@@ -129,8 +132,10 @@ class Function {
  private:
   void check_aliases(const std::vector<TensorType>& results) const;
 
+  friend class Module;
   std::string name_;
   Visibility visibility_;
+  Module* module_ = nullptr;
   std::unique_ptr<Block> body_;
   std::vector<Argument> arguments_;
 };

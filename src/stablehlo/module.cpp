@@ -27,6 +27,7 @@ Module::Module(std::string name) : name_(std::move(name)) {
 Function& Module::add_function(std::string name, Visibility visibility) {
   if (find(name) != nullptr) build_fail("module", "@{} already has a function @{}", name_, name);
   functions_.push_back(std::make_unique<Function>(std::move(name), visibility));
+  functions_.back()->module_ = this;
   return *functions_.back();
 }
 
@@ -37,8 +38,16 @@ Function* Module::find(std::string_view name) const {
   return nullptr;
 }
 
+void Module::add_declaration(const std::string& key, std::string text) {
+  for (const auto& declaration : declarations_) {
+    if (declaration.first == key) return;
+  }
+  declarations_.emplace_back(key, std::move(text));
+}
+
 std::string Module::to_text() const {
   std::string text = fmt::format("module @{} {{\n", name_);
+  for (const auto& declaration : declarations_) text += declaration.second + "\n";
   for (const auto& f : functions_) {
     check_calls(*this, *f, f->body());
     text += print_function(*f, 2);

@@ -3,6 +3,7 @@
 // `prefill` and `decode_step` and the private helpers they call. Syntax: see printer.h.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stablehlo/function.h"
@@ -18,6 +19,9 @@ class Module {
   Function& add_function(std::string name, Visibility visibility = Visibility::kPublic);
   // nullptr when absent.
   Function* find(std::string_view name) const;
+  // A top-level item of another dialect that an op of the module names (an IREE executable that
+  // a dispatch calls), printed verbatim before the functions; added once per `key`.
+  void add_declaration(const std::string& key, std::string text);
 
   const std::string& name() const { return name_; }
   const std::vector<std::unique_ptr<Function>>& functions() const { return functions_; }
@@ -28,6 +32,7 @@ class Module {
 
  private:
   std::string name_;
+  std::vector<std::pair<std::string, std::string>> declarations_;  // key, text
   std::vector<std::unique_ptr<Function>> functions_;
 };
 

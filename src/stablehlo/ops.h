@@ -4,6 +4,7 @@
 #include "stablehlo/data_movement.h"
 #include "stablehlo/dot.h"
 #include "stablehlo/elementwise.h"
+#include "stablehlo/foreign.h"
 #include "stablehlo/function.h"
 #include "stablehlo/module.h"
 #include "stablehlo/printer.h"

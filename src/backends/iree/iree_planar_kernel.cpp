@@ -1,0 +1,156 @@
+#include "backends/iree/iree_planar_kernel.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string_view>
+#include <system_error>
+
+#include "backends/iree/planar_matmul_object.h"
+#include "common/error.h"
+#include "compile_cache/atomic_file.h"
+#include "compile_cache/hash.h"
+#include "stablehlo/foreign.h"
+#include "stablehlo/module.h"
+
+namespace xlacel::backends {
+
+using stablehlo::ElementType;
+using stablehlo::TensorType;
+using stablehlo::Value;
+
+namespace {
+
+// As kernels/planar_matmul.c defines them.
+constexpr int64_t kRowsPerWorkgroup = 32;
+constexpr int64_t kMaxActivationRows = 8;
+
+std::string_view object_bytes() {
+  return {reinterpret_cast<const char*>(kPlanarMatmulObject), sizeof(kPlanarMatmulObject)};
+}
+
+std::filesystem::path write_object(const std::filesystem::path& cache_dir) {
+  const std::filesystem::path dir = cache_dir / "kernels";
+  const std::filesystem::path path =
+      dir / fmt::format("planar_matmul-{}.o", compile_cache::hash_bytes(object_bytes()).hex());
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) == object_bytes().size()) return path;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+  compile_cache::TempFile temp(dir, "planar_matmul", ".o");
+  temp.write(object_bytes());
+  temp.commit(path);
+  return path;
+}
+
+// One executable per product shape, its export named like it (IREE links every executable of
+// a module into one library, so export names must be unique): its constants (rows, n, k, group) and
+// workgroup count are static, so each dispatch needs no operands beyond its tensors.
+std::string executable_text(const std::string& name, const std::filesystem::path& object,
+                            int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets) {
+  const int64_t groups = k / group;
+  const int64_t workgroups = (n + kRowsPerWorkgroup - 1) / kRowsPerWorkgroup;
+  const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
+  const std::string offsets_view =
+      offsets ? "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
+                "memref<?xf32>{%ng}\n"
+              : "";
+  return fmt::format(
+      R"(  stream.executable private @{name} attributes {{
+    hal.executable.objects = #hal.executable.objects<{{
+      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{object}"}}>]
+    }}>
+  }} {{
+    stream.executable.export public @{name} workgroups() -> (index, index, index) {{
+      %x = arith.constant {workgroups} : index
+      %c1 = arith.constant 1 : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }}
+    builtin.module {{
+      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{offsets_binding}, %x: !stream.binding, %y: !stream.binding) {{
+      %c0 = arith.constant 0 : index
+      %rows = arith.constant {rows} : index
+      %n = arith.constant {n} : index
+      %k = arith.constant {k} : index
+      %group = arith.constant {group} : index
+      %has_offsets = arith.constant {has_offsets} : index
+      %nk = arith.constant {nk} : index
+      %ng = arith.constant {ng} : index
+      %tk = arith.constant {tk} : index
+      %tn = arith.constant {tn} : index
+      %workgroup = stream.dispatch.workgroup.id[0] : index
+      %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%nk}}
+      %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?xf32>{{%ng}}
+{offsets_view}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
+      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
+      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %workgroup) : (memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) -> ()
+      return
+      }}
+    }}
+  }})",
+      fmt::arg("name", name), fmt::arg("object", object.string()),
+      fmt::arg("workgroups", workgroups), fmt::arg("offsets_binding", offsets_binding),
+      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
+      fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("nk", n * k), fmt::arg("ng", n * groups),
+      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("offsets_view", offsets_view),
+      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"));
+}
+
+class IreeCpuPlanarKernel final : public device::PlanarKernel {
+ public:
+  explicit IreeCpuPlanarKernel(std::filesystem::path object) : object_(std::move(object)) {}
+
+  bool handles(int64_t rows, int64_t group) const override {
+    return rows >= 1 && rows <= kMaxActivationRows && (group == 16 || group == 32);
+  }
+
+  Value multiply(Value x, Value codes, Value scales, std::optional<Value> offsets) const override {
+    const int64_t rows = x.shape()[0];
+    const int64_t n = codes.shape()[0];
+    const int64_t k = codes.shape()[1];
+    const int64_t group = k / scales.shape()[1];
+    if (!handles(rows, group) || x.shape()[1] != k || x.element() != ElementType::kF32 ||
+        codes.element() != ElementType::kI8 || scales.shape()[1] * group != k) {
+      throw Error(fmt::format("planar kernel: cannot multiply {} by codes {} with scales {}",
+                              x.type().str(), codes.type().str(), scales.type().str()));
+    }
+    stablehlo::Module* module = x.block().function()->module();
+    if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
+    const std::string name = fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}{}", rows, n, k,
+                                         group, offsets ? "_offsets" : "");
+    module->add_declaration(name,
+                            executable_text(name, object_, rows, n, k, group, offsets.has_value()));
+    std::vector<Value> operands = {codes, scales};
+    if (offsets) operands.push_back(*offsets);
+    operands.push_back(x);
+    return stablehlo::foreign_op(
+        "flow.dispatch", std::move(operands),
+        {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
+         {"operandSegmentSizes", fmt::format("array<i32: 0, {}, 0, 0>", offsets ? 4 : 3)},
+         {"tied_operands", "[-1 : index]"}},
+        TensorType(ElementType::kF32, {rows, n}));
+  }
+
+ private:
+  std::filesystem::path object_;
+};
+
+}  // namespace
+
+std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
+    const std::filesystem::path& cache_dir) {
+  // For measuring what the kernel buys (tools/peer/compare_bench.py): the graph's own product.
+  if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
+    return nullptr;
+  }
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
+  return std::make_unique<IreeCpuPlanarKernel>(write_object(cache_dir));
+#else
+  (void)cache_dir;
+  return nullptr;
+#endif
+}
+
+}  // namespace xlacel::backends

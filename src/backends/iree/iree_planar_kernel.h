@@ -1,0 +1,19 @@
+#pragma once
+// IREE llvm-cpu's planar product (device/planar_kernel.h): kernels/planar_matmul.c, compiled at
+// build time into an object that each graph links through IREE's custom-dispatch extension
+// point (a stream.executable whose objects attribute names the file, called by flow.dispatch).
+#include <filesystem>
+#include <memory>
+
+#include "device/planar_kernel.h"
+
+namespace xlacel::backends {
+
+// nullptr unless this CPU runs the kernel (x86-64 with AVX2 and FMA) and
+// $XLACEL_IREE_NO_PLANAR_KERNEL is unset or empty. The object is written
+// once to `<cache_dir>/kernels/planar_matmul-<hash>.o`, a path that changes with its content (so
+// the compile cache, keyed on the graph text, never mixes kernels).
+std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
+    const std::filesystem::path& cache_dir);
+
+}  // namespace xlacel::backends
