@@ -157,6 +157,17 @@ TEST(Cli, GeneratePromptIdsAreChecked) {
   }
 }
 
+// A GGUF written without a vocabulary (the tiny quantized Llamas, run from token ids in
+// engine_test) is inspected as having no tokenizer; a command that needs one is a one-line error.
+TEST(Cli, GgufWithoutVocabularyHasNoTokenizer) {
+  const std::string model = testing::test_data("models/tiny_quantized/q4_k.gguf").string();
+  Result inspect = run_xlacel({"inspect", model});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("\ntokenizer: none\n"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("Q4_K"), std::string::npos) << inspect.out;
+  expect_one_line_error({"tokenize", "-m", model, "hello"}, model + ": no tokenizer in the GGUF");
+}
+
 // `emit` takes --slots: the decode graph's rows read and write slots 0 .. bucket-1 of a cache of
 // `slots` sequences; options the graph cannot honour are one-line errors naming the graph.
 TEST(Cli, EmitTakesSlots) {

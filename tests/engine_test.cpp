@@ -5,7 +5,8 @@
 // lengths joining and leaving; teacher-forced logits must lie within kLogitTolerance of HF's;
 // seeded sampling must not depend on what else is in the batch; chunked prefill must agree with
 // token-by-token decoding; a prompt prefilled after a prefix its slot kept (prefix reuse) must
-// give the tokens of a full prefill. Tests skip (with the reason) when a runtime or the default
+// give the tokens of a full prefill. Tiny models cover every family and every GGUF format that
+// --weights auto keeps resident. Tests skip (with the reason) when a runtime or the default
 // model is missing. Compiled graphs go to a scratch compile cache, never the user's.
 //
 // Tolerance: HF's own cached-vs-uncached recompute differs by up to 5.5e-5 (SmolLM2 logits ~20
@@ -31,6 +32,7 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/prefill_plan.h"
+#include "models/graph_options.h"
 #include "models/test_support.h"
 #include "run_xlacel.h"
 #include "test_paths.h"
@@ -416,10 +418,63 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "x
                          [](const auto& param_info) { return param_info.param; });
 
 // ---------------------------------------------------------------------------------------------
+// A tiny model against its reference: the greedy streams of its id-list prompts, each joining and
+// leaving at its own step, equal HF's; teacher-forced logits in slot min(1, slots - 1) lie within
+// kLogitTolerance; and the CLI's greedy path, `generate --prompt-ids` on the 17-token prompt with
+// the default --weights auto, gives HF's tokens too (unless `cli` is off).
+
+struct TinyModelRun {
+  std::string runtime;
+  std::string name;  // in labels and scratch folders
+  models::WeightType weights = models::WeightType::kF32;
+  int64_t slots = 4;
+  int copies = 2;  // submissions of each prompt
+  bool cli = true;
+};
+
+void expect_tiny_model_matches_hf(const fs::path& model, const json& reference,
+                                  const TinyModelRun& run) {
+  const std::string label = run.runtime + " " + run.name;
+  EngineOptions options;
+  options.runtime = run.runtime;
+  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + run.runtime);
+  options.executor.weights = run.weights;
+  options.executor.slots = run.slots;
+  options.executor.capacity = 256;
+  options.executor.prefill_bucket = 16;
+  options.executor.preload_logits = true;
+  Engine engine(ModelFiles::open(model.string()), options);
+  auto [streams, widest] = run_staggered(engine.scheduler(), reference, run.copies);
+  expect_streams_match(streams, reference, label);
+  if (run.slots > 1) {
+    EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  }
+  const int32_t slot = run.slots > 1 ? 1 : 0;
+  const double diff = teacher_forced_max_diff(engine.executor(), reference, slot);
+  std::printf("%s slot %d: max |logit diff| vs HF %.3g (tolerance %.g)\n", label.c_str(), slot,
+              diff, kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+  if (!run.cli) return;
+
+  const json& prompt = reference["prompts"][1];
+  std::string prompt_ids;
+  for (int32_t id : ids(prompt["prompt_ids"])) prompt_ids += std::to_string(id) + " ";
+  const auto want = ids(prompt["output_ids"]);
+  const testing::ProgramRun cli =
+      testing::run_xlacel(testing::scratch_dir("engine/cli-" + run.name + "-" + run.runtime),
+                          {"generate", "-m", model.string(), "--prompt-ids", prompt_ids, "-n",
+                           std::to_string(want.size()), "--ignore-eos", "--backend", run.runtime,
+                           "--output-format", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const auto got = ids(json::parse(cli.out)["output_ids"]);
+  EXPECT_EQ(got, want) << "CLI differs at token " << matched(got, want);
+  std::printf("%s CLI generate %s: %zu/%zu tokens match HF\n", label.c_str(),
+              prompt["name"].get<std::string>().c_str(), matched(got, want), want.size());
+}
+
 // Every model family on its tiny random-weight model (tests/data/models/<type>/, written with
-// its reference.json by tools/reference/families.py): the batched greedy streams of 4 prompts
-// of 5 to 150 tokens (twice each, joining and leaving) equal HF's, and teacher-forced logits in
-// slot 1 lie within kLogitTolerance. Adding a family = one line in kFamilies.
+// its reference.json by tools/reference/families.py), 4 prompts of 5 to 150 tokens twice each
+// over 4 slots. Adding a family = one line in kFamilies.
 
 const std::vector<std::string> kFamilies = {
     "qwen3",    "gemma3_text", "gemma2", "granite",   "olmo2", "phi3",
@@ -433,38 +488,31 @@ TEST_P(FamilyTest, TinyModelGreedyAndLogitsMatchHf) {
   const auto& [family, runtime] = GetParam();
   if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
   const fs::path dir = testing::test_data("models/" + family);
-  const json reference = read_json(dir / "reference.json");
-  EngineOptions options;
-  options.runtime = runtime;
-  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
-  options.executor.slots = 4;
-  options.executor.capacity = 256;
-  options.executor.prefill_bucket = 16;
-  options.executor.preload_logits = true;
-  Engine engine(ModelFiles::open(dir.string()), options);
-  auto [streams, widest] = run_staggered(engine.scheduler(), reference, 2);
-  expect_streams_match(streams, reference, runtime + " " + family);
-  EXPECT_GE(widest, 3) << "requests should have been decoded together";
-  const double diff = teacher_forced_max_diff(engine.executor(), reference, 1);
-  std::printf("%s %s slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n", runtime.c_str(),
-              family.c_str(), diff, kLogitTolerance);
-  EXPECT_LE(diff, kLogitTolerance);
+  expect_tiny_model_matches_hf(dir, read_json(dir / "reference.json"), {runtime, family});
+}
 
-  // The CLI's greedy path: `generate --prompt-ids` on the 17-token prompt.
-  const json& prompt = reference["prompts"][1];
-  std::string prompt_ids;
-  for (int32_t id : ids(prompt["prompt_ids"])) prompt_ids += std::to_string(id) + " ";
-  const auto want = ids(prompt["output_ids"]);
-  const testing::ProgramRun run =
-      testing::run_xlacel(testing::scratch_dir("engine/cli-" + family + "-" + runtime),
-                          {"generate", "-m", dir.string(), "--prompt-ids", prompt_ids, "-n",
-                           std::to_string(want.size()), "--ignore-eos", "--backend", runtime,
-                           "--output-format", "json"});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto got = ids(json::parse(run.out)["output_ids"]);
-  EXPECT_EQ(got, want) << "CLI differs at token " << matched(got, want);
-  std::printf("%s %s CLI generate %s: %zu/%zu tokens match HF\n", runtime.c_str(), family.c_str(),
-              prompt["name"].get<std::string>().c_str(), matched(got, want), want.size());
+// Every GGUF format --weights auto keeps resident as it is stored, on a tiny Llama written in
+// that format (tests/data/models/tiny_quantized/<type>.gguf, HF's greedy references in
+// <type>.json, both by tools/reference/quantized_gguf.py). One slot, so that on IREE CPU prefill
+// and decode both read the planes (or the f16/bf16 values) in the graph; XLA reads their f32 copy
+// dequantized on the host. The control runs one K-quant with --weights f32 (the engine only: the
+// CLI's default is auto, which the other runs cover).
+
+const std::vector<std::string> kResidentFormats = {
+    "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "f16", "bf16",
+};
+
+using FormatRuntime = std::tuple<std::string, std::string, models::WeightType>;
+class QuantizedGgufTest : public ::testing::TestWithParam<FormatRuntime> {};
+
+TEST_P(QuantizedGgufTest, GreedyAndLogitsMatchHf) {
+  const auto& [format, runtime, weights] = GetParam();
+  if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/tiny_quantized");
+  const bool control = weights != models::WeightType::kAuto;
+  const std::string name = format + "-" + models::weight_type_name(weights);
+  expect_tiny_model_matches_hf(dir / (format + ".gguf"), read_json(dir / (format + ".json")),
+                               {runtime, name, weights, 1, 1, !control});
 }
 
 // Gemma 3 270M (base, Q4_K_M GGUF dequantized to f32; tests/data/models/gemma3_270m_reference.json
@@ -505,6 +553,24 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
                            return std::get<0>(param_info.param) + "_" +
                                   std::get<1>(param_info.param);
                          });
+
+std::string format_runtime_name(const ::testing::TestParamInfo<FormatRuntime>& info) {
+  const auto& [format, runtime, weights] = info.param;
+  return format + "_" + models::weight_type_name(weights) + "_" + runtime;
+}
+
+INSTANTIATE_TEST_SUITE_P(ResidentFormats, QuantizedGgufTest,
+                         ::testing::Combine(::testing::ValuesIn(kResidentFormats),
+                                            ::testing::Values(std::string("iree"),
+                                                              std::string("xla")),
+                                            ::testing::Values(models::WeightType::kAuto)),
+                         format_runtime_name);
+INSTANTIATE_TEST_SUITE_P(F32Control, QuantizedGgufTest,
+                         ::testing::Combine(::testing::Values(std::string("q4_k")),
+                                            ::testing::Values(std::string("iree"),
+                                                              std::string("xla")),
+                                            ::testing::Values(models::WeightType::kF32)),
+                         format_runtime_name);
 
 }  // namespace
 }  // namespace xlacel::engine

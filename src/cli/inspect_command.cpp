@@ -76,10 +76,10 @@ void run_inspect(const std::string& path) {
     fmt::print("  {:<5} {:>4} tensors  {:>12} elements  {:>10}\n", dtype, totals.count,
                totals.elements, mebibytes(totals.bytes));
   }
-  if (model.gguf() != nullptr || !model.tokenizer_json_path().empty()) {
+  if (engine::has_tokenizer(model)) {
     fmt::print("tokenizer: {}\n", load_tokenizer(model)->describe());
   } else {
-    fmt::print("tokenizer: none (no tokenizer.json)\n");
+    fmt::print("tokenizer: none\n");
   }
   if (model.chat_template()) {
     const std::string& text = model.chat_template()->text;

@@ -7,14 +7,19 @@
 namespace xlacel::engine {
 
 bool has_tokenizer(const ModelFiles& model) {
-  return model.gguf() != nullptr || !model.tokenizer_json_path().empty();
+  // A GGUF written without a vocabulary (llama.cpp reads the model then, as transformers does)
+  // lacks the key that names the tokenizer's kind.
+  if (model.gguf() != nullptr) return model.gguf()->has("tokenizer.ggml.model");
+  return !model.tokenizer_json_path().empty();
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const ModelFiles& model) {
-  if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
   if (!has_tokenizer(model)) {
-    fail(model.path(), "no tokenizer.json in the model directory");
+    fail(model.path(), "{}",
+         model.gguf() != nullptr ? "no tokenizer in the GGUF (tokenizer.ggml.model)"
+                                 : "no tokenizer.json in the model directory");
   }
+  if (model.gguf() != nullptr) return Tokenizer::from_gguf(*model.gguf());
   return Tokenizer::from_tokenizer_json(model.tokenizer_json_path());
 }
 
