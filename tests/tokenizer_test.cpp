@@ -435,8 +435,8 @@ TEST(TokenizerJsonErrors, EachMalformedFileNamesTheFile) {
 TEST(TokenizerJsonErrors, UnsupportedConstructsAreNamed) {
   {
     Json j = minimal_tokenizer();
-    j["normalizer"] = {{"type", "NFC"}};
-    expect_error_naming_file("nfc.json", j.dump(), "normalizer type 'NFC' is not supported");
+    j["normalizer"] = {{"type", "NFKC"}};
+    expect_error_naming_file("nfkc.json", j.dump(), "normalizer type 'NFKC' is not supported");
   }
   {
     Json j = minimal_tokenizer();
