@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -473,8 +474,12 @@ void expect_tiny_model_matches_hf(const fs::path& model, const json& reference,
 }
 
 // Every model family on its tiny random-weight model (tests/data/models/<type>/, written with
-// its reference.json by tools/reference/families.py), 4 prompts of 5 to 150 tokens twice each
-// over 4 slots. Adding a family = one line in kFamilies.
+// its tokenizer, real chat template and reference.json by tools/reference/families.py): the
+// prompt ids of its raw-text and chat prompts equal HF's (tokenizer, apply_chat_template); the
+// batched greedy streams of all its prompts (4 id lists of 5 to 150 tokens, the raw text, the
+// chats; twice each, joining and leaving) equal HF's, and teacher-forced logits in slot 1 lie
+// within kLogitTolerance; the CLI generates the same from ids, text and messages. Adding a
+// family = one line in kFamilies.
 
 const std::vector<std::string> kFamilies = {
     "qwen3",    "gemma3_text", "gemma2", "granite",   "olmo2", "phi3",
@@ -488,7 +493,73 @@ TEST_P(FamilyTest, TinyModelGreedyAndLogitsMatchHf) {
   const auto& [family, runtime] = GetParam();
   if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
   const fs::path dir = testing::test_data("models/" + family);
-  expect_tiny_model_matches_hf(dir, read_json(dir / "reference.json"), {runtime, family});
+  const json reference = read_json(dir / "reference.json");
+  EngineOptions options;
+  options.runtime = runtime;
+  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
+  options.executor.slots = 4;
+  options.executor.capacity = 512;  // families.py's CAPACITY
+  options.executor.prefill_bucket = 16;
+  options.executor.preload_logits = true;
+  Engine engine(ModelFiles::open(dir.string()), options);
+  int text_prompts = 0;
+  for (const json& prompt : reference["prompts"]) {
+    const std::string label = runtime + " " + family + " " + prompt["name"].get<std::string>();
+    if (prompt["kind"] == "raw") {
+      EXPECT_EQ(engine.text().encode_text(prompt["text"].get<std::string>()),
+                ids(prompt["prompt_ids"]))
+          << label;
+    } else if (prompt["kind"] == "chat") {
+      EXPECT_EQ(engine.text().render_chat(prompt["messages"], Json::object(), true),
+                prompt["text"].get<std::string>())
+          << label;
+      EXPECT_EQ(engine.text().encode_chat(prompt["messages"], Json::object()),
+                ids(prompt["prompt_ids"]))
+          << label;
+    } else {
+      continue;
+    }
+    ++text_prompts;
+  }
+  EXPECT_GE(text_prompts, 3) << "a raw prompt and chats";
+  auto [streams, widest] = run_staggered(engine.scheduler(), reference, 2);
+  expect_streams_match(streams, reference, runtime + " " + family);
+  EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  const double diff = teacher_forced_max_diff(engine.executor(), reference, 1);
+  std::printf("%s %s slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n", runtime.c_str(),
+              family.c_str(), diff, kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+
+  // The CLI's greedy path: `generate` from the 17-token id list, the raw text and the first chat.
+  const fs::path scratch = testing::scratch_dir("engine/cli-" + family + "-" + runtime);
+  for (const json& prompt : reference["prompts"]) {
+    const std::string name = prompt["name"];
+    std::vector<std::string> args = {"generate",        "-m",   dir.string(),  "--backend", runtime,
+                                     "--output-format", "json", "--ignore-eos"};
+    if (name == "random_17") {
+      std::string prompt_ids;
+      for (int32_t id : ids(prompt["prompt_ids"])) prompt_ids += std::to_string(id) + " ";
+      args.insert(args.end(), {"--prompt-ids", prompt_ids});
+    } else if (prompt["kind"] == "raw") {
+      args.insert(args.end(), {"-p", prompt["text"].get<std::string>()});
+    } else if (name == "capital_chat") {
+      const fs::path messages = scratch / "messages.json";
+      std::ofstream(messages) << prompt["messages"].dump();
+      args.insert(args.end(), {"--messages", messages.string()});
+    } else {
+      continue;
+    }
+    const auto want = ids(prompt["output_ids"]);
+    args.insert(args.end(), {"-n", std::to_string(want.size())});
+    const testing::ProgramRun run = testing::run_xlacel(scratch, args);
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    const json out = json::parse(run.out);
+    EXPECT_EQ(ids(out["prompt_ids"]), ids(prompt["prompt_ids"])) << name;
+    const auto got = ids(out["output_ids"]);
+    EXPECT_EQ(got, want) << name << ": CLI differs at token " << matched(got, want);
+    std::printf("%s %s CLI generate %s: %zu/%zu tokens match HF\n", runtime.c_str(), family.c_str(),
+                name.c_str(), matched(got, want), want.size());
+  }
 }
 
 // Every GGUF format --weights auto keeps resident as it is stored, on a tiny Llama written in

@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "model_files/gguf_file.h"
 #include "test_paths.h"
+#include "tokenizer/auto_tokenizer_class.h"
 
 namespace xlacel {
 namespace {
@@ -434,8 +435,8 @@ TEST(TokenizerJsonErrors, EachMalformedFileNamesTheFile) {
 TEST(TokenizerJsonErrors, UnsupportedConstructsAreNamed) {
   {
     Json j = minimal_tokenizer();
-    j["normalizer"] = {{"type", "NFC"}};
-    expect_error_naming_file("nfc.json", j.dump(), "normalizer type 'NFC' is not supported");
+    j["normalizer"] = {{"type", "NFKC"}};
+    expect_error_naming_file("nfkc.json", j.dump(), "normalizer type 'NFKC' is not supported");
   }
   {
     Json j = minimal_tokenizer();
@@ -474,15 +475,88 @@ TEST(TokenizerJsonErrors, MissingFileIsAnError) {
   EXPECT_THROW(Tokenizer::from_tokenizer_json("/nonexistent/tokenizer.json"), Error);
 }
 
-TEST(TokenizerJsonConfig, TokenizerConfigAddsBos) {
+// transformers 5 drops add_bos_token / add_eos_token when a tokenizer.json exists: its
+// post-processor (here none) decides what is added.
+TEST(TokenizerJsonConfig, TokenizerConfigNamesBosButTokenizerJsonAddsIt) {
   auto dir = scratch_dir("tokenizer_config_bos");
   write_scratch("tokenizer_config_bos", "tokenizer.json", minimal_tokenizer().dump());
   write_scratch("tokenizer_config_bos", "tokenizer_config.json",
                 R"({"bos_token": "<s>", "eos_token": {"content": "<s>"}, "add_bos_token": true})");
   auto tokenizer = Tokenizer::from_tokenizer_json((dir / "tokenizer.json").string());
-  EXPECT_EQ(tokenizer->encode("ab", true), (std::vector<int32_t>{5, 2}));
+  EXPECT_EQ(tokenizer->encode("ab", true), (std::vector<int32_t>{2}));
   EXPECT_EQ(tokenizer->encode("ab", false), (std::vector<int32_t>{2}));
   EXPECT_EQ(tokenizer->bos_token_id(), 5);
+}
+
+// HF directories whose config.json model_type (and tokenizer_config.json tokenizer_class) make
+// AutoTokenizer load a class that rebuilds tokenizer.json's normalizer, pre-tokenizer and
+// decoder (tests/data/tokenizer/model_types.json): the whole corpus, id for id.
+const Json& model_type_routes() {
+  static const Json json = read_json_file(test_data("tokenizer/model_types.json").string());
+  return json;
+}
+
+class TokenizerModelType : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TokenizerModelType, MatchesAutoTokenizerOnTheCorpus) {
+  const Json& route = model_type_routes().at(GetParam());
+  const std::string directory = "tokenizer_model_type_" + GetParam();
+  std::ifstream source(test_data(route.at("tokenizer_json").get<std::string>()), std::ios::binary);
+  std::stringstream tokenizer_json;
+  tokenizer_json << source.rdbuf();
+  auto path = write_scratch(directory, "tokenizer.json", tokenizer_json.str());
+  write_scratch(directory, "config.json", route.at("config").dump());
+  write_scratch(directory, "tokenizer_config.json", route.at("tokenizer_config").dump());
+  auto tokenizer = Tokenizer::from_tokenizer_json(path.string());
+  const std::string class_name = route.at("class").get<std::string>();
+  EXPECT_NE(tokenizer->describe().find("as " + class_name), std::string::npos)
+      << tokenizer->describe();
+  EXPECT_EQ(check_against_reference(*tokenizer, "hf_" + GetParam()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Routes, TokenizerModelType,
+                         ::testing::Values("qwen2", "qwen3", "cohere", "olmoe", "starcoder2",
+                                           "llama_sentencepiece", "gemma"));
+
+TEST(TokenizerModelType, RoutesAreAllTested) {
+  EXPECT_EQ(model_type_routes().size(), 7u);
+}
+
+// The class AutoTokenizer picks for each model_type x declared class x tokenizer.json kind
+// (tests/data/tokenizer/class_choice.json).
+TEST(AutoTokenizerClass, MatchesTransformersForEveryCombination) {
+  const Json choices = read_json_file(test_data("tokenizer/class_choice.json").string());
+  ASSERT_GT(choices.size(), 100u);
+  for (const Json& choice : choices) {
+    tokenizer::AutoTokenizerInputs inputs;
+    if (choice.at("model_type").is_string()) inputs.model_type = choice.at("model_type");
+    if (choice.at("declared").is_string()) inputs.declared_class = choice.at("declared");
+    inputs.tokenizer_json_is_byte_level = choice.at("byte_level").get<bool>();
+    EXPECT_EQ(tokenizer::auto_tokenizer_class(inputs), choice.at("class").get<std::string>())
+        << choice.dump();
+  }
+}
+
+TEST(AutoTokenizerClass, RemoteCodeLoadsTokenizerJsonAsWritten) {
+  tokenizer::AutoTokenizerInputs inputs;
+  inputs.model_type = "qwen3";
+  inputs.remote_code = true;
+  EXPECT_EQ(tokenizer::auto_tokenizer_class(inputs), "TokenizersBackend");
+}
+
+TEST(AutoTokenizerClass, AClassXlacelDoesNotMirrorIsAnError) {
+  auto dir = scratch_dir("tokenizer_unmirrored_class");
+  write_scratch("tokenizer_unmirrored_class", "tokenizer.json", minimal_tokenizer().dump());
+  write_scratch("tokenizer_unmirrored_class", "tokenizer_config.json",
+                R"({"tokenizer_class": "BloomTokenizerFast"})");
+  try {
+    Tokenizer::from_tokenizer_json((dir / "tokenizer.json").string());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("tokenizer_config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find("BloomTokenizer"), std::string::npos) << message;
+  }
 }
 
 TEST(GgufTokenizer, MalformedSentencePieceNamesTheKey) {

@@ -1,19 +1,45 @@
 #include "tokenizer/normalizer.h"
 
 #include <fmt/format.h>
+#include <unicode/normalizer2.h>
+#include <unicode/unistr.h>
 
+#include "common/error.h"
 #include "tokenizer/byte_fallback.h"
 
 namespace xlacel::tokenizer {
 
+namespace {
+
+std::string nfc(const std::string& text) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* normalizer = icu::Normalizer2::getNFCInstance(status);
+  icu::UnicodeString composed;
+  if (U_SUCCESS(status)) {
+    composed = normalizer->normalize(icu::UnicodeString::fromUTF8(text), status);
+  }
+  if (U_FAILURE(status)) fail("tokenizer", "NFC normalization failed: {}", u_errorName(status));
+  std::string out;
+  composed.toUTF8String(out);
+  return out;
+}
+
+}  // namespace
+
 std::string Normalizer::normalize(std::string_view text) const {
   std::string current(text);
   for (const NormalizerStep& step : steps_) {
-    if (step.kind == NormalizerStep::Kind::kPrepend) {
-      current.insert(0, step.content);
-      continue;
+    switch (step.kind) {
+      case NormalizerStep::Kind::kPrepend:
+        current.insert(0, step.content);
+        break;
+      case NormalizerStep::Kind::kNfc:
+        current = nfc(current);
+        break;
+      case NormalizerStep::Kind::kReplace:
+        current = replace_all(current, step.pattern, step.content);
+        break;
     }
-    current = replace_all(current, step.pattern, step.content);
   }
   return current;
 }
@@ -23,9 +49,17 @@ std::string Normalizer::describe() const {
   std::string out;
   for (const auto& step : steps_) {
     if (!out.empty()) out += " + ";
-    out += step.kind == NormalizerStep::Kind::kPrepend
-               ? fmt::format("Prepend('{}')", step.content)
-               : fmt::format("Replace('{}' -> '{}')", step.pattern, step.content);
+    switch (step.kind) {
+      case NormalizerStep::Kind::kPrepend:
+        out += fmt::format("Prepend('{}')", step.content);
+        break;
+      case NormalizerStep::Kind::kNfc:
+        out += "NFC";
+        break;
+      case NormalizerStep::Kind::kReplace:
+        out += fmt::format("Replace('{}' -> '{}')", step.pattern, step.content);
+        break;
+    }
   }
   return out;
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Normalizers with HF `tokenizers` semantics, applied to the text between added tokens before
-// pre-tokenization: Replace (a literal string) and Prepend; a Sequence is flattened.
+// pre-tokenization: Replace (a literal string), Prepend and NFC (Unicode canonical composition,
+// which transformers' Qwen2, GPT-NeoX and Cohere tokenizer classes install); a Sequence is
+// flattened.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -8,7 +10,7 @@
 namespace xlacel::tokenizer {
 
 struct NormalizerStep {
-  enum class Kind { kReplace, kPrepend };
+  enum class Kind { kReplace, kPrepend, kNfc };
   Kind kind = Kind::kReplace;
   std::string pattern;  // kReplace: the literal replaced (non-empty)
   std::string content;  // kReplace: its replacement; kPrepend: the prefix

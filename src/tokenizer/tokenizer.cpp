@@ -7,8 +7,10 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "common/utf8.h"
+#include "tokenizer/auto_tokenizer_class.h"
 #include "tokenizer/byte_fallback.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_classes.h"
 #include "tokenizer/tokenizer_json_loader.h"
 #include "tokenizer/tokenizer_parts.h"
 
@@ -17,15 +19,36 @@ namespace xlacel {
 using tokenizer::DecoderKind;
 using tokenizer::TokenizerParts;
 
+namespace {
+
+// The JSON file beside `path` named `name`, or null when there is none.
+Json sibling_json(const std::string& path, const char* name) {
+  auto sibling = std::filesystem::path(path).parent_path() / name;
+  return std::filesystem::exists(sibling) ? read_json_file(sibling.string()) : Json();
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& path) {
-  Json json = read_json_file(path);
+  const Json json = read_json_file(path);
+  const Json model_config = sibling_json(path, "config.json");
+  const Json tokenizer_config = sibling_json(path, "tokenizer_config.json");
+  const std::string config_path =
+      (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   tokenizer::TokenizerConfig config;
-  auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
-  if (std::filesystem::exists(config_path)) {
-    config = tokenizer::read_tokenizer_config(read_json_file(config_path.string()),
-                                              config_path.string());
+  if (!tokenizer_config.is_null()) {
+    config = tokenizer::read_tokenizer_config(tokenizer_config, config_path);
+    // transformers 5 drops these when a tokenizer.json exists: its post-processor decides.
+    config.add_bos_token.reset();
+    config.add_eos_token.reset();
   }
-  return std::make_unique<Tokenizer>(tokenizer::build_tokenizer_parts(json, path, config));
+  const std::string class_name = tokenizer::auto_tokenizer_class(
+      tokenizer::auto_tokenizer_inputs(model_config, tokenizer_config, json));
+  auto parts = tokenizer::build_tokenizer_parts(
+      tokenizer::tokenizer_json_for_class(class_name, json, tokenizer_config, config_path), path,
+      config);
+  if (class_name != "TokenizersBackend") parts->origin = "tokenizer.json, as " + class_name;
+  return std::make_unique<Tokenizer>(std::move(parts));
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<TokenizerParts> parts) : parts_(std::move(parts)) {

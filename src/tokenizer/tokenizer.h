@@ -20,9 +20,11 @@ struct TokenizerParts;
 
 class Tokenizer {
  public:
-  // HF tokenizer.json, plus tokenizer_config.json beside it when present (bos/eos tokens and
-  // add_bos_token / add_eos_token, as transformers applies them). Throws Error naming the file
-  // for malformed input and for anything this implementation does not support.
+  // HF tokenizer.json, as AutoTokenizer loads its directory: tokenizer_config.json beside it
+  // (named special tokens) and the tokenizer class chosen from it and config.json's model_type,
+  // which may replace tokenizer.json's normalizer, pre-tokenizer and decoder
+  // (tokenizer/auto_tokenizer_class.h). Throws Error naming the file for malformed input and for
+  // anything this implementation does not support.
   static std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& path);
   // What transformers builds from a GGUF (AutoTokenizer.from_pretrained(dir, gguf_file=...)).
   static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& gguf);

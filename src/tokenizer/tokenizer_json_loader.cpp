@@ -192,6 +192,10 @@ void parse_normalizer(const Json& json, const std::string& where, const std::str
     require_utf8(step.content, where, fields.sub("content"));
     if (step.pattern.empty()) fail(where, "{}.pattern is empty", context);
     out.add(std::move(step));
+  } else if (type == "NFC") {
+    NormalizerStep step;
+    step.kind = NormalizerStep::Kind::kNfc;
+    out.add(std::move(step));
   } else if (type == "Prepend") {
     NormalizerStep step;
     step.kind = NormalizerStep::Kind::kPrepend;

@@ -3,9 +3,13 @@
 
 For each model type it writes (checked in, small, deterministic) tests/data/models/<type>/:
   config.json, generation_config.json, model.safetensors (F32)   the HF directory
+  tokenizer.json, tokenizer_config.json   a small tokenizer with the family's special tokens and
+                   real chat template (tools/reference/family_text.py)
   reference.json   48 greedy tokens for 4 id-list prompts (bos 1 + seeded random ids; lengths 5,
-                   17, 70, 150), read back from the directory as written; the schema of
-                   tests/data/models/tiny_llama3_reference.json (tests/data/models/README.md)
+                   17, 70, 150), a raw text prompt and chat prompts (AutoTokenizer and
+                   apply_chat_template on the directory), read back from the directory as
+                   written; the schema of tests/data/models/tiny_llama3_reference.json
+                   (tests/data/models/README.md)
 Usage: .venv/bin/python tools/reference/families.py TYPE... | all
 Adding a family = one entry in FAMILIES (its config beyond the shared tiny shape).
 
@@ -21,9 +25,10 @@ import time
 
 import numpy as np
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import family_text  # noqa: E402  (each family's tokenizer and chat template)
 import llama  # noqa: E402  (greedy loop, JSON writer, shared metadata)
 
 OUT = llama.OUT
@@ -32,9 +37,13 @@ PROMPT_SEED = 1234
 INIT_SEED = 0
 INITIALIZER_RANGE = 0.2  # 10x the default, so logits are spread out and greedy output varies
 WINDOW = 24
+CAPACITY = 512  # the KV-cache capacity tests/engine_test.cpp runs the families with
+# Logits kept per step: 8 (not llama.py's 32) keeps a family's directory under 500 KB with its
+# text and chat prompts; the largest logits are what a wrong graph moves first.
+TOP_K = 8
 
+# vocab_size is the family's tokenizer's (family_text.vocab_size): its special tokens + 256 bytes.
 SHAPE = dict(
-    vocab_size=256,
     hidden_size=64,
     intermediate_size=96,
     num_hidden_layers=2,
@@ -120,7 +129,7 @@ def prompts(vocab):
 
 def build(model_type, directory):
     overrides, norm_init = FAMILIES[model_type]
-    kwargs = {**SHAPE, **overrides}
+    kwargs = {**SHAPE, "vocab_size": family_text.vocab_size(model_type), **overrides}
     if any(key in overrides for key in OWN_EPS):
         del kwargs["rms_norm_eps"]
     config = AutoConfig.for_model(model_type, **kwargs)
@@ -139,6 +148,7 @@ def build(model_type, directory):
     if directory.exists():
         shutil.rmtree(directory)
     model.save_pretrained(directory, safe_serialization=True)
+    family_text.write(model_type, directory)
     for f in directory.iterdir():
         f.chmod(0o644)
     return model, norm_init
@@ -155,16 +165,21 @@ def family(model_type):
     assert sd_built.keys() == sd_loaded.keys()
     assert all(torch.equal(sd_built[k], sd_loaded[k]) for k in sd_built)
 
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    vocab = model.config.vocab_size
+    assert len(tokenizer) == vocab, f"{model_type}: tokenizer has {len(tokenizer)} tokens, the model {vocab}"
+    entries = [({"name": f"random_{len(ids)}", "kind": "ids", "text": None}, ids) for ids in prompts(vocab)]
+    entries += family_text.text_prompts(model_type, tokenizer)
     results = []
-    for ids in prompts(SHAPE["vocab_size"]):
+    for entry, ids in entries:
+        assert len(ids) + llama.N_NEW <= CAPACITY, f"{model_type} {entry['name']}: {len(ids)} prompt tokens"
         r = llama.greedy(model, ids, [2])
-        entry = {"name": f"random_{len(ids)}", "kind": "ids", "text": None}
         entry.update(r)
         entry["steps"] = entry.pop("steps")
         results.append(entry)
         distinct = len(set(r["output_ids"]))
-        assert distinct > 4, f"{model_type}: degenerate greedy output for prompt {len(ids)}: {r['output_ids']}"
-        print(f"  {model_type} random_{len(ids)}: {distinct} distinct output ids, min gap {r['min_top2_gap']} at "
+        assert distinct > 4, f"{model_type}: degenerate greedy output for {entry['name']}: {r['output_ids']}"
+        print(f"  {model_type} {entry['name']}: {distinct} distinct output ids, min gap {r['min_top2_gap']} at "
               f"step {r['min_top2_gap_step']}, recompute agrees {r['full_recompute']['argmax_agrees']}")
 
     meta = llama.common_meta()
@@ -178,9 +193,16 @@ def family(model_type):
         "init": f"torch.manual_seed({INIT_SEED}); AutoModelForCausalLM.from_config(config) with initializer_range "
                 f"{INITIALIZER_RANGE}; norm weights set to {'1 + ' if norm_init == 'one' else ''}0.25*randn "
                 f"(generator seed {INIT_SEED + 1})",
-        "prompt_ids": f"[1] + numpy.random.default_rng({PROMPT_SEED}).integers(3, {SHAPE['vocab_size']}, n - 1) "
+        "prompt_ids": f"[1] + numpy.random.default_rng({PROMPT_SEED}).integers(3, {vocab}, n - 1) "
                       "per length, drawn in order",
         "eos_ids": [2],
+        "tokenizer": {
+            "class": type(tokenizer).__name__,
+            "declared_class": family_text.FAMILY_TEXT[model_type]["tokenizer_class"],
+            "bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token,
+            "chat_template_call": "apply_chat_template(messages, add_generation_prompt=True, tokenize=False), "
+                                  "then encoded with add_special_tokens=False; raw text with add_special_tokens=True",
+        },
         "prompts": results,
     })
     llama.dump(directory / "reference.json", meta)
@@ -198,6 +220,7 @@ def main():
     if unknown:
         sys.exit(f"unknown model type(s) {', '.join(unknown)} (known: {', '.join(FAMILIES)})")
     llama.setup_torch()
+    llama.TOP_K = TOP_K
     for t in types:
         family(t)
 

@@ -16,6 +16,13 @@ Writes (checked in, small, deterministic):
       add_special_tokens true and false, and the decoded text
   tests/data/tokenizer/expected_gemma.json   the same for Gemma 3 270M's GGUF (a sentencepiece
       "llama" vocabulary: GemmaTokenizer, merges derived from the vocabulary, byte fallback)
+  tests/data/tokenizer/model_types.json      HF directories (a tokenizer.json from tests/data, a
+      config.json model_type, a tokenizer_config.json) for which AutoTokenizer loads a
+      model-specific class that rebuilds the normalizer / pre-tokenizer / decoder; their ids are
+      expected.json's "hf_<name>"
+  tests/data/tokenizer/class_choice.json     the class AutoTokenizer loads for each model_type x
+      declared tokenizer_class x (byte-level or not) tokenizer.json
+      (the SentencePiece-style routes use the tiny family tokenizers: run families.py first)
 Usage: .venv/bin/python tools/reference/tokenizer.py [MODEL.gguf [GEMMA.gguf]]
    (defaults: ~/.cache/xlacel/models/SmolLM2-135M-Instruct.Q4_1.gguf and gemma-3-270m-q4_k_m.gguf
    beside it; the Gemma reference is skipped with a note when that file is absent)
@@ -297,6 +304,64 @@ def variant_patches():
     return {"hub_smollm2": hub, "llama3": llama3, "splits": splits}
 
 
+# name -> (tokenizer.json under tests/data, config.json, tokenizer_config.json)
+MODEL_TYPE_ROUTES = {
+    "qwen2": ("tokenizer/smollm2_tokenizer.json", {"model_type": "qwen2"}, {}),
+    "qwen3": ("tokenizer/smollm2_tokenizer.json", {"model_type": "qwen3"}, {"tokenizer_class": "Qwen2Tokenizer"}),
+    "cohere": ("tokenizer/smollm2_tokenizer.json", {"model_type": "cohere"}, {}),
+    "olmoe": ("tokenizer/smollm2_tokenizer.json", {"model_type": "olmoe"}, {}),
+    "starcoder2": ("tokenizer/smollm2_tokenizer.json", {"model_type": "starcoder2"}, {}),
+    "llama_sentencepiece": ("models/mixtral/tokenizer.json", {"model_type": "llama"},
+                            {"tokenizer_class": "LlamaTokenizerFast"}),
+    "gemma": ("models/gemma3_text/tokenizer.json", {"model_type": "gemma3_text"}, {}),
+}
+CHOICE_MODEL_TYPES = [None, "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text",
+                      "granite", "olmo2", "olmoe", "phi3", "stablelm", "starcoder2", "cohere"]
+CHOICE_DECLARED = [None, "PreTrainedTokenizerFast", "TokenizersBackend", "GPT2Tokenizer", "GPT2TokenizerFast",
+                   "Qwen2Tokenizer", "LlamaTokenizer", "LlamaTokenizerFast", "GPTNeoXTokenizerFast",
+                   "GemmaTokenizerFast", "CohereTokenizerFast"]
+
+
+def load_hf_directory(tokenizer_json, config, tokenizer_config):
+    """AutoTokenizer on a scratch HF directory holding these three files (config.json only when
+    given)."""
+    from transformers import AutoTokenizer
+
+    scratch = pathlib.Path(tempfile.mkdtemp())
+    try:
+        shutil.copy(tokenizer_json, scratch / "tokenizer.json")
+        if config is not None:
+            (scratch / "config.json").write_text(json.dumps(config))
+        (scratch / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+        return AutoTokenizer.from_pretrained(str(scratch))
+    finally:
+        shutil.rmtree(scratch)
+
+
+def model_type_references(corpus, expected):
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    data = ROOT / "tests" / "data"
+    routes = {}
+    for name, (path, config, tokenizer_config) in MODEL_TYPE_ROUTES.items():
+        tok = load_hf_directory(data / path, config, tokenizer_config)
+        routes[name] = {"tokenizer_json": path, "config": config, "tokenizer_config": tokenizer_config,
+                        "class": type(tok).__name__}
+        expected["hf_" + name] = reference_transformers(tok, corpus)
+    (OUT / "model_types.json").write_text(json.dumps(routes, indent=1) + "\n", encoding="utf-8")
+    choices = []
+    for byte_level, path in ((True, "tokenizer/smollm2_tokenizer.json"), (False, "models/mixtral/tokenizer.json")):
+        for model_type in CHOICE_MODEL_TYPES:
+            for declared in CHOICE_DECLARED:
+                tok = load_hf_directory(data / path, None if model_type is None else {"model_type": model_type},
+                                        {} if declared is None else {"tokenizer_class": declared})
+                choices.append({"model_type": model_type, "declared": declared, "byte_level": byte_level,
+                                "class": type(tok).__name__})
+    lines = ["["] + ["  " + json.dumps(c) + ("," if i + 1 < len(choices) else "") for i, c in enumerate(choices)]
+    (OUT / "class_choice.json").write_text("\n".join(lines + ["]"]) + "\n", encoding="utf-8")
+
+
 def apply_patch(base, patch):
     data = copy.deepcopy(base)
     for key, value in patch.items():
@@ -418,6 +483,8 @@ def main():
         tiny_json = OUT / "tiny_llama_bpe.tokenizer.json"
         tiny_json.write_text(tok.backend_tokenizer.to_str() + "\n", encoding="utf-8")
     expected["json_tiny"] = reference_tokenizers(tokenizers.Tokenizer.from_file(str(tiny_json)), corpus)
+
+    model_type_references(corpus, expected)
 
     lines = ["{"]
     items = list(expected.items())
