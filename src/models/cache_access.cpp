@@ -68,14 +68,16 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
       result.read.values = dynamic_slice(result.v_cache, {slot_, zero, zero, zero}, slot_shape);
       return result;
     }
-    Value k_ring = dynamic_slice(k_cache, {slot_, zero, zero, zero}, slot_shape);
-    Value v_ring = dynamic_slice(v_cache, {slot_, zero, zero, zero}, slot_shape);
-    result.k_cache = prefill_ring_store(k_ring, k_cache, k);
-    result.v_cache = prefill_ring_store(v_ring, v_cache, v);
-    // [the ring before the chunk ; the chunk]: the chunk may hold more positions than the ring,
-    // and its own rows are what its queries attend.
-    result.read.keys = concatenate({k_ring, slot_block(k, k_cache.element())}, 2);
-    result.read.values = concatenate({v_ring, slot_block(v, v_cache.element())}, 2);
+    // Attention reads [the ring before the chunk ; the chunk] (the chunk may hold more positions
+    // than the ring, and its own rows are what its queries attend), and the ring's new rows are
+    // taken from those same rows, so the write depends on the read: with only the cache as its
+    // source, IREE may update the donated cache in place before reading its old rows.
+    Value k_rows = attended_rows(k_cache, k);
+    Value v_rows = attended_rows(v_cache, v);
+    result.k_cache = prefill_ring_store(k_cache, k_rows);
+    result.v_cache = prefill_ring_store(v_cache, v_rows);
+    result.read.keys = slot_block(k_rows, k_cache.element());
+    result.read.values = slot_block(v_rows, v_cache.element());
     Value held = held_position(broadcast_in_dim(start_, {rows}, {}),
                                iota(b, TensorType(ElementType::kI32, {rows}), 0), rows);
     Value chunk = broadcast_in_dim(start_, {tokens_}, {}) +
@@ -119,20 +121,29 @@ Value CacheAccess::prefill_store(Value cache, Value block) const {
                               {slot_, zero, write_start, zero});
 }
 
-Value CacheAccess::prefill_ring_store(Value ring, Value cache, Value rows_kvd) const {
-  // After the chunk, row r holds the latest position below start + valid_length with its
-  // residue: the chunk's row for it where that position is in the chunk, else what it held.
+Value CacheAccess::attended_rows(Value cache, Value rows_kvd) const {
   Block& b = cache.block();
-  const std::vector<int64_t>& shape = ring.shape();  // [1, Hkv, R, D]
-  const int64_t rows = shape[2];
+  const std::vector<int64_t>& shape = cache.shape();  // [slots, Hkv, R, D]
+  Value zero = i32_constant(b, {}, 0);
+  Value ring = dynamic_slice(cache, {slot_, zero, zero, zero}, {1, shape[1], shape[2], shape[3]});
+  ring = transpose(reshape(ring, {shape[1], shape[2], shape[3]}), {1, 0, 2});
+  if (rows_kvd.element() != cache.element()) rows_kvd = convert(rows_kvd, cache.element());
+  return concatenate({ring, rows_kvd}, 0);
+}
+
+Value CacheAccess::prefill_ring_store(Value cache, Value attended) const {
+  // After the chunk, row r holds the latest position below start + valid_length with its
+  // residue: the chunk's row for it where that position is in the chunk (attended row R + i),
+  // else what it held (attended row r).
+  Block& b = cache.block();
+  const int64_t rows = cache.shape()[2];
   const TensorType row_type(ElementType::kI32, {rows});
+  Value row = iota(b, row_type, 0);
   Value end = broadcast_in_dim(start_ + valid_, {rows}, {});
-  Value position = held_position(end, iota(b, row_type, 0), rows);
-  Value chunk_row = position - broadcast_in_dim(start_, {rows}, {});
+  Value chunk_row = held_position(end, row, rows) - broadcast_in_dim(start_, {rows}, {});
   Value from_chunk = compare(chunk_row, i32_constant(b, {rows}, 0), Direction::kGE);
-  Value taken = take(rows_kvd, maximum(chunk_row, i32_constant(b, {rows}, 0)));  // [R, Hkv, D]
-  Value updated =
-      select(broadcast_in_dim(from_chunk, shape, {2}), slot_block(taken, cache.element()), ring);
+  Value source = select(from_chunk, chunk_row + i32_constant(b, {rows}, rows), row);
+  Value updated = slot_block(take(attended, source), cache.element());  // [1, Hkv, R, D]
   Value zero = i32_constant(b, {}, 0);
   return dynamic_update_slice(cache, updated, {slot_, zero, zero, zero});
 }

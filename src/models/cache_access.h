@@ -54,8 +54,9 @@ class CacheAccess {
   CacheAccess() = default;
 
   stablehlo::Value prefill_store(stablehlo::Value cache, stablehlo::Value block) const;
-  stablehlo::Value prefill_ring_store(stablehlo::Value ring, stablehlo::Value cache,
-                                      stablehlo::Value rows_kvd) const;
+  // A ring prefill's keys [R + T, Hkv, D]: the slot's ring rows, then the chunk's rows.
+  stablehlo::Value attended_rows(stablehlo::Value cache, stablehlo::Value rows_kvd) const;
+  stablehlo::Value prefill_ring_store(stablehlo::Value cache, stablehlo::Value attended) const;
   stablehlo::Value decode_store(stablehlo::Value cache, stablehlo::Value rows_kvd,
                                 int64_t ring_rows) const;
 
