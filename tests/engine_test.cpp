@@ -193,8 +193,7 @@ double teacher_forced_max_diff(executor::Executor& executor, const json& referen
     const auto total = static_cast<int64_t>(prompt_ids.size());
     executor::PrefillOutput prefill;
     for (int64_t cached = 0; cached < total;) {
-      const PrefillChunk chunk =
-          next_prefill_chunk(cached, total, caps.prefill_bucket, caps.capacity);
+      const PrefillChunk chunk = next_prefill_chunk(cached, total, caps.prefill_bucket);
       std::vector<int32_t> bucket(static_cast<std::size_t>(caps.prefill_bucket), 0);
       std::copy_n(prompt_ids.begin() + chunk.start, chunk.valid, bucket.begin());
       executor.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
@@ -264,7 +263,7 @@ TEST_P(EngineOnRuntime, TinyLlama3ChunkedPrefillAgreesWithTokenByTokenDecode) {
   executor::PrefillOutput chunked;
   const auto total = static_cast<int64_t>(prompt.size());
   for (int64_t cached = 0; cached < total;) {
-    const PrefillChunk chunk = next_prefill_chunk(cached, total, 16, 256);
+    const PrefillChunk chunk = next_prefill_chunk(cached, total, 16);
     std::vector<int32_t> bucket(16, 0);
     std::copy_n(prompt.begin() + chunk.start, chunk.valid, bucket.begin());
     executor.prefill_chunk(0, bucket, static_cast<int32_t>(chunk.start),
@@ -295,8 +294,8 @@ TEST_P(EngineOnRuntime, TinyLlama3ChunkedPrefillAgreesWithTokenByTokenDecode) {
 }
 
 TEST_P(EngineOnRuntime, TinyLlama3FillsTheContextThenStopsWithAMessage) {
-  // 150 prompt tokens in buckets of 64 with room for 160: the last chunk re-feeds earlier
-  // tokens so that it ends inside the cache.
+  // 150 prompt tokens in buckets of 64 with room for 160: the last chunk's padding reaches past
+  // the cache and is left out.
   const json reference = tiny_reference();
   const json& prompt = reference["prompts"].back();
   ASSERT_EQ(prompt["prompt_ids"].size(), 150u);
@@ -413,6 +412,83 @@ TEST_P(EngineOnRuntime, SmolLM2PrefixReuseGivesTheTokensOfAFullPrefill) {
   std::printf("%s SmolLM2 second turn: %lld of %zu prompt tokens reused, reply \"%s\"\n",
               GetParam().c_str(), static_cast<long long>(reused.second.stats.cached_tokens),
               reused.second_prompt.size(), reused.second.text.c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sliding-window rings on the tiny Gemma 3 (window 24, layer 0 sliding, layer 1 full): the
+// sliding layer keeps 24 rows per slot, which a 5-token prompt and 48 outputs wrap twice in
+// decode and prompts of 70 and 150 tokens in chunks of 32 (longer than the ring) wrap in
+// prefill; tokens and logits must still equal HF's.
+
+TEST_P(EngineOnRuntime, SlidingLayersKeepARingOfTheWindowThatWrapsAndStillMatchHf) {
+  const fs::path dir = testing::test_data("models/gemma3_text");
+  const json reference = read_json(dir / "reference.json");
+  auto engine = open(dir.string(), {2, 256, 32}, true);
+  executor::Executor& executor = engine->executor();
+  const ModelConfig& config = engine->model().config();
+  ASSERT_EQ(config.sliding_window, 24);
+  ASSERT_TRUE(config.is_sliding_layer(0));
+  ASSERT_FALSE(config.is_sliding_layer(1));
+  EXPECT_EQ(executor.capabilities().ring_rows, 24);
+  // K and V, 2 slots, f32: the sliding layer's 24 rows and the full layer's 256.
+  const auto row_bytes = static_cast<uint64_t>(2 * 2 * config.num_kv_heads * config.head_dim * 4);
+  EXPECT_EQ(executor.load_report().cache_bytes, row_bytes * (24 + 256));
+
+  const json& prompt = reference["prompts"][0];
+  ASSERT_EQ(prompt["prompt_ids"].size(), 5u);
+  Stream stream;
+  engine->scheduler().submit(ids(prompt["prompt_ids"]), greedy(48), stream.callback());
+  engine->scheduler().run_until_idle();
+  EXPECT_EQ(stream.tokens, ids(prompt["output_ids"]))
+      << "differs at token " << matched(stream.tokens, ids(prompt["output_ids"]));
+
+  const double diff = teacher_forced_max_diff(executor, reference, 1);
+  std::printf("%s gemma3_text ring slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n",
+              GetParam().c_str(), diff, kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+}
+
+// Prefix reuse on a wrapped ring: a chat-like follow-up that extends a slot's whole resident
+// sequence reuses it; a prompt sharing only part of it is prefilled from position 0 over the
+// ring's stale rows. Both must give the tokens of runs without reuse.
+TEST_P(EngineOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPrefill) {
+  const fs::path dir = testing::test_data("models/gemma3_text");
+  const json reference = read_json(dir / "reference.json");
+  const auto first = ids(reference["prompts"][1]["prompt_ids"]);  // 17 tokens
+  const auto decoy = ids(reference["prompts"][2]["prompt_ids"]);  // 70 tokens
+  const auto tail = ids(reference["prompts"][0]["prompt_ids"]);   // 5 tokens
+  struct Run {
+    Stream first, decoy, extended, shorter;
+    std::vector<int32_t> extended_prompt;
+  };
+  auto run = [&](bool reuse) {
+    auto engine = open(dir.string(), {2, 256, 16}, false, reuse);
+    Scheduler& scheduler = engine->scheduler();
+    Run r;
+    scheduler.submit(first, greedy(20), r.first.callback());  // 17 + 19 fed: 36 rows written
+    scheduler.submit(decoy, greedy(40), r.decoy.callback());
+    scheduler.run_until_idle();
+    r.extended_prompt = first;
+    r.extended_prompt.insert(r.extended_prompt.end(), r.first.tokens.begin(), r.first.tokens.end());
+    r.extended_prompt.insert(r.extended_prompt.end(), tail.begin(), tail.end());
+    scheduler.submit(r.extended_prompt, greedy(16), r.extended.callback());
+    scheduler.run_until_idle();
+    std::vector<int32_t> shorter(first.begin(), first.begin() + 10);
+    shorter.insert(shorter.end(), tail.begin(), tail.end());
+    scheduler.submit(shorter, greedy(16), r.shorter.callback());
+    scheduler.run_until_idle();
+    return r;
+  };
+  const Run full = run(false);
+  const Run reused = run(true);
+  EXPECT_EQ(reused.first.tokens, full.first.tokens);
+  EXPECT_EQ(reused.decoy.tokens, full.decoy.tokens);
+  EXPECT_EQ(reused.extended.stats.cached_tokens, 36);
+  EXPECT_EQ(reused.extended.tokens, full.extended.tokens)
+      << "differs at token " << matched(reused.extended.tokens, full.extended.tokens);
+  EXPECT_EQ(reused.shorter.stats.cached_tokens, 0);
+  EXPECT_EQ(reused.shorter.tokens, full.shorter.tokens)
+      << "differs at token " << matched(reused.shorter.tokens, full.shorter.tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),

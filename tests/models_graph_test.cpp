@@ -160,6 +160,30 @@ TEST(Architecture, CacheSpecsAndSizes) {
             stablehlo::ElementType::kF32);
 }
 
+TEST(Architecture, SlidingLayersShorterThanTheContextKeepARingOfTheirWindow) {
+  ModelConfig c = smol_like();
+  c.architecture = "gemma3_text";
+  c.sliding_window = 24;
+  c.layer_types = {"sliding_attention", "full_attention"};
+  const Architecture& gemma = architecture_for(c);
+  std::vector<TensorSpec> caches = gemma.cache_specs(c, WeightType::kF32, 4, 256);
+  ASSERT_EQ(caches.size(), 4u);
+  EXPECT_EQ(caches[0].shape, (std::vector<int64_t>{4, 2, 24, 8}));   // k_cache_0: the window
+  EXPECT_EQ(caches[1].shape, (std::vector<int64_t>{4, 2, 24, 8}));   // v_cache_0
+  EXPECT_EQ(caches[2].shape, (std::vector<int64_t>{4, 2, 256, 8}));  // the full layer
+  // A window as long as the context: no ring.
+  EXPECT_EQ(gemma.cache_specs(c, WeightType::kF32, 4, 24)[0].shape,
+            (std::vector<int64_t>{4, 2, 24, 8}));
+  EXPECT_EQ(gemma.cache_specs(c, WeightType::kF32, 4, 16)[0].shape,
+            (std::vector<int64_t>{4, 2, 16, 8}));
+  // Llama-family layers never slide, whatever the config says.
+  ModelConfig mistral = smol_like();
+  mistral.sliding_window = 24;
+  mistral.layer_types = {"sliding_attention", "sliding_attention"};
+  EXPECT_EQ(architecture_for(mistral).cache_specs(mistral, WeightType::kF32, 1, 256)[0].shape[2],
+            256);
+}
+
 TEST(GraphOptions, NamesIncludeSlots) {
   EXPECT_EQ(graph_name({GraphKind::kDecode, 8, 512, WeightType::kF32, 8}), "decode-b8-s8-c512-f32");
   EXPECT_EQ(graph_name({GraphKind::kPrefill, 64, 512, WeightType::kF32, 8}),

@@ -1,8 +1,9 @@
-// The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, the
-// re-feed rule near the capacity), continuous batching (slots freed at once and refilled,
+// The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, chunks
+// from the first uncached position), continuous batching (slots freed at once and refilled,
 // ragged decode rows, long prompts interleaved with decode steps), stop conditions, refusal,
 // cancellation, per-request seeded sampling, stop strings, prefix reuse (slot choice, where
-// prefill starts, the resident rows left intact) and the SchedulerThread that steps it for a
+// prefill starts, the resident rows left intact, what sliding-window rings allow) and the
+// SchedulerThread that steps it for a
 // server, against a fake model runner that records
 // every call and checks what a real graph relies on.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 
 #include "common/error.h"
 #include "engine/prefill_plan.h"
+#include "engine/prefix_reuse.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_thread.h"
 #include "engine/stop_strings.h"
@@ -41,7 +43,9 @@ int32_t fake_next(int32_t token, int64_t position, int32_t vocab) {
 // the distance (mod vocab) above that token, so the argmax is fake_next. It keeps the token
 // written at each cache row of each slot and checks that every row a step reads (positions
 // before it, in its own slot) holds the sequence's real token, that chunks stay inside the
-// capacity, and that decode batches have a compiled size (powers of two).
+// capacity, and that decode batches have a compiled size (powers of two). With `ring_rows`, it
+// also keeps a sliding layer's ring (position p at row p mod ring_rows, real tokens only for a
+// prefill) and checks that the window each step reads is still there.
 class FakeRunner : public executor::ModelRunner {
  public:
   static constexpr int32_t kPadding = -2;
@@ -65,15 +69,20 @@ class FakeRunner : public executor::ModelRunner {
   // The next call throws (after writing nothing), as a failing graph call would.
   bool fail_next_call = false;
 
-  FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64) : vocab_(vocab) {
+  FakeRunner(int64_t slots, int64_t capacity, int64_t bucket, int32_t vocab = 64,
+             int64_t ring_rows = 0)
+      : vocab_(vocab) {
     capabilities_.runtime = "fake";
     capabilities_.device = "test";
     capabilities_.slots = slots;
     capabilities_.capacity = capacity;
     capabilities_.prefill_bucket = bucket;
     capabilities_.vocab_size = vocab;
+    capabilities_.ring_rows = ring_rows;
     cache_.assign(static_cast<std::size_t>(slots),
                   std::vector<int32_t>(static_cast<std::size_t>(capacity), kNeverWritten));
+    ring_.assign(static_cast<std::size_t>(slots),
+                 std::vector<int64_t>(static_cast<std::size_t>(ring_rows), kNeverWritten));
   }
 
   const Capabilities& capabilities() const override { return capabilities_; }
@@ -97,10 +106,14 @@ class FakeRunner : public executor::ModelRunner {
                         {rows.begin(), rows.begin() + std::max(0, start)}});
     EXPECT_EQ(static_cast<int64_t>(bucket_tokens.size()), capabilities_.prefill_bucket);
     EXPECT_GE(valid, 1);
-    EXPECT_LE(int64_t{start} + capabilities_.prefill_bucket, capabilities_.capacity);
+    EXPECT_LE(int64_t{start} + valid, capabilities_.capacity);
     expect_rows_hold_real_tokens(rows, start, slot);
+    expect_ring_holds_window(slot, start);
     for (int32_t i = 0; i < static_cast<int32_t>(bucket_tokens.size()); ++i) {
+      // Padding rows past the capacity are left out.
+      if (start + i >= capabilities_.capacity) break;
       rows[static_cast<std::size_t>(start + i)] = i < valid ? bucket_tokens[i] : kPadding;
+      if (i < valid) write_ring(slot, start + i);
     }
     out.token = fake_next(bucket_tokens[valid - 1], start + valid - 1, vocab_);
     out.logits.clear();
@@ -121,7 +134,9 @@ class FakeRunner : public executor::ModelRunner {
       auto& rows = cache_[b];
       EXPECT_LT(positions[b], capabilities_.capacity);
       expect_rows_hold_real_tokens(rows, positions[b], static_cast<int32_t>(b));
+      expect_ring_holds_window(static_cast<int32_t>(b), positions[b]);
       rows[static_cast<std::size_t>(positions[b])] = tokens[b];
+      write_ring(static_cast<int32_t>(b), positions[b]);
       const int32_t next = fake_next(tokens[b], positions[b], vocab_);
       out.tokens.push_back(next);
       if (want_logits) append_logits(next, out.logits);
@@ -151,6 +166,23 @@ class FakeRunner : public executor::ModelRunner {
     }
   }
 
+  // A query at `position` reads the window's older positions from the ring.
+  void expect_ring_holds_window(int32_t slot, int64_t position) const {
+    const int64_t rows = capabilities_.ring_rows;
+    const auto& ring = ring_[static_cast<std::size_t>(slot)];
+    for (int64_t q = std::max<int64_t>(0, position - rows + 1); q < position; ++q) {
+      EXPECT_EQ(ring[static_cast<std::size_t>(q % rows)], q)
+          << "slot " << slot << ": the ring lost position " << q << " before a read at "
+          << position;
+    }
+  }
+
+  void write_ring(int32_t slot, int64_t position) {
+    const int64_t rows = capabilities_.ring_rows;
+    if (rows > 0)
+      ring_[static_cast<std::size_t>(slot)][static_cast<std::size_t>(position % rows)] = position;
+  }
+
   void append_logits(int32_t best, std::vector<float>& logits) const {
     for (int32_t i = 0; i < vocab_; ++i) {
       const int32_t distance = ((i - best) % vocab_ + vocab_) % vocab_;
@@ -161,6 +193,7 @@ class FakeRunner : public executor::ModelRunner {
   int32_t vocab_;
   Capabilities capabilities_;
   std::vector<std::vector<int32_t>> cache_;
+  std::vector<std::vector<int64_t>> ring_;  // [slots][ring_rows]: the position each row holds
 };
 
 std::vector<int32_t> iota_tokens(int32_t count, int32_t first = 1) {
@@ -218,28 +251,21 @@ RequestOptions greedy(int64_t max_tokens) {
 // The prefill chunk rule
 
 TEST(PrefillPlan, ChunksOfTheBucketThenTheRest) {
-  PrefillChunk c = next_prefill_chunk(0, 20, 8, 64);
+  PrefillChunk c = next_prefill_chunk(0, 20, 8);
   EXPECT_EQ(c.start, 0);
   EXPECT_EQ(c.valid, 8);
   EXPECT_EQ(c.chunk_end, 8);
-  c = next_prefill_chunk(16, 20, 8, 64);
+  c = next_prefill_chunk(16, 20, 8);
   EXPECT_EQ(c.start, 16);
   EXPECT_EQ(c.valid, 4);
   EXPECT_EQ(c.chunk_end, 20);
 }
 
-TEST(PrefillPlan, FinalChunkThatWouldOverrunReFeedsEarlierTokens) {
-  // capacity 20, bucket 8: the chunk from 16 would write rows 16..23, so it starts at 12.
-  PrefillChunk c = next_prefill_chunk(16, 19, 8, 20);
-  EXPECT_EQ(c.start, 11);
-  EXPECT_EQ(c.valid, 8);
-  EXPECT_EQ(c.chunk_end, 19);
-}
-
-TEST(PrefillPlan, ReFeedNeverStartsBeforePositionZero) {
-  PrefillChunk c = next_prefill_chunk(0, 5, 8, 8);
+TEST(PrefillPlan, APromptShorterThanTheBucketIsOneChunk) {
+  PrefillChunk c = next_prefill_chunk(0, 5, 8);
   EXPECT_EQ(c.start, 0);
   EXPECT_EQ(c.valid, 5);
+  EXPECT_EQ(c.chunk_end, 5);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,15 +541,11 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
   return a;
 }
 
-TEST(PrefillPlan, ChunksFromANonzeroStartKeepTheCapacityRule) {
-  PrefillChunk c = next_prefill_chunk(24, 28, 8, 64);
+TEST(PrefillPlan, ChunksStartAtTheFirstUncachedPosition) {
+  PrefillChunk c = next_prefill_chunk(24, 28, 8);
   EXPECT_EQ(c.start, 24);
   EXPECT_EQ(c.valid, 4);
   EXPECT_EQ(c.chunk_end, 28);
-  c = next_prefill_chunk(12, 18, 8, 18);  // rows 12..19 would overrun: from 10, re-feeding 2
-  EXPECT_EQ(c.start, 10);
-  EXPECT_EQ(c.valid, 8);
-  EXPECT_EQ(c.chunk_end, 18);
 }
 
 TEST(PrefixReuse, APromptExtendingAFinishedOnePrefillsOnlyWhatIsNew) {
@@ -646,12 +668,13 @@ TEST(PrefixReuse, AnIdleRowOfASlotFullToTheCapacityTakesItsLastRow) {
   scheduler.submit(c_prompt, greedy(1), c.callback());
   scheduler.run_until_idle();
   EXPECT_EQ(c.stats.cached_tokens, 15);
+  EXPECT_EQ(runner.prefills.back().start, 15);
   EXPECT_EQ(runner.prefills.back().context,
-            std::vector<int32_t>(c_prompt.begin(), c_prompt.begin() + 8));  // re-fed from 8
+            std::vector<int32_t>(c_prompt.begin(), c_prompt.begin() + 15));
   EXPECT_EQ(c.tokens, fake_greedy(c_prompt, 1));
 }
 
-TEST(PrefixReuse, ReusedPrefixNearTheCapacityReFeedsEarlierTokens) {
+TEST(PrefixReuse, AReusedPrefixNearTheCapacityPrefillsFromWhereItEnds) {
   FakeRunner runner(1, 18, 8);
   Scheduler scheduler(runner, nullptr);
   const std::vector<int32_t> first = iota_tokens(10);
@@ -664,10 +687,52 @@ TEST(PrefixReuse, ReusedPrefixNearTheCapacityReFeedsEarlierTokens) {
   scheduler.run_until_idle();
   EXPECT_EQ(b.stats.cached_tokens, 12);
   const FakeRunner::PrefillCall& chunk = runner.prefills.back();
-  EXPECT_EQ(chunk.start, 10);
-  EXPECT_EQ(chunk.valid, 8);
-  EXPECT_EQ(chunk.context, std::vector<int32_t>(second.begin(), second.begin() + 10));
+  EXPECT_EQ(chunk.start, 12);  // its padding rows past the capacity are left out
+  EXPECT_EQ(chunk.valid, 6);
+  EXPECT_EQ(chunk.context, std::vector<int32_t>(second.begin(), second.begin() + 12));
   EXPECT_EQ(b.tokens, fake_greedy(second, 1));
+}
+
+TEST(PrefixReuse, ARingThatWrappedKeepsOnlyTheWholeResidentPrefixReusable) {
+  // No ring, or one that never wrapped (fewer resident positions than its rows): any prefix.
+  EXPECT_EQ(reusable_prefix(5, 40, 0), 5);
+  EXPECT_EQ(reusable_prefix(5, 15, 16), 5);
+  // Wrapped: positions before the resident end were overwritten, only the whole prefix holds.
+  EXPECT_EQ(reusable_prefix(40, 40, 16), 40);
+  EXPECT_EQ(reusable_prefix(39, 40, 16), 0);
+  EXPECT_EQ(reusable_prefix(5, 40, 16), 0);
+  // Exactly `rows` resident: an idle row may have written position 16 over position 0.
+  EXPECT_EQ(reusable_prefix(15, 16, 16), 0);
+}
+
+TEST(PrefixReuse, AWrappedRingIsReusedByAPromptExtendingItAndRefusedByAShorterOne) {
+  // Ring of 8 rows, prompts of 20: every step's window must still be in the ring (FakeRunner).
+  FakeRunner runner(2, 64, 8, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> first = iota_tokens(20);
+  Collected a, decoy;
+  scheduler.submit(first, greedy(5), a.callback());      // slot 0
+  scheduler.submit({40}, greedy(30), decoy.callback());  // slot 1: row 0 idles meanwhile
+  while (!a.finished) scheduler.step();
+  for (int i = 0; i < 3; ++i) scheduler.step();
+  const std::vector<int32_t> resident = concat(first, {a.tokens.begin(), a.tokens.end() - 1});
+  // A chat's next turn: the whole resident prefix and more.
+  const std::vector<int32_t> extended = concat(resident, {7, 8, 9});
+  Collected b;
+  scheduler.submit(extended, greedy(4), b.callback());
+  while (!b.finished) scheduler.step();
+  EXPECT_EQ(b.stats.cached_tokens, static_cast<int64_t>(resident.size()));
+  EXPECT_EQ(runner.prefills.back().start, static_cast<int64_t>(resident.size()));
+  EXPECT_EQ(b.tokens, fake_greedy(extended, 4));
+  // A prompt sharing only part of it: the ring no longer holds that part's window.
+  const std::vector<int32_t> shorter = concat(iota_tokens(12), {50});
+  Collected c;
+  scheduler.submit(shorter, greedy(4), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(c.stats.cached_tokens, 0);
+  EXPECT_EQ(runner.prefills.back().start, 8);  // two chunks from position 0
+  EXPECT_EQ(c.tokens, fake_greedy(shorter, 4));
+  EXPECT_EQ(decoy.tokens, fake_greedy({40}, 30));
 }
 
 TEST(PrefixReuse, ACancelledRequestLeavesOnlyTheRowsItWrote) {

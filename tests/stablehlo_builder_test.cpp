@@ -72,6 +72,7 @@ TEST(StablehloInference, Elementwise) {
     EXPECT_EQ(v.type(), f32({2, 3}));
   }
   EXPECT_EQ(add(n, n).type(), i32({4}));
+  EXPECT_EQ(remainder(n, n).type(), i32({4}));
   EXPECT_EQ(compare(a, b, Direction::kLT).type(), i1({2, 3}));
   EXPECT_EQ(compare(n, n, Direction::kGE, CompareType::kSigned).type(), i1({4}));
   EXPECT_EQ(select(p, a, b).type(), f32({2, 3}));

@@ -78,8 +78,9 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
 // Bytes one decode step over B sequences reads from memory: every weight argument of that
 // step's graph once (the tied embedding as the output head; an untied model's embedding table
 // only for B rows; with --weights auto, B = 1 may read planes where larger B read f32) and B
-// slots' KV cache in the attention window of the run's last position, which the attention reads
-// at every position (masked) in these static-shape graphs.
+// slots' KV cache in the attention window of the run's last position (a sliding layer's ring
+// in full once the window reaches it), which the attention reads at every position (masked) in
+// these static-shape graphs.
 struct DecodeTraffic {
   std::map<int64_t, uint64_t> weight_bytes;  // by batch size
   uint64_t cache_bytes = 0;                  // one slot
@@ -117,9 +118,14 @@ DecodeTraffic decode_traffic(const executor::Executor& executor, const ModelConf
     traffic.weight_bytes[batch] = decode_weight_bytes(executor, config, batch, last_position);
   }
   const int64_t window = executor::decode_window(last_position, options.capacity);
-  traffic.cache_bytes = executor.load_report().cache_bytes / static_cast<uint64_t>(options.slots) *
-                        static_cast<uint64_t>(window > 0 ? window : options.capacity) /
-                        static_cast<uint64_t>(options.capacity);
+  const int64_t read_rows = window > 0 ? window : options.capacity;
+  for (const models::TensorSpec& spec : models::architecture_for(config).cache_specs(
+           config, options.weights, options.slots, options.capacity)) {
+    const int64_t rows = spec.shape[2];
+    traffic.cache_bytes += device::dense_byte_size(spec.element, spec.shape) /
+                           static_cast<uint64_t>(options.slots * rows) *
+                           static_cast<uint64_t>(std::min(rows, read_rows));
+  }
   return traffic;
 }
 
@@ -291,6 +297,7 @@ void run_bench(const BenchCommandOptions& options) {
         {"compile_cached", graphs_json(report)},
         {"weights_upload_seconds", report.weights_seconds},
         {"weight_bytes", report.weight_bytes},
+        {"kv_cache_bytes", report.cache_bytes},
         {"peak_rss_bytes", peak_rss},
         {"read_bandwidth_bytes_per_second", bandwidth},
         {"bandwidth_threads", threads},
@@ -309,8 +316,8 @@ void run_bench(const BenchCommandOptions& options) {
              caps.slots);
   if (cold_report) fmt::print("compile (cold):   {}\n", graphs_text(*cold_report));
   fmt::print("compile (cached): {}\n", graphs_text(report));
-  fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s\n", mib(report.weight_bytes),
-             report.weights_seconds);
+  fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s; KV cache {:.1f} MiB\n",
+             mib(report.weight_bytes), report.weights_seconds, mib(report.cache_bytes));
   fmt::print("prompt processing pp{}: {:.1f} ± {:.1f} tok/s (min {:.1f}, max {:.1f}; {} runs)\n",
              options.prompt_tokens, pp_s.mean, pp_s.stddev, pp_s.min, pp_s.max,
              options.repetitions);

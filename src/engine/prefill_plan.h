@@ -1,7 +1,7 @@
 #pragma once
 // The prefill chunk rule every runtime shares: a prompt runs through the prefill graph in
-// chunks of the bucket size, and a final chunk that would overrun the slot's capacity moves
-// back and re-feeds earlier tokens instead (the graph writes all `bucket` rows at `start`).
+// chunks of the bucket size, each from the first position not yet cached (the graph leaves out
+// the padding rows of a final chunk that reach past the capacity).
 #include <cstdint>
 
 namespace xlacel::engine {
@@ -13,7 +13,7 @@ struct PrefillChunk {
 };
 
 // The next chunk of a sequence with `cached` positions written and `total` tokens to cache.
-// Requires 0 <= cached < total <= capacity and 1 <= bucket <= capacity.
-PrefillChunk next_prefill_chunk(int64_t cached, int64_t total, int64_t bucket, int64_t capacity);
+// Requires 0 <= cached < total and bucket >= 1.
+PrefillChunk next_prefill_chunk(int64_t cached, int64_t total, int64_t bucket);
 
 }  // namespace xlacel::engine

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "engine/prefill_plan.h"
+#include "engine/prefix_reuse.h"
 
 namespace xlacel::engine {
 
@@ -180,7 +181,8 @@ std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t
       // The last prompt token is always run: its logits give the first new token.
       const std::size_t limit = std::min(resident.size(), prompt.size() - 1);
       const auto differ = std::mismatch(prompt.begin(), prompt.begin() + limit, resident.begin());
-      common = differ.first - prompt.begin();
+      common = reusable_prefix(differ.first - prompt.begin(), static_cast<int64_t>(resident.size()),
+                               caps_.ring_rows);
     }
     if (common > best_common) {  // strictly longer: ties keep the lowest slot
       best = slot;
@@ -288,8 +290,8 @@ void Scheduler::prefill_one() {
     sequence.prefill_started = start;
     sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
   }
-  const PrefillChunk chunk = next_prefill_chunk(sequence.cached, sequence.prompt_tokens,
-                                                caps_.prefill_bucket, caps_.capacity);
+  const PrefillChunk chunk =
+      next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
   std::vector<int32_t> bucket(static_cast<std::size_t>(caps_.prefill_bucket), 0);
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;

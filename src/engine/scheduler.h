@@ -10,8 +10,9 @@
 //      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads).
 // A finished or cancelled request frees its slot at once, and the slot keeps its resident
 // tokens: the prompt and fed outputs whose K/V rows are written. A later prompt that starts with
-// them is prefilled from where they end (at most up to its last token, whose logits are needed),
-// so a chat's next turn prefills only what is new. Each request has its own sampler
+// them is prefilled from where they end (at most up to its last token, whose logits are needed;
+// with sliding-window rings, only where prefix_reuse.h allows), so a chat's next turn prefills
+// only what is new. Each request has its own sampler
 // (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what else
 // is in the batch. submit() and cancel() may be called from any thread; step() from one thread
 // at a time, and events are delivered on the thread that runs step().

@@ -88,13 +88,21 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
     caches_[spec.name] = device_->zeros(spec.element, spec.shape);
     report_.cache_bytes += device::dense_byte_size(spec.element, spec.shape);
+    const int64_t rows = spec.shape[2];
+    if (rows < options_.capacity &&
+        (capabilities_.ring_rows == 0 || rows < capabilities_.ring_rows)) {
+      capabilities_.ring_rows = rows;
+    }
   }
+  const std::string ring = capabilities_.ring_rows > 0
+                               ? fmt::format(", sliding layers {}", capabilities_.ring_rows)
+                               : std::string();
   progress(
       fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
-                  "positions ({:.1f} MiB)",
+                  "positions{} ({:.1f} MiB)",
                   capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
                   report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s",
-                  options_.capacity, static_cast<double>(report_.cache_bytes) / (1 << 20)));
+                  options_.capacity, ring, static_cast<double>(report_.cache_bytes) / (1 << 20)));
   report_.total_seconds = seconds_since(start);
 }
 
@@ -236,7 +244,7 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
   if (slot < 0 || slot >= options_.slots) {
     fail("prefill", "slot {} is not in [0, {})", slot, options_.slots);
   }
-  if (start < 0 || start + bucket > options_.capacity || valid < 1 || valid > bucket) {
+  if (start < 0 || start + valid > options_.capacity || valid < 1 || valid > bucket) {
     fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})", start,
          valid, bucket, options_.capacity);
   }

@@ -16,6 +16,10 @@ struct Capabilities {
   int64_t slots = 1;     // sequences the KV cache holds
   int64_t capacity = 0;  // KV-cache positions per slot
   int64_t prefill_bucket = 0;  // tokens per prefill call
+  // Sliding layers keep only this many positions per slot, position p at row p mod ring_rows
+  // (models/cache_access.h); 0: every layer keeps all `capacity`. Writing position n replaces
+  // n - ring_rows, so a slot's rows stay reusable only up to its newest position.
+  int64_t ring_rows = 0;
   int64_t vocab_size = 0;
 };
 
@@ -38,7 +42,7 @@ class ModelRunner {
   virtual const Capabilities& capabilities() const = 0;
 
   // One prefill call into `slot`: `bucket_tokens` (exactly prefill_bucket ids, padded by the
-  // caller) at positions start.. ; the first `valid` are real. Requires start + bucket <=
+  // caller) at positions start.. ; the first `valid` are real. Requires start + valid <=
   // capacity. Other slots are not touched.
   virtual void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) = 0;

@@ -24,7 +24,9 @@ class Architecture {
   // Every weight argument, in argument order (resident on the device).
   virtual std::vector<WeightSpec> weight_specs(const ModelConfig& config,
                                                WeightType weights) const = 0;
-  // The KV-cache tensors for `slots` sequences of `capacity` positions, in argument order.
+  // The KV-cache tensors for `slots` sequences of `capacity` positions, in argument order:
+  // [slots, kv_heads, rows, head_dim], where rows below `capacity` make a ring holding position p
+  // at row p mod rows (models/cache_access.h).
   virtual std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights,
                                               int64_t slots, int64_t capacity) const = 0;
   // The graph's arguments and results (graph_signature.h); emit() declares exactly these. Error

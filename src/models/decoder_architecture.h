@@ -20,7 +20,9 @@ class DecoderArchitecture final : public Architecture {
   std::vector<std::string> model_types() const override { return model_types_; }
   std::vector<WeightSpec> weight_specs(const ModelConfig& config,
                                        WeightType weights) const override;
-  // k_cache_0, v_cache_0, k_cache_1, ...: [slots, kv_heads, capacity, head_dim] each.
+  // k_cache_0, v_cache_0, k_cache_1, ...: [slots, kv_heads, capacity, head_dim] each, or
+  // [slots, kv_heads, sliding_window, head_dim] for a sliding layer whose window is shorter (a
+  // ring, cache_access.h).
   std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights, int64_t slots,
                                       int64_t capacity) const override;
   GraphSignature signature(const ModelConfig& config, const GraphOptions& options) const override;

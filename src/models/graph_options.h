@@ -5,15 +5,17 @@
 // argument and result lists of each graph are its GraphSignature (models/graph_signature.h).
 //
 // The KV cache holds `slots` sequences, each with `capacity` positions: one cache tensor per
-// layer and per K/V, [slots, kv_heads, capacity, head_dim] (see Architecture::cache_specs).
+// layer and per K/V, [slots, kv_heads, capacity, head_dim], except that a sliding layer whose
+// window is shorter keeps only the window, a ring holding position p at row p mod window (see
+// Architecture::cache_specs, models/cache_access.h).
 //
 //   prefill        one slot's prompt chunk: tokens i32[bucket], slot i32[], start i32[],
 //                  valid_length i32[]  ->  next_token i32[], logits f32[vocab], caches...
 //                  Runs tokens [0, valid_length) at positions start + i (the rest is padding),
-//                  writes all `bucket` K/V rows of slot `slot` at `start` and touches no other
-//                  slot. The caller keeps start + bucket <= capacity (a final chunk that would
-//                  overrun re-feeds earlier tokens instead: start = total - bucket). Padding
-//                  rows are never read before being overwritten (a query at p reads keys <= p).
+//                  writes the K/V rows of slot `slot` from `start` and touches no other slot.
+//                  The caller keeps start + valid_length <= capacity; padding rows past the
+//                  capacity, and every padding row of a ring, are left out, and the others are
+//                  never read before being overwritten (a query at p reads keys <= p).
 //   decode         one token for each of slots 0 .. bucket-1 (ragged): tokens i32[bucket],
 //                  positions i32[bucket]  ->  next_tokens i32[bucket] (argmax, ties to the
 //                  lower id), caches...  Row b writes its K/V at positions[b] of slot b and
@@ -22,7 +24,8 @@
 //                  (every position must be below it): the same result, a fraction of the
 //                  reads and scores for short sequences.
 //                  A row with no sequence to advance passes a position whose cache row is free
-//                  (its slot's next unwritten one) and its result is ignored.
+//                  (its slot's next unwritten one; in a ring that row holds a position no later
+//                  query attends) and its result is ignored.
 //   decode-logits  as decode, but returns logits f32[bucket, vocab] (host-side sampling).
 //
 // Every cache argument is aliased (tf.aliasing_output) to the result carrying its new value, so

@@ -20,9 +20,14 @@ std::vector<WeightSpec> DecoderArchitecture::weight_specs(const ModelConfig& con
 std::vector<TensorSpec> DecoderArchitecture::cache_specs(const ModelConfig& config,
                                                          WeightType weights, int64_t slots,
                                                          int64_t capacity) const {
-  const std::vector<int64_t> shape = {slots, config.num_kv_heads, capacity, config.head_dim};
+  const DecoderFamily decoder = family(config);
   std::vector<TensorSpec> specs;
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    // A sliding layer keeps only its window: a ring (cache_access.h).
+    const bool ring = decoder.sliding_window && config.is_sliding_layer(layer) &&
+                      *config.sliding_window < capacity;
+    const std::vector<int64_t> shape = {slots, config.num_kv_heads,
+                                        ring ? *config.sliding_window : capacity, config.head_dim};
     specs.push_back({fmt::format("k_cache_{}", layer), cache_element(weights), shape});
     specs.push_back({fmt::format("v_cache_{}", layer), cache_element(weights), shape});
   }

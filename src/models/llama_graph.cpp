@@ -1,5 +1,6 @@
 // emit_decoder_graph: the decoder stack of llama_layers.h over the weight arguments of
-// weight_layout.h and a per-layer KV cache of `slots` sequences, shaped by a DecoderFamily; see
+// weight_layout.h and a per-layer KV cache of `slots` sequences (a ring on sliding layers whose
+// window is shorter than the capacity: cache_access.h), shaped by a DecoderFamily; see
 // graph_options.h for each graph's inputs and results.
 #include "models/llama_graph.h"
 
@@ -7,6 +8,7 @@
 
 #include <map>
 
+#include "models/cache_access.h"
 #include "models/llama_layers.h"
 #include "stablehlo/ops.h"
 
@@ -19,51 +21,6 @@ namespace {
 TensorType type_of(const TensorSpec& spec) {
   return {spec.element, spec.shape};
 }
-
-// Where this call's K/V rows go and which cache rows attention reads.
-struct CacheAccess {
-  GraphKind kind;
-  Value slot;       // prefill: the slot written and read
-  Value start;      // prefill: position of the first row written
-  Value row_index;  // decode: i32 [bucket, kv_heads, 3], (slot b, head h, positions[b])
-  int64_t rows;     // decode: slots 0 .. rows-1 are read
-  int64_t window;   // decode: cache rows 0 .. window-1 of each are read
-  Value zero;       // i32 0, for the offsets of dimensions that are not moved
-
-  // `rows_kvd` f32 [T, kv_heads, head_dim] written into `cache`; returns the new cache.
-  Value store(Value cache, Value rows_kvd) const {
-    if (rows_kvd.element() != cache.element()) rows_kvd = convert(rows_kvd, cache.element());
-    if (kind == GraphKind::kPrefill) {
-      // [T, Hkv, D] -> [1, Hkv, T, D], written at (slot, 0, start, 0).
-      const std::vector<int64_t>& s = rows_kvd.shape();
-      Value block = reshape(transpose(rows_kvd, {1, 0, 2}), {1, s[1], s[0], s[2]});
-      return dynamic_update_slice(cache, block, {slot, zero, start, zero});
-    }
-    // Row b, head h: its [D] window replaces cache[b, h, positions[b], :] (each row its own
-    // position). One index per (row, head) rather than one per row with an [Hkv, D] window:
-    // IREE 3.13 cannot lower a scatter whose inserted window dims are not the leading ones
-    // ("expected indices to be equal to batch rank or batch rank + 1").
-    ScatterDimensions d{.update_window_dims = {2},
-                        .inserted_window_dims = {0, 1, 2},
-                        .scatter_dims_to_operand_dims = {0, 1, 2},
-                        .index_vector_dim = 2};
-    return scatter_replace(cache, row_index, rows_kvd, d,
-                           {.indices_are_sorted = true, .unique_indices = true});
-  }
-
-  // The caches attention reads: [N, Hkv, keys, D] (prefill: the slot's, every row; decode: slots
-  // 0..rows-1, rows 0..window-1).
-  Value view(Value cache) const {
-    std::vector<int64_t> shape = cache.shape();
-    if (kind == GraphKind::kPrefill) {
-      shape[0] = 1;
-      return dynamic_slice(cache, {slot, zero, zero, zero}, shape);
-    }
-    shape[0] = rows;
-    shape[2] = window;
-    return slice(cache, {0, 0, 0, 0}, shape);
-  }
-};
 
 }  // namespace
 
@@ -111,23 +68,17 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   const TensorType scalar_i32(ElementType::kI32, {});
   Value positions;  // i32 [T]
   std::optional<Value> end;
-  CacheAccess access{options.kind, Value(), Value(),
-                     Value(),      tokens,  options.window > 0 ? options.window : options.capacity,
-                     Value()};
+  std::optional<CacheAccess> access;
   if (prefill) {
     // Positions start .. start + T - 1; keys at or beyond start + valid_length are masked.
-    access.slot = in.at("slot");
-    access.zero = constant(b, scalar_i32, 0.0);
-    access.start = in.at("start");
-    positions = iota(b, TensorType(ElementType::kI32, {tokens}), 0) +
-                broadcast_in_dim(access.start, {tokens}, {});
-    end = reshape(access.start + in.at("valid_length"), {1});
+    Value start = in.at("start");
+    positions =
+        iota(b, TensorType(ElementType::kI32, {tokens}), 0) + broadcast_in_dim(start, {tokens}, {});
+    end = reshape(start + in.at("valid_length"), {1});
+    access = CacheAccess::prefill(in.at("slot"), start, in.at("valid_length"), tokens);
   } else {
     positions = in.at("positions");
-    const TensorType index_type(ElementType::kI32, {tokens, c.num_kv_heads, 1});
-    access.row_index = concatenate({iota(b, index_type, 0), iota(b, index_type, 1),
-                                    broadcast_in_dim(positions, index_type.shape(), {0})},
-                                   2);
+    access = CacheAccess::decode(positions, options.window);
   }
   Rotary rope = rotary(positions, w.at("rope_inv_freq"), family.interleaved_rope);
   std::optional<Rotary> local_rope;
@@ -185,22 +136,21 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     const Rotary& layer_rope = sliding && local_rope ? *local_rope : rope;
     q = apply_rotary(q, layer_rope);
     k = apply_rotary(k, layer_rope);
-    Value k_cache = access.store(caches[static_cast<size_t>(2 * l)], k);
-    Value v_cache = access.store(caches[static_cast<size_t>(2 * l + 1)], v);
-    new_caches.push_back(k_cache);
-    new_caches.push_back(v_cache);
+    CacheUpdate cache =
+        access->update(caches[static_cast<size_t>(2 * l)], caches[static_cast<size_t>(2 * l + 1)],
+                       k, v, options.capacity);
+    new_caches.push_back(cache.k_cache);
+    new_caches.push_back(cache.v_cache);
     AttentionInputs attention_in{
-        reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
-        access.view(k_cache),
-        access.view(v_cache),
-        reshape(positions, {sequences, tokens / sequences}),
-        end,
-        0,
-        std::nullopt,
-        std::nullopt};
-    attention_in.scale = family.attention_scale;
-    attention_in.softcap = family.attention_softcap;
-    if (sliding) attention_in.sliding_window = c.sliding_window;
+        .q = reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
+        .k_cache = cache.read.keys,
+        .v_cache = cache.read.values,
+        .positions = reshape(positions, {sequences, tokens / sequences}),
+        .key_positions = cache.read.positions,
+        .end = end,
+        .scale = family.attention_scale,
+        .softcap = family.attention_softcap,
+        .sliding_window = sliding ? c.sliding_window : std::nullopt};
     Value attn = linear(attention(attention_in), matrix(l, "o_proj"), linear_bias(l, "o_bias"));
     if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
     h = h + scaled(attn, family.residual_scale);
@@ -234,7 +184,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   Value last = h;
   if (prefill && tokens > 1) {
     Value row = in.at("valid_length") - constant(b, scalar_i32, 1.0);
-    last = dynamic_slice(h, {row, access.zero}, {1, c.hidden_size});
+    last = dynamic_slice(h, {row, constant(b, scalar_i32, 0.0)}, {1, c.hidden_size});
   }
   last = norm(last, "final_norm");
   Weight head = named_matrix(c.tie_word_embeddings ? "embed_tokens" : "lm_head");

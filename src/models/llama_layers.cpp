@@ -151,9 +151,13 @@ Value attention(const AttentionInputs& in) {
   if (in.softcap) scores = softcap(scores, *in.softcap);
 
   const TensorType mask_type(ElementType::kI32, {n, tokens, capacity});
-  Value key = iota(b, mask_type, 2);
+  Value key = in.key_positions ? broadcast_like(*in.key_positions, mask_type.shape(), {0, 2})
+                               : iota(b, mask_type, 2);
   Value query = broadcast_like(in.positions, mask_type.shape(), {0, 1});
   Value visible = compare(key, query, Direction::kLE);
+  if (in.key_positions) {
+    visible = logical_and(visible, compare(key, constant(b, mask_type, 0.0), Direction::kGE));
+  }
   if (in.end) {
     Value end = broadcast_like(*in.end, mask_type.shape(), {0});
     visible = logical_and(visible, compare(key, end, Direction::kLT));

@@ -33,9 +33,12 @@ Value apply_rotary(Value x, const Rotary& rotary);
 
 struct AttentionInputs {
   Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
-  Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's first keys, this call's written
+  Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's keys, this call's included
   Value v_cache;
-  Value positions;                // i32 [N, T]: position of each query
+  Value positions;  // i32 [N, T]: position of each query
+  // i32 [N, keys]: the position each key holds, negative for none (a ring's, cache_access.h);
+  // absent: key c holds position c.
+  std::optional<Value> key_positions;
   std::optional<Value> end;       // i32 [N]: keys at positions >= end are masked (prefill's
                                   // start + valid_length); absent: only c <= position counts
   double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
@@ -43,10 +46,10 @@ struct AttentionInputs {
   std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head
-// h / (heads / kv_heads). Key c is visible to a query at position p when c <= p (and c < end,
-// and p - c < sliding_window). Scores scaled (1/sqrt(head_dim) unless `scale`), optionally
-// soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32
-// [N * T, heads * head_dim].
+// h / (heads / kv_heads). A key at position c is visible to a query at position p when c <= p
+// (and c < end, and p - c < sliding_window). Scores scaled (1/sqrt(head_dim) unless `scale`),
+// optionally soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32 [N *
+// T, heads * head_dim].
 Value attention(const AttentionInputs& in);
 
 enum class Activation {

@@ -86,6 +86,9 @@ Value subtract(Value lhs, Value rhs) {
 Value divide(Value lhs, Value rhs) {
   return binary("stablehlo.divide", Accepts::kIntOrFloat, lhs, rhs);
 }
+Value remainder(Value lhs, Value rhs) {
+  return binary("stablehlo.remainder", Accepts::kIntOrFloat, lhs, rhs);
+}
 Value power(Value lhs, Value rhs) {
   return binary("stablehlo.power", Accepts::kIntOrFloat, lhs, rhs);
 }

@@ -13,6 +13,7 @@ Value minimum(Value lhs, Value rhs);
 // Integer or float.
 Value subtract(Value lhs, Value rhs);
 Value divide(Value lhs, Value rhs);
+Value remainder(Value lhs, Value rhs);  // C's %: the sign of lhs
 Value power(Value lhs, Value rhs);
 Value negate(Value operand);
 // i1 or integer: logical for i1, bitwise otherwise.

@@ -1,0 +1,173 @@
+#include "models/cache_access.h"
+
+#include <algorithm>
+
+namespace xlacel::models {
+
+using namespace stablehlo;
+
+namespace {
+
+Value i32_constant(Block& b, const std::vector<int64_t>& shape, int64_t value) {
+  return constant(b, TensorType(ElementType::kI32, shape), static_cast<double>(value));
+}
+
+// The position ring row `row` holds before position `next` is written: the latest q < next with
+// q = row (mod rows), negative where none was written. `next` and `row` are i32 of one shape
+// (next >= 0, 0 <= row < rows).
+Value held_position(Value next, Value row, int64_t rows) {
+  Block& b = next.block();
+  auto c = [&](int64_t value) { return i32_constant(b, next.shape(), value); };
+  // q = next - rows + ((row - next mod rows) mod rows), every operand of remainder non-negative.
+  Value offset = remainder(row - remainder(next, c(rows)) + c(rows), c(rows));
+  return next - c(rows) + offset;
+}
+
+// rows_kvd [T, Hkv, D] as one slot's block [1, Hkv, T, D] in the cache's element type.
+Value slot_block(Value rows_kvd, ElementType element) {
+  if (rows_kvd.element() != element) rows_kvd = convert(rows_kvd, element);
+  const std::vector<int64_t>& s = rows_kvd.shape();
+  return reshape(transpose(rows_kvd, {1, 0, 2}), {1, s[1], s[0], s[2]});
+}
+
+}  // namespace
+
+CacheAccess CacheAccess::prefill(Value slot, Value start, Value valid_length, int64_t bucket) {
+  CacheAccess access;
+  access.kind_ = GraphKind::kPrefill;
+  access.slot_ = slot;
+  access.start_ = start;
+  access.valid_ = valid_length;
+  access.tokens_ = bucket;
+  return access;
+}
+
+CacheAccess CacheAccess::decode(Value positions, int64_t window) {
+  CacheAccess access;
+  access.kind_ = GraphKind::kDecode;
+  access.positions_ = positions;
+  access.tokens_ = positions.shape()[0];
+  access.window_ = window;
+  return access;
+}
+
+CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
+                                int64_t capacity) const {
+  const std::vector<int64_t> shape = k_cache.shape();  // [slots, Hkv, rows, D]
+  const int64_t rows = shape[2];
+  const bool ring = rows < capacity;
+  Block& b = k.block();
+  CacheUpdate result;
+  if (kind_ == GraphKind::kPrefill) {
+    Value zero = i32_constant(b, {}, 0);
+    const std::vector<int64_t> slot_shape = {1, shape[1], rows, shape[3]};
+    if (!ring) {
+      result.k_cache = prefill_store(k_cache, slot_block(k, k_cache.element()));
+      result.v_cache = prefill_store(v_cache, slot_block(v, v_cache.element()));
+      result.read.keys = dynamic_slice(result.k_cache, {slot_, zero, zero, zero}, slot_shape);
+      result.read.values = dynamic_slice(result.v_cache, {slot_, zero, zero, zero}, slot_shape);
+      return result;
+    }
+    // Attention reads [the ring before the chunk ; the chunk] (the chunk may hold more positions
+    // than the ring, and its own rows are what its queries attend), and the ring's new rows are
+    // taken from those same rows, so the write depends on the read: with only the cache as its
+    // source, IREE may update the donated cache in place before reading its old rows.
+    Value k_rows = attended_rows(k_cache, k);
+    Value v_rows = attended_rows(v_cache, v);
+    result.k_cache = prefill_ring_store(k_cache, k_rows);
+    result.v_cache = prefill_ring_store(v_cache, v_rows);
+    result.read.keys = slot_block(k_rows, k_cache.element());
+    result.read.values = slot_block(v_rows, v_cache.element());
+    Value held = held_position(broadcast_in_dim(start_, {rows}, {}),
+                               iota(b, TensorType(ElementType::kI32, {rows}), 0), rows);
+    Value chunk = broadcast_in_dim(start_, {tokens_}, {}) +
+                  iota(b, TensorType(ElementType::kI32, {tokens_}), 0);
+    result.read.positions = reshape(concatenate({held, chunk}, 0), {1, rows + tokens_});
+    return result;
+  }
+  result.k_cache = decode_store(k_cache, k, ring ? rows : 0);
+  result.v_cache = decode_store(v_cache, v, ring ? rows : 0);
+  // With a window, every position is below it, so a ring's rows beyond it hold nothing yet.
+  const int64_t read_rows = window_ > 0 ? std::min(window_, rows) : rows;
+  const std::vector<int64_t> read_shape = {tokens_, shape[1], read_rows, shape[3]};
+  result.read.keys = slice(result.k_cache, {0, 0, 0, 0}, read_shape);
+  result.read.values = slice(result.v_cache, {0, 0, 0, 0}, read_shape);
+  if (ring) {
+    const std::vector<int64_t> key_shape = {tokens_, read_rows};
+    Value next = broadcast_in_dim(positions_ + i32_constant(b, {tokens_}, 1), key_shape, {0});
+    result.read.positions =
+        held_position(next, iota(b, TensorType(ElementType::kI32, key_shape), 1), rows);
+  }
+  return result;
+}
+
+Value CacheAccess::prefill_store(Value cache, Value block) const {
+  // The block's T rows go at `start`, except that they must lie inside the cache: near the end
+  // they go at capacity - T, with the rows before `start` kept as they are and the rows past the
+  // capacity (padding: start + valid_length <= capacity) left out.
+  Block& b = cache.block();
+  const int64_t capacity = cache.shape()[2];
+  const std::vector<int64_t>& shape = block.shape();  // [1, Hkv, T, D]
+  Value zero = i32_constant(b, {}, 0);
+  Value write_start = minimum(start_, i32_constant(b, {}, capacity - tokens_));
+  Value kept = start_ - write_start;
+  Value old = dynamic_slice(cache, {slot_, zero, write_start, zero}, shape);
+  // Row i: block row i - kept.
+  Value moved = dynamic_slice(concatenate({block, block}, 2),
+                              {zero, zero, i32_constant(b, {}, tokens_) - kept, zero}, shape);
+  Value keep_old = compare(iota(b, TensorType(ElementType::kI32, shape), 2),
+                           broadcast_in_dim(kept, shape, {}), Direction::kLT);
+  return dynamic_update_slice(cache, select(keep_old, old, moved),
+                              {slot_, zero, write_start, zero});
+}
+
+Value CacheAccess::attended_rows(Value cache, Value rows_kvd) const {
+  Block& b = cache.block();
+  const std::vector<int64_t>& shape = cache.shape();  // [slots, Hkv, R, D]
+  Value zero = i32_constant(b, {}, 0);
+  Value ring = dynamic_slice(cache, {slot_, zero, zero, zero}, {1, shape[1], shape[2], shape[3]});
+  ring = transpose(reshape(ring, {shape[1], shape[2], shape[3]}), {1, 0, 2});
+  if (rows_kvd.element() != cache.element()) rows_kvd = convert(rows_kvd, cache.element());
+  return concatenate({ring, rows_kvd}, 0);
+}
+
+Value CacheAccess::prefill_ring_store(Value cache, Value attended) const {
+  // After the chunk, row r holds the latest position below start + valid_length with its
+  // residue: the chunk's row for it where that position is in the chunk (attended row R + i),
+  // else what it held (attended row r).
+  Block& b = cache.block();
+  const int64_t rows = cache.shape()[2];
+  const TensorType row_type(ElementType::kI32, {rows});
+  Value row = iota(b, row_type, 0);
+  Value end = broadcast_in_dim(start_ + valid_, {rows}, {});
+  Value chunk_row = held_position(end, row, rows) - broadcast_in_dim(start_, {rows}, {});
+  Value from_chunk = compare(chunk_row, i32_constant(b, {rows}, 0), Direction::kGE);
+  Value source = select(from_chunk, chunk_row + i32_constant(b, {rows}, rows), row);
+  Value updated = slot_block(take(attended, source), cache.element());  // [1, Hkv, R, D]
+  Value zero = i32_constant(b, {}, 0);
+  return dynamic_update_slice(cache, updated, {slot_, zero, zero, zero});
+}
+
+Value CacheAccess::decode_store(Value cache, Value rows_kvd, int64_t ring_rows) const {
+  if (rows_kvd.element() != cache.element()) rows_kvd = convert(rows_kvd, cache.element());
+  Block& b = cache.block();
+  const int64_t kv_heads = cache.shape()[1];
+  Value row = positions_;
+  if (ring_rows > 0) row = remainder(row, i32_constant(b, {tokens_}, ring_rows));
+  // Row b, head h: its [D] window replaces cache[b, h, row[b], :] (each row its own position).
+  // One index per (row, head) rather than one per row with an [Hkv, D] window: IREE 3.13 cannot
+  // lower a scatter whose inserted window dims are not the leading ones ("expected indices to be
+  // equal to batch rank or batch rank + 1").
+  const TensorType index_type(ElementType::kI32, {tokens_, kv_heads, 1});
+  Value index = concatenate({iota(b, index_type, 0), iota(b, index_type, 1),
+                             broadcast_in_dim(row, index_type.shape(), {0})},
+                            2);
+  ScatterDimensions d{.update_window_dims = {2},
+                      .inserted_window_dims = {0, 1, 2},
+                      .scatter_dims_to_operand_dims = {0, 1, 2},
+                      .index_vector_dim = 2};
+  return scatter_replace(cache, index, rows_kvd, d,
+                         {.indices_are_sorted = true, .unique_indices = true});
+}
+
+}  // namespace xlacel::models

@@ -1,0 +1,72 @@
+#pragma once
+// How one graph call (graph_options.h) writes this call's K/V rows into a layer's KV cache and
+// which keys its attention then reads.
+//
+// A cache of `capacity` rows per slot holds position p at row p. A ring (fewer rows: a sliding
+// layer whose window is shorter than the capacity) holds position p at row p mod rows, so it
+// keeps only the latest `rows` positions. Which position a ring row holds follows from the
+// slot's position alone, with no host state: before position n is written, row r holds the
+// latest q < n with q = r (mod rows), or nothing (q < 0). A write at n replaces position
+// n - rows, which no query at n or later attends (a window of `rows` keys ends at n - rows + 1),
+// so an idle decode row may write its slot's next position as it does for a full cache.
+#include <cstdint>
+#include <optional>
+
+#include "models/graph_options.h"
+#include "stablehlo/ops.h"
+
+namespace xlacel::models {
+
+// The keys attention reads of one layer after the call's write (AttentionInputs).
+struct CacheRead {
+  stablehlo::Value keys;  // [N, kv_heads, keys, head_dim]
+  stablehlo::Value values;
+  // i32 [N, keys]: the position each key holds, negative for none; absent: key i holds
+  // position i.
+  std::optional<stablehlo::Value> positions;
+};
+
+// A layer's caches after the call, and what its attention reads.
+struct CacheUpdate {
+  stablehlo::Value k_cache, v_cache;
+  CacheRead read;
+};
+
+class CacheAccess {
+ public:
+  // Prefill: `bucket` tokens of slot `slot` at positions start .. start + bucket - 1, the first
+  // `valid_length` real (i32 scalars). A full cache takes every row below the capacity (padding
+  // rows are rewritten before they are read); a ring takes only the real rows, the latest of
+  // them where there are more than it holds, and attention reads the ring as it was before the
+  // chunk followed by the chunk's own rows.
+  static CacheAccess prefill(stablehlo::Value slot, stablehlo::Value start,
+                             stablehlo::Value valid_length, int64_t bucket);
+  // Decode: row b writes positions[b] (i32 [rows]) of slot b; attention reads slots
+  // 0 .. rows - 1 and, of each, the rows [0, window) (0: all of them).
+  static CacheAccess decode(stablehlo::Value positions, int64_t window);
+
+  // k, v f32 [T, kv_heads, head_dim]: this call's rows. A cache with fewer rows than
+  // `capacity` is a ring.
+  CacheUpdate update(stablehlo::Value k_cache, stablehlo::Value v_cache, stablehlo::Value k,
+                     stablehlo::Value v, int64_t capacity) const;
+
+ private:
+  CacheAccess() = default;
+
+  stablehlo::Value prefill_store(stablehlo::Value cache, stablehlo::Value block) const;
+  // A ring prefill's keys [R + T, Hkv, D]: the slot's ring rows, then the chunk's rows.
+  stablehlo::Value attended_rows(stablehlo::Value cache, stablehlo::Value rows_kvd) const;
+  stablehlo::Value prefill_ring_store(stablehlo::Value cache, stablehlo::Value attended) const;
+  stablehlo::Value decode_store(stablehlo::Value cache, stablehlo::Value rows_kvd,
+                                int64_t ring_rows) const;
+
+  GraphKind kind_ = GraphKind::kDecode;
+  stablehlo::Value slot_;       // prefill
+  stablehlo::Value start_;      // prefill
+  stablehlo::Value valid_;      // prefill
+  stablehlo::Value positions_;  // decode: i32 [rows]
+  int64_t tokens_ = 0;          // prefill: the bucket; decode: the rows
+  int64_t window_ = 0;          // decode
+};
+
+}  // namespace xlacel::models
