@@ -58,6 +58,21 @@ std::string planar_module(int64_t rows, int64_t cols, int64_t group, bool offset
   return module.to_text();
 }
 
+// The planes of a rows x cols weight on the device, in argument order: codes, scales, offsets
+// (when the format has them).
+std::vector<device::BufferPtr> upload_planes(device::Device& device, const PlanarBlocks& planar,
+                                             int64_t rows, int64_t cols) {
+  const std::vector<int64_t> groups = {rows, cols / planar.group_size};
+  std::vector<device::BufferPtr> buffers;
+  buffers.push_back(
+      device.upload(bytes_of(planar.codes), ElementType::kI8, std::vector<int64_t>{rows, cols}));
+  buffers.push_back(device.upload(bytes_of(planar.scales), ElementType::kF32, groups));
+  if (!planar.offsets.empty()) {
+    buffers.push_back(device.upload(bytes_of(planar.offsets), ElementType::kF32, groups));
+  }
+  return buffers;
+}
+
 class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -89,16 +104,7 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
     std::vector<float> x(static_cast<std::size_t>(cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
     const std::vector<int32_t> ids = {1, 0};
-    const int64_t groups = cols / planar.group_size;
-    std::vector<device::BufferPtr> buffers;
-    buffers.push_back(
-        device->upload(bytes_of(planar.codes), ElementType::kI8, std::vector<int64_t>{rows, cols}));
-    buffers.push_back(device->upload(bytes_of(planar.scales), ElementType::kF32,
-                                     std::vector<int64_t>{rows, groups}));
-    if (offsets) {
-      buffers.push_back(device->upload(bytes_of(planar.offsets), ElementType::kF32,
-                                       std::vector<int64_t>{rows, groups}));
-    }
+    std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
     buffers.push_back(
         device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
     buffers.push_back(device->upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{2}));
@@ -178,7 +184,6 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
     const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
     const bool offsets = !planar.offsets.empty();
-    const int64_t groups = cols / planar.group_size;
     for (int64_t x_rows : {1, 3, 8}) {
       ASSERT_TRUE(kernel->handles(x_rows, planar.group_size)) << format;
       const std::string name = format + "-" + std::to_string(x_rows);
@@ -189,15 +194,7 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
       auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
       std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-      std::vector<device::BufferPtr> buffers;
-      buffers.push_back(device->upload(bytes_of(planar.codes), ElementType::kI8,
-                                       std::vector<int64_t>{rows, cols}));
-      buffers.push_back(device->upload(bytes_of(planar.scales), ElementType::kF32,
-                                       std::vector<int64_t>{rows, groups}));
-      if (offsets) {
-        buffers.push_back(device->upload(bytes_of(planar.offsets), ElementType::kF32,
-                                         std::vector<int64_t>{rows, groups}));
-      }
+      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
       buffers.push_back(
           device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
       std::vector<device::Buffer*> arguments;

@@ -48,24 +48,15 @@ INIT_SEED = 5
 MIN_TOP2_GAP = 1e-3
 INITIALIZER_RANGE = 0.1  # hidden 256: half the 64-wide tiny models' 0.2 keeps logits as spread
 ROPE_THETA = 10000.0
-SHAPE = dict(
+# llama.py's tiny Llama, resized so rows are a multiple of 256 (K-quant blocks), one layer.
+SHAPE = {**llama.TINY_CONFIG, **dict(
     vocab_size=256,
     hidden_size=256,
     intermediate_size=256,
     num_hidden_layers=1,
-    num_attention_heads=4,
-    num_key_value_heads=2,
     head_dim=64,
-    max_position_embeddings=2048,
-    rms_norm_eps=1e-5,
-    hidden_act="silu",
-    tie_word_embeddings=False,
-    bos_token_id=1,
-    eos_token_id=2,
-    attention_bias=False,
-    mlp_bias=False,
     initializer_range=INITIALIZER_RANGE,
-)
+)}
 # Largest relative RMS error of a matrix after quantization (a sanity bound: a wrongly packed
 # block gives errors near 1).
 MAX_RELATIVE_ERROR = {"Q8_0": 0.01, "Q4_0": 0.2, "Q4_1": 0.2, "Q5_0": 0.1, "Q5_1": 0.1,
