@@ -38,21 +38,30 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
   return std::as_bytes(std::span(values));
 }
 
-// A module over one planar weight of `rows` x `cols` (group `group`, offsets or not):
-// results dequantized(w) f32 [rows, cols], linear(x, w) f32 [1, rows] for x f32 [1, cols], and
-// take_rows(w, ids) f32 [2, cols] for ids i32 [2].
-std::string planar_module(int64_t rows, int64_t cols, int64_t group, bool offsets) {
+// The planes of a rows x cols weight as arguments of `f`: codes (bytes or nibbles), scales,
+// offsets (when the format has them).
+models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& planar, int64_t rows,
+                                int64_t cols) {
+  const int64_t groups = cols / planar.group_size;
+  Value codes =
+      f.argument("codes", TensorType(ElementType::kI8, {rows, cols * planar.code_bits / 8}));
+  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, groups}));
+  std::optional<Value> offset_plane;
+  if (!planar.offsets.empty()) {
+    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, groups}));
+  }
+  return models::Weight(codes, scales, offset_plane, planar.code_bits);
+}
+
+// A module over one planar weight of `rows` x `cols`: results dequantized(w) f32 [rows, cols],
+// linear(x, w) f32 [1, rows] for x f32 [1, cols], and take_rows(w, ids) f32 [2, cols] for ids
+// i32 [2].
+std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols) {
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
-  Value codes = f.argument("codes", TensorType(ElementType::kI8, {rows, cols}));
-  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, cols / group}));
-  std::optional<Value> offset_plane;
-  if (offsets) {
-    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, cols / group}));
-  }
+  models::Weight weight = planar_arguments(f, planar, rows, cols);
   Value x = f.argument("x", TensorType(ElementType::kF32, {1, cols}));
   Value ids = f.argument("ids", TensorType(ElementType::kI32, {2}));
-  models::Weight weight(codes, scales, offset_plane);
   f.finish(
       {models::dequantized(weight), models::linear(x, weight), models::take_rows(weight, ids)});
   return module.to_text();
@@ -64,8 +73,8 @@ std::vector<device::BufferPtr> upload_planes(device::Device& device, const Plana
                                              int64_t rows, int64_t cols) {
   const std::vector<int64_t> groups = {rows, cols / planar.group_size};
   std::vector<device::BufferPtr> buffers;
-  buffers.push_back(
-      device.upload(bytes_of(planar.codes), ElementType::kI8, std::vector<int64_t>{rows, cols}));
+  buffers.push_back(device.upload(bytes_of(planar.codes), ElementType::kI8,
+                                  std::vector<int64_t>{rows, cols * planar.code_bits / 8}));
   buffers.push_back(device.upload(bytes_of(planar.scales), ElementType::kF32, groups));
   if (!planar.offsets.empty()) {
     buffers.push_back(device.upload(bytes_of(planar.offsets), ElementType::kF32, groups));
@@ -95,8 +104,7 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
     const PlanarBlocks planar =
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
     const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
-    const bool offsets = !planar.offsets.empty();
-    const device::GraphSource source{format, planar_module(rows, cols, planar.group_size, offsets),
+    const device::GraphSource source{format, planar_module(planar, rows, cols),
                                      "resident_weight_test", format + ".mlir"};
     std::vector<device::GraphLoad> loads;
     auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
@@ -148,18 +156,12 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
 
 // A module over one planar weight and x f32 [x_rows, cols]: results the product through the
 // runtime's hand-written kernel and through the graph's own StableHLO (the reference).
-std::string kernel_module(int64_t rows, int64_t cols, int64_t group, bool offsets, int64_t x_rows,
+std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols, int64_t x_rows,
                           const device::PlanarKernel& kernel) {
   stablehlo::Module module("planar_kernel_test");
   stablehlo::Function& f = module.add_function("main");
-  Value codes = f.argument("codes", TensorType(ElementType::kI8, {rows, cols}));
-  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, cols / group}));
-  std::optional<Value> offset_plane;
-  if (offsets) {
-    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, cols / group}));
-  }
+  models::Weight reference = planar_arguments(f, planar, rows, cols);
   Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
-  models::Weight reference(codes, scales, offset_plane);
   models::Weight through_kernel = reference;
   through_kernel.kernel = &kernel;
   f.finish({models::linear(x, through_kernel), models::linear(x, reference)});
@@ -183,13 +185,11 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
     const PlanarBlocks planar =
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
     const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
-    const bool offsets = !planar.offsets.empty();
     for (int64_t x_rows : {1, 3, 8}) {
-      ASSERT_TRUE(kernel->handles(x_rows, planar.group_size)) << format;
+      ASSERT_TRUE(kernel->handles(x_rows, planar.group_size, planar.code_bits)) << format;
       const std::string name = format + "-" + std::to_string(x_rows);
-      const device::GraphSource source{
-          name, kernel_module(rows, cols, planar.group_size, offsets, x_rows, *kernel),
-          "planar_kernel_test", name + ".mlir"};
+      const device::GraphSource source{name, kernel_module(planar, rows, cols, x_rows, *kernel),
+                                       "planar_kernel_test", name + ".mlir"};
       std::vector<device::GraphLoad> loads;
       auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
       std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
@@ -240,10 +240,12 @@ TEST(ResidentWeightSpecs, TheDefaultModelKeepsItsBlockFormatsAsPlanes) {
       models::architecture_for(config).weight_specs(config, models::WeightType::kAuto);
   std::map<std::string, const models::WeightSpec*> by_name;
   for (const auto& spec : specs) by_name[spec.name] = &spec;
-  // Q4_1 projections: codes, scales and offsets; the Q8_0 embedding: codes and scales; F32 norms.
-  ASSERT_TRUE(by_name.count("l0_q_proj_codes"));
-  EXPECT_EQ(by_name["l0_q_proj_codes"]->element, ElementType::kI8);
-  EXPECT_EQ(by_name["l0_q_proj_codes"]->shape, (std::vector<int64_t>{576, 576}));
+  // Q4_1 projections: nibbles, scales and offsets; the Q8_0 embedding: codes and scales; F32
+  // norms.
+  ASSERT_TRUE(by_name.count("l0_q_proj_nibbles"));
+  EXPECT_FALSE(by_name.count("l0_q_proj_codes"));
+  EXPECT_EQ(by_name["l0_q_proj_nibbles"]->element, ElementType::kI8);
+  EXPECT_EQ(by_name["l0_q_proj_nibbles"]->shape, (std::vector<int64_t>{576, 288}));
   EXPECT_EQ(by_name["l0_q_proj_scales"]->shape, (std::vector<int64_t>{576, 18}));
   EXPECT_TRUE(by_name.count("l0_q_proj_offsets"));
   EXPECT_TRUE(by_name.count("embed_tokens_codes"));

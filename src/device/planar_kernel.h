@@ -1,10 +1,10 @@
 #pragma once
-// A runtime's hand-written product for a weight kept as planes (models/resident_weight.h: i8
-// codes, f32 scales and optional f32 offsets per group of columns), which the graph emits in
-// place of its pure-StableHLO product where the runtime provides one (IREE llvm-cpu: a custom
-// dispatch linking an object file). The StableHLO product stays the reference it is tested
-// against, and the arithmetic is the same: each weight dequantized to f32 as the gguf package
-// does, then multiplied in f32.
+// A runtime's hand-written product for a weight kept as planes (models/resident_weight.h: codes,
+// f32 scales and optional f32 offsets per group of columns), which the graph emits in place of
+// its pure-StableHLO product where the runtime provides one (IREE llvm-cpu: a custom dispatch
+// linking an object file). The StableHLO product stays the reference it is tested against, and
+// the arithmetic is the same: each weight dequantized to f32 as the gguf package does, then
+// multiplied in f32.
 #include <cstdint>
 #include <optional>
 
@@ -12,18 +12,27 @@
 
 namespace xlacel::device {
 
+// A weight [N, K] kept as planes, as values of the graph being emitted.
+struct PlanarOperands {
+  // i8 [N, K] (code_bits 8), or i8 [N, K / 2] nibbles (code_bits 4: two codes per byte, each the
+  // nibble plus code_bias; layout in model_files/planar_blocks.h).
+  stablehlo::Value codes;
+  int code_bits = 8;
+  int code_bias = 0;
+  stablehlo::Value scales;                  // f32 [N, K / group]
+  std::optional<stablehlo::Value> offsets;  // f32 [N, K / group], formats with a minimum
+};
+
 class PlanarKernel {
  public:
   virtual ~PlanarKernel() = default;
 
-  // Whether it takes `rows` activation rows times planes of `group` columns per scale.
-  virtual bool handles(int64_t rows, int64_t group) const = 0;
-  // x f32 [T, K] times the weight [N, K] transposed -> f32 [T, N]: codes i8 [N, K], scales (and
-  // offsets) f32 [N, K / group]. The values belong to a function of a stablehlo::Module, which
-  // receives what the emitted op refers to.
-  virtual stablehlo::Value multiply(stablehlo::Value x, stablehlo::Value codes,
-                                    stablehlo::Value scales,
-                                    std::optional<stablehlo::Value> offsets) const = 0;
+  // Whether it takes (and is the faster way to multiply) `rows` activation rows times planes of
+  // `group` columns per scale with codes of `code_bits`.
+  virtual bool handles(int64_t rows, int64_t group, int code_bits) const = 0;
+  // x f32 [T, K] times the weight [N, K] transposed -> f32 [T, N]. The values belong to a
+  // function of a stablehlo::Module, which receives what the emitted op refers to.
+  virtual stablehlo::Value multiply(stablehlo::Value x, const PlanarOperands& weight) const = 0;
 };
 
 }  // namespace xlacel::device

@@ -173,10 +173,37 @@ int64_t planar_group_size(DType dtype) {
   return dtype == DType::kQ6_K ? 16 : 32;
 }
 
+int planar_code_bits(DType dtype) {
+  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ4_K ? 4 : 8;
+}
+
 bool planar_has_offsets(DType dtype) {
   return dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kQ4_K ||
          dtype == DType::kQ5_K;
 }
+
+namespace {
+
+// `codes` (one per element, groups of 32) as nibbles: see planar_blocks.h.
+std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
+  std::vector<int8_t> packed(codes.size() / 2);
+  for (std::size_t g = 0; g < codes.size() / 32; ++g) {
+    for (std::size_t j = 0; j < 16; ++j) {
+      const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias);
+      const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias);
+      packed[g * 16 + j] = static_cast<int8_t>(low | (high << 4));
+    }
+  }
+  return packed;
+}
+
+int code_at(const PlanarBlocks& planar, std::size_t i) {
+  if (planar.code_bits == 8) return planar.codes[i];
+  const auto byte = static_cast<uint8_t>(planar.codes[(i / 32) * 16 + i % 16]);
+  return (i % 32 < 16 ? byte & 0x0F : byte >> 4) + planar.code_bias;
+}
+
+}  // namespace
 
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
   PlanarBlocks planar;
@@ -194,13 +221,18 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
        {planar.codes.data() + b * block_elements, planar.scales.data() + b * groups_per_block,
         planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block});
   }
+  if (planar_code_bits(dtype) == 4) {
+    planar.code_bits = 4;
+    planar.code_bias = nibble_code_bias(!planar.offsets.empty());
+    planar.codes = pack_nibbles(planar.codes, planar.code_bias);
+  }
   return planar;
 }
 
 void planar_to_f32(const PlanarBlocks& planar, std::span<float> out) {
   const auto group = static_cast<std::size_t>(planar.group_size);
-  for (std::size_t i = 0; i < planar.codes.size(); ++i) {
-    float value = planar.scales[i / group] * static_cast<float>(planar.codes[i]);
+  for (std::size_t i = 0; i < planar.scales.size() * group; ++i) {
+    float value = planar.scales[i / group] * static_cast<float>(code_at(planar, i));
     out[i] = planar.offsets.empty() ? value : value + planar.offsets[i / group];
   }
 }

@@ -11,6 +11,11 @@
 // before touching the codes (Q4_K: d * sc and -(dmin * m)), so no rounding moves: a - b is
 // a + (-b) in IEEE arithmetic. Formats without a minimum have no offset plane, because adding
 // +0 would turn a -0 value into +0.
+//
+// The 4-bit formats (Q4_0, Q4_1, Q4_K) keep two codes per byte ("nibbles"), which halves the
+// bytes a product reads: per group of 32, byte j holds element j's nibble in its low half and
+// element j + 16's in its high half, and the code is the nibble plus a bias (-8 for Q4_0, the
+// one 4-bit format without a minimum: its codes are centred; 0 for the others).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,10 +29,18 @@ bool is_block_quantized(DType dtype);
 // Elements per scale: 16 for Q6_K, 32 for the others.
 int64_t planar_group_size(DType dtype);
 bool planar_has_offsets(DType dtype);
+// Bits per stored code: 4 (nibbles) or 8 (one i8 per element).
+int planar_code_bits(DType dtype);
+// What is added to a nibble to give its code: the one rule both the packing and the graphs follow.
+inline int nibble_code_bias(bool has_offsets) {
+  return has_offsets ? 0 : -8;
+}
 
 struct PlanarBlocks {
   int64_t group_size = 32;
-  std::vector<int8_t> codes;   // one per element, row-major like the tensor
+  int code_bits = 8;           // 8: one i8 code per element; 4: nibbles, as above
+  int code_bias = 0;           // nibbles only: added to each nibble
+  std::vector<int8_t> codes;   // row-major like the tensor (a byte holds two nibbles)
   std::vector<float> scales;   // one per group
   std::vector<float> offsets;  // one per group; empty when the format has none
 };
@@ -35,7 +48,7 @@ struct PlanarBlocks {
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements);
 
-// scale * code (+ offset) per element, in f32, into `out` (codes.size() elements).
+// scale * code (+ offset) per element, in f32, into `out` (scales.size() * group_size elements).
 void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
 
 }  // namespace xlacel

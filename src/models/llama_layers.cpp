@@ -58,18 +58,18 @@ Moments moments(Value x, double eps) {
   return {mean, centred, rsqrt(var + constant(b, row, eps))};
 }
 
-// Whether the runtime's hand-written planar product takes this product's shape.
+// Whether the runtime's hand-written planar product takes this product.
 bool kernel_takes(Value x, const Weight& weight) {
   return weight.planar() && weight.kernel != nullptr &&
-         weight.kernel->handles(x.shape()[0], weight.cols() / weight.scales->shape()[1]);
+         weight.kernel->handles(x.shape()[0], weight.cols() / weight.scales->shape()[1],
+                                weight.code_bits);
 }
 
 }  // namespace
 
 Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
   const DotDimensions dims{.lhs_contracting = {1}, .rhs_contracting = {1}};
-  Value y = kernel_takes(x, weight)
-                ? weight.kernel->multiply(to_f32(x), weight.values, *weight.scales, weight.offsets)
+  Value y = kernel_takes(x, weight) ? weight.kernel->multiply(to_f32(x), planar_operands(weight))
             : weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
             : weight.planar() || weight.widen ? dot_f32(x, dequantized(weight), dims)
                                               : dot_f32(x, weight.values, dims);

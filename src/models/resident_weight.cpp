@@ -42,8 +42,10 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
       continue;
     }
     const int64_t groups = spec.shape[1] / planar_group_size(*stored);
+    const bool nibbles = planar_code_bits(*stored) == 4;
     WeightSpec codes = spec;
-    codes.name += "_codes";
+    codes.name += nibbles ? "_nibbles" : "_codes";
+    if (nibbles) codes.shape[1] /= 2;
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
     codes.stored = *stored;
@@ -64,12 +66,19 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
   return resident;
 }
 
-Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane)
-    : values(codes), scales(scale_plane), offsets(offset_plane), widen(true) {}
+Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane, int bits)
+    : values(codes),
+      scales(scale_plane),
+      offsets(offset_plane),
+      widen(true),
+      code_bits(bits),
+      code_bias(bits == 4 ? nibble_code_bias(offset_plane.has_value()) : 0) {}
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
                        bool widen, const device::PlanarKernel* kernel) {
   auto codes = arguments.find(name + "_codes");
+  const bool nibbles = codes == arguments.end();
+  if (nibbles) codes = arguments.find(name + "_nibbles");
   if (codes == arguments.end()) {
     Weight weight(arguments.at(name));
     weight.widen = widen;
@@ -77,17 +86,42 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   }
   auto offsets = arguments.find(name + "_offsets");
   Weight weight(codes->second, arguments.at(name + "_scales"),
-                offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second));
+                offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second),
+                nibbles ? 4 : 8);
   weight.kernel = kernel;
   return weight;
 }
+
+device::PlanarOperands planar_operands(const Weight& weight) {
+  return {weight.values, weight.code_bits, weight.code_bias, *weight.scales, weight.offsets};
+}
+
+namespace {
+
+// The codes of a planar weight by group, i8 [rows, cols / group, group].
+Value codes_by_group(const Weight& weight) {
+  const int64_t rows = weight.rows();
+  const int64_t groups = weight.scales->shape()[1];
+  const int64_t group = weight.cols() / groups;
+  if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
+  // Nibbles (model_files/planar_blocks.h): byte j of a group holds elements j and j + 16.
+  Value packed = reshape(weight.values, {rows, groups, group / 2});
+  Block& b = packed.block();
+  Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
+  Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
+  Value codes = concatenate({low, high}, 2);
+  if (weight.code_bias == 0) return codes;
+  return codes + constant(b, codes.type(), weight.code_bias);
+}
+
+}  // namespace
 
 Value dequantized_groups(const Weight& weight) {
   const int64_t rows = weight.rows();
   const int64_t groups = weight.scales->shape()[1];
   const int64_t group = weight.cols() / groups;
   const std::vector<int64_t> shape = {rows, groups, group};
-  Value codes = convert(reshape(weight.values, shape), ElementType::kF32);
+  Value codes = convert(codes_by_group(weight), ElementType::kF32);
   // Two roundings, as the gguf package: scale * code, then + offset (never fused).
   Value values = broadcast_in_dim(*weight.scales, shape, {0, 1}) * codes;
   if (weight.offsets) values = values + broadcast_in_dim(*weight.offsets, shape, {0, 1});
@@ -104,7 +138,8 @@ Value take_rows(const Weight& weight, Value ids) {
   if (!weight.planar()) return dequantized(Weight(take(weight.values, ids)));
   std::optional<Value> offsets;
   if (weight.offsets) offsets = take(*weight.offsets, ids);
-  return dequantized(Weight(take(weight.values, ids), take(*weight.scales, ids), offsets));
+  return dequantized(
+      Weight(take(weight.values, ids), take(*weight.scales, ids), offsets, weight.code_bits));
 }
 
 }  // namespace xlacel::models

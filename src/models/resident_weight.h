@@ -4,6 +4,8 @@
 // planes (model_files/planar_blocks.h):
 //
 //   <name>_codes    i8  [rows, cols]          codes
+//   <name>_nibbles  i8  [rows, cols / 2]      codes of the 4-bit formats, two per byte (in place
+//                                             of _codes; layout and bias: planar_blocks.h)
 //   <name>_scales   f32 [rows, cols / group]  per-group scales
 //   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum)
 //
@@ -28,13 +30,17 @@ struct Weight {
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
   // Planes only: the runtime's product for them, where it has one (GraphOptions::planar_kernel).
   const device::PlanarKernel* kernel = nullptr;
+  int code_bits = 8;  // planes: 4 when `values` holds nibbles
+  int code_bias = 0;  // nibbles: added to each one
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
-  Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets);
+  // Planes; `code_bits` 4: the codes are nibbles, biased as model_files/planar_blocks.h says.
+  Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets,
+         int code_bits = 8);
 
   bool planar() const { return scales.has_value(); }
   int64_t rows() const { return values.shape()[0]; }
-  int64_t cols() const { return values.shape()[1]; }
+  int64_t cols() const { return values.shape()[1] * (code_bits == 4 ? 2 : 1); }
 };
 
 // The weight `name` from a graph's arguments (with its planes, if the signature has them);
@@ -42,6 +48,9 @@ struct Weight {
 Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
                        const std::string& name, bool widen,
                        const device::PlanarKernel* kernel = nullptr);
+
+// A planar weight as the runtime's kernel takes it.
+device::PlanarOperands planar_operands(const Weight& weight);
 
 // The weight's values in f32, [rows, cols] (planes: scale * code (+ offset)).
 stablehlo::Value dequantized(const Weight& weight);

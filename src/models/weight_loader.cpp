@@ -120,7 +120,10 @@ HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
 std::vector<HostTensor> prepare_planes(const ModelFiles& files,
                                        std::span<const WeightSpec> planes) {
   const WeightSpec& codes = planes.front();
-  TensorView tensor = find_weight_tensor(files, codes, codes.shape);
+  const WeightSpec& scales = planes[1];
+  // The codes plane's shape is in bytes (nibbles hold two codes); the file's is in elements.
+  const int64_t columns = scales.shape[1] * planar_group_size(codes.stored);
+  TensorView tensor = find_weight_tensor(files, codes, {codes.shape[0], columns});
   if (tensor.dtype != codes.stored) {
     fail(files.path(), "tensor '{}' is {}, the graph expects {}", tensor.name,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
@@ -131,7 +134,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   }
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
-  const int64_t groups = codes.shape[1] / planar.group_size;
+  const int64_t groups = scales.shape[1];
   take_source_rows(files, codes, planar.codes, codes.shape[0], codes.shape[1]);
   take_source_rows(files, codes, planar.scales, codes.shape[0], groups);
   if (!planar.offsets.empty())

@@ -5,7 +5,7 @@
 namespace xlacel::stablehlo {
 namespace {
 
-enum class Accepts { kAny, kIntOrFloat, kBoolOrInt, kFloat };
+enum class Accepts { kAny, kInt, kIntOrFloat, kBoolOrInt, kFloat };
 
 void check_element(std::string_view op, Accepts accepts, std::span<const Value> operands) {
   ElementType e = operands.front().element();
@@ -13,6 +13,10 @@ void check_element(std::string_view op, Accepts accepts, std::span<const Value> 
   std::string_view wanted;
   switch (accepts) {
     case Accepts::kAny:
+      break;
+    case Accepts::kInt:
+      ok = is_integer(e);
+      wanted = "integer";
       break;
     case Accepts::kIntOrFloat:
       ok = is_integer(e) || is_float(e);
@@ -103,6 +107,9 @@ Value logical_or(Value lhs, Value rhs) {
 }
 Value logical_not(Value operand) {
   return unary("stablehlo.not", Accepts::kBoolOrInt, operand);
+}
+Value shift_right_logical(Value lhs, Value rhs) {
+  return binary("stablehlo.shift_right_logical", Accepts::kInt, lhs, rhs);
 }
 Value exponential(Value operand) {
   return unary("stablehlo.exponential", Accepts::kFloat, operand);

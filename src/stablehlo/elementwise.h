@@ -20,6 +20,8 @@ Value negate(Value operand);
 Value logical_and(Value lhs, Value rhs);
 Value logical_or(Value lhs, Value rhs);
 Value logical_not(Value operand);
+// Integer only: lhs's bits shifted right by rhs, zeros shifted in (whatever the sign).
+Value shift_right_logical(Value lhs, Value rhs);
 // Float only.
 Value exponential(Value operand);
 Value log(Value operand);

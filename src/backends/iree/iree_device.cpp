@@ -92,13 +92,13 @@ class IreeDevice final : public device::Device {
   const std::string& runtime() const override { return runtime_; }
   const std::string& description() const override { return description_; }
   // Measured on SmolLM2 Q4_1, 2 threads. With the hand-written kernel (planar_kernel()), every
-  // row count it takes beats f32 weights (it reads a quarter of the bytes). Without it, one row
-  // fuses into a single pass over the codes (2.2x the f32 decode); with 2 or more rows llvm-cpu
-  // neither fuses the dequantization into the product (8x slower) nor matches f32 when it
-  // dequantizes first. CUDA: not yet measured.
+  // row count it takes beats f32 weights (it reads a sixth of the bytes with 4-bit nibbles).
+  // Without it, one row fuses into a single pass over the codes (2.2x the f32 decode); with 2 or
+  // more rows llvm-cpu neither fuses the dequantization into the product (8x slower) nor matches
+  // f32 when it dequantizes first. CUDA: not yet measured.
   bool fuses_planar_weights(int64_t rows) const override {
     if (options_.kind != DeviceKind::kCpu) return false;
-    return planar_kernel_ ? planar_kernel_->handles(rows, 32) : rows == 1;
+    return planar_kernel_ ? planar_kernel_->handles(rows, 32, 8) : rows == 1;
   }
   const device::PlanarKernel* planar_kernel() const override { return planar_kernel_.get(); }
 

@@ -1,21 +1,28 @@
-// A hand-written product of a few activation rows with a weight kept as planes (i8 codes, f32
-// scales and optional f32 offsets per group of 16 or 32 columns), linked into IREE's llvm-cpu
-// executables as an external object (IREE's custom-dispatch extension point). The graph's pure
-// StableHLO product is the reference this is tested against; this exists because llvm-cpu
-// reduces every 32-wide group to a scalar and converts and scales each weight again per row.
+// A hand-written product of activation rows with a weight kept as planes (codes, f32 scales and
+// optional f32 offsets per group of 16 or 32 columns), linked into IREE's llvm-cpu executables as
+// an external object (IREE's custom-dispatch extension point). The graph's pure StableHLO product
+// is the reference this is tested against; this exists because llvm-cpu reduces every 32-wide
+// group to a scalar and converts and scales each weight again per row.
 //
-// Here every weight is dequantized once, exactly as the gguf package and transformers do it
+// Codes come one per byte (i8), or two per byte (nibbles: per group of 32, byte j holds element
+// j in its low nibble and element j + 16 in its high nibble; the code is the nibble, less 8 when
+// the weight is centred). Nibbles halve the bytes a 4-bit format reads.
+//
+// Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
-// -ffp-contract=off), and then multiplied into every activation row, with per-lane partial sums
-// kept across groups and reduced once per output.
+// -ffp-contract=off), and then multiplied into every activation row (up to 8), with per-lane
+// partial sums kept across groups and reduced once per output.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 
-// Output columns (weight rows) per workgroup; the emitter's workgroup count assumes it.
-#define ROWS_PER_WORKGROUP 32
+// How far ahead of the weight row in hand its planes are prefetched. Streaming the weights from
+// memory is what a product of few rows waits on; without software prefetch, one thread reads
+// only ~3 GB/s of nibbles here (hardware prefetchers do not run far enough ahead of three
+// interleaved streams), with it ~10 GB/s.
+#define PREFETCH_BYTES 1536
 // Activation rows handled; the emitter uses the kernel only up to this many.
 #define MAX_ACTIVATION_ROWS 8
 
@@ -23,9 +30,17 @@
 
 // A memref as MLIR's LLVM lowering passes it: allocated and aligned pointers, offset, size and
 // stride (1-D memrefs); only the aligned pointer and the offset are used.
-#define MEMREF(type, name)                                                    \
-  type* restrict name##_allocated, type* restrict name, size_t name##_offset, \
-      size_t name##_size, size_t name##_stride
+#define MEMREF(type, name)                                                                        \
+  type *restrict name##_allocated, type *restrict name, size_t name##_offset, size_t name##_size, \
+      size_t name##_stride
+
+// How a weight's codes are stored (the specialisations below).
+enum CodeForm {
+  BYTES_16,            // i8, groups of 16 (Q6_K)
+  BYTES_32,            // i8, groups of 32
+  NIBBLES_32,          // nibbles, code = nibble (Q4_1, Q4_K: formats with offsets)
+  NIBBLES_32_CENTRED,  // nibbles, code = nibble - 8 (Q4_0)
+};
 
 INLINE float horizontal_sum(__m256 v) {
   __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -34,44 +49,82 @@ INLINE float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(sum);
 }
 
-// Eight weights of one group: scale * code (+ offset), each step rounded to f32.
-INLINE __m256 dequantize8(const int8_t* codes, __m256 scale, __m256 offset, int has_offsets) {
-  __m256 code = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)codes)));
-  __m256 value = _mm256_mul_ps(scale, code);
+INLINE __m256 widen8(__m128i bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+}
+
+// Vectors of eight codes per group.
+INLINE size_t vectors_per_group(enum CodeForm form) {
+  return form == BYTES_16 ? 2 : 4;
+}
+
+// Group g of a weight row's codes, as f32 vectors of eight consecutive elements.
+INLINE void group_codes(const uint8_t* codes, size_t g, enum CodeForm form, __m256 out[4]) {
+  if (form == BYTES_16 || form == BYTES_32) {
+    const size_t vectors = vectors_per_group(form);
+    for (size_t v = 0; v < vectors; ++v) {
+      out[v] = widen8(_mm_loadl_epi64((const __m128i*)(codes + (g * vectors + v) * 8)));
+    }
+    return;
+  }
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + g * 16));
+  __m128i low = _mm_and_si128(packed, mask);                      // elements 0..15
+  __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);  // elements 16..31
+  if (form == NIBBLES_32_CENTRED) {
+    const __m128i eight = _mm_set1_epi8(8);
+    low = _mm_sub_epi8(low, eight);
+    high = _mm_sub_epi8(high, eight);
+  }
+  out[0] = widen8(low);
+  out[1] = widen8(_mm_unpackhi_epi64(low, low));
+  out[2] = widen8(high);
+  out[3] = widen8(_mm_unpackhi_epi64(high, high));
+}
+
+// scale * code (+ offset), each step rounded to f32.
+INLINE __m256 dequantize(__m256 code, __m256 scale, __m256 offset, int has_offsets) {
+  const __m256 value = _mm256_mul_ps(scale, code);
   return has_offsets ? _mm256_add_ps(value, offset) : value;
 }
 
 // One activation row: four independent accumulators (a chain of dependent FMAs would wait on
 // their latency), lanes summed once at the end.
-INLINE float row_times_one(const int8_t* codes, const float* scales, const float* offsets,
-                           int has_offsets, const float* x, size_t groups, size_t vectors) {
+INLINE float row_times_one(const uint8_t* codes, const float* scales, const float* offsets,
+                           int has_offsets, enum CodeForm form, const float* x, size_t groups) {
+  const size_t vectors = vectors_per_group(form);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
   for (size_t g = 0; g < groups; ++g) {
     const __m256 scale = _mm256_broadcast_ss(scales + g);
     const __m256 offset = has_offsets ? _mm256_broadcast_ss(offsets + g) : scale;
+    __m256 code[4];
+    group_codes(codes, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
-      const size_t at = (g * vectors + v) * 8;
-      const __m256 w = dequantize8(codes + at, scale, offset, has_offsets);
-      acc[v & 3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + at), acc[v & 3]);
+      const __m256 w = dequantize(code[v], scale, offset, has_offsets);
+      acc[v & 3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (g * vectors + v) * 8), acc[v & 3]);
     }
   }
-  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  return horizontal_sum(
+      _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
 // `rows` activation rows (x [rows, k]): each dequantized vector feeds one FMA per row, so the
 // rows' chains interleave.
-INLINE void row_times_many(const int8_t* codes, const float* scales, const float* offsets,
-                           int has_offsets, const float* x, size_t k, size_t rows, size_t groups,
-                           size_t vectors, float* out, size_t out_stride) {
+INLINE void row_times_many(const uint8_t* codes, const float* scales, const float* offsets,
+                           int has_offsets, enum CodeForm form, const float* x, size_t k,
+                           size_t rows, size_t groups, float* out, size_t out_stride) {
+  const size_t vectors = vectors_per_group(form);
   __m256 acc[MAX_ACTIVATION_ROWS];
   for (size_t t = 0; t < rows; ++t) acc[t] = _mm256_setzero_ps();
   for (size_t g = 0; g < groups; ++g) {
     const __m256 scale = _mm256_broadcast_ss(scales + g);
     const __m256 offset = has_offsets ? _mm256_broadcast_ss(offsets + g) : scale;
+    __m256 code[4];
+    group_codes(codes, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
+      const __m256 w = dequantize(code[v], scale, offset, has_offsets);
       const size_t at = (g * vectors + v) * 8;
-      const __m256 w = dequantize8(codes + at, scale, offset, has_offsets);
       for (size_t t = 0; t < rows; ++t) {
         acc[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * k + at), acc[t]);
       }
@@ -80,26 +133,49 @@ INLINE void row_times_many(const int8_t* codes, const float* scales, const float
   for (size_t t = 0; t < rows; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
 }
 
-// Specialised on the constant row count, group width and offsets so that the loops above unroll
-// and the accumulators stay in registers.
-#define SPECIALISE(ROWS, VECTORS, OFFSETS)                                                     \
-  static void rows##ROWS##_vectors##VECTORS##_offsets##OFFSETS(                                \
-      const int8_t* codes, const float* scales, const float* offsets, const float* x,          \
-      float* y, size_t n, size_t k, size_t first, size_t last) {                               \
-    const size_t groups = k / (VECTORS * 8);                                                   \
-    for (size_t row = first; row < last; ++row) {                                              \
-      const int8_t* c = codes + row * k;                                                       \
-      const float* s = scales + row * groups;                                                  \
-      const float* o = OFFSETS ? offsets + row * groups : s;                                   \
-      if (ROWS == 1) {                                                                         \
-        y[row] = row_times_one(c, s, o, OFFSETS, x, groups, VECTORS);                          \
-      } else {                                                                                 \
-        row_times_many(c, s, o, OFFSETS, x, k, ROWS, groups, VECTORS, y + row, n);             \
-      }                                                                                        \
-    }                                                                                          \
+// Planes of weight row `row` into the cache.
+INLINE void prefetch_row(const uint8_t* codes, const float* scales, const float* offsets,
+                         int has_offsets, size_t row, size_t row_bytes, size_t groups) {
+  const uint8_t* c = codes + row * row_bytes;
+  for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch((const char*)(c + b), _MM_HINT_T0);
+  const float* s = scales + row * groups;
+  const float* o = offsets + row * groups;
+  for (size_t g = 0; g < groups; g += 16) {
+    _mm_prefetch((const char*)(s + g), _MM_HINT_T0);
+    if (has_offsets) _mm_prefetch((const char*)(o + g), _MM_HINT_T0);
   }
-#define SPECIALISE_ROWS(ROWS) \
-  SPECIALISE(ROWS, 2, 0) SPECIALISE(ROWS, 2, 1) SPECIALISE(ROWS, 4, 0) SPECIALISE(ROWS, 4, 1)
+}
+
+// Specialised on the constant row count, code form and offsets so that the loops above unroll
+// and the accumulators stay in registers. Weight rows [first, last) times `ROWS` rows of x.
+#define SPECIALISE(ROWS, FORM, OFFSETS)                                                          \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS(                                            \
+      const uint8_t* codes, const float* scales, const float* offsets, const float* x, float* y, \
+      size_t n, size_t k, size_t first, size_t last) {                                           \
+    const size_t group = vectors_per_group(FORM) * 8;                                            \
+    const size_t groups = k / group;                                                             \
+    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k;     \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                           \
+    for (size_t row = first; row < last; ++row) {                                                \
+      if (row + ahead < n) {                                                                     \
+        prefetch_row(codes, scales, offsets, OFFSETS, row + ahead, row_bytes, groups);           \
+      }                                                                                          \
+      const uint8_t* c = codes + row * row_bytes;                                                \
+      const float* s = scales + row * groups;                                                    \
+      const float* o = OFFSETS ? offsets + row * groups : s;                                     \
+      if (ROWS == 1) {                                                                           \
+        y[row] = row_times_one(c, s, o, OFFSETS, FORM, x, groups);                               \
+      } else {                                                                                   \
+        row_times_many(c, s, o, OFFSETS, FORM, x, k, ROWS, groups, y + row, n);                  \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#define SPECIALISE_ROWS(ROWS)   \
+  SPECIALISE(ROWS, BYTES_16, 0) \
+  SPECIALISE(ROWS, BYTES_16, 1) \
+  SPECIALISE(ROWS, BYTES_32, 0) \
+  SPECIALISE(ROWS, BYTES_32, 1) \
+  SPECIALISE(ROWS, NIBBLES_32, 1) SPECIALISE(ROWS, NIBBLES_32_CENTRED, 0)
 SPECIALISE_ROWS(1)
 SPECIALISE_ROWS(2)
 SPECIALISE_ROWS(3)
@@ -109,40 +185,56 @@ SPECIALISE_ROWS(6)
 SPECIALISE_ROWS(7)
 SPECIALISE_ROWS(8)
 
-// y [rows, n] = x [rows, k] times the weight [n, k] (codes [n, k], scales and offsets
-// [n, k / group]) transposed, for weight rows [workgroup * 32, +32). `offsets` is read only when
-// has_offsets (the emitter passes the scales again otherwise); group is 16 or 32.
-void xlacel_planar_matmul_workgroup(MEMREF(const int8_t, codes), MEMREF(const float, scales),
+// y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
+// [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
+// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group].
+// `offsets` is read only when has_offsets (the emitter passes the scales again otherwise); group is
+// 16 or 32; rows at most 8.
+void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const float, scales),
                                     MEMREF(const float, offsets), MEMREF(const float, x),
-                                    MEMREF(float, y), size_t rows, size_t n, size_t k,
-                                    size_t group, size_t has_offsets, size_t workgroup) {
+                                    MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
+                                    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
+                                    size_t rows_per_workgroup, size_t workgroup) {
   (void)codes_allocated, (void)codes_size, (void)codes_stride;
   (void)scales_allocated, (void)scales_size, (void)scales_stride;
   (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
   (void)x_allocated, (void)x_size, (void)x_stride;
   (void)y_allocated, (void)y_size, (void)y_stride;
-  const size_t first = workgroup * ROWS_PER_WORKGROUP;
-  size_t last = first + ROWS_PER_WORKGROUP;
+  const size_t first = workgroup * rows_per_workgroup;
+  size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
-  if (rows < 1 || rows > MAX_ACTIVATION_ROWS || (group != 16 && group != 32)) return;
+  enum CodeForm form;
+  if (code_bits == 8 && group == 16 && code_bias == 0) {
+    form = BYTES_16;
+  } else if (code_bits == 8 && group == 32 && code_bias == 0) {
+    form = BYTES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
+    form = NIBBLES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
+    form = NIBBLES_32_CENTRED;
+  } else {
+    return;  // the emitter emits only the forms above
+  }
+  if (rows < 1 || rows > MAX_ACTIVATION_ROWS) return;
   codes += codes_offset, scales += scales_offset, offsets += offsets_offset;
   x += x_offset, y += y_offset;
-  const int wide = group == 32;
   // A switch, not a table of function pointers: the embedded library may hold no relocated data.
-#define CASE(ROWS)                                                                     \
-  case ROWS:                                                                           \
-    if (wide && has_offsets) {                                                         \
-      rows##ROWS##_vectors4_offsets1(codes, scales, offsets, x, y, n, k, first, last); \
-    } else if (wide) {                                                                 \
-      rows##ROWS##_vectors4_offsets0(codes, scales, offsets, x, y, n, k, first, last); \
-    } else if (has_offsets) {                                                          \
-      rows##ROWS##_vectors2_offsets1(codes, scales, offsets, x, y, n, k, first, last); \
-    } else {                                                                           \
-      rows##ROWS##_vectors2_offsets0(codes, scales, offsets, x, y, n, k, first, last); \
-    }                                                                                  \
+#define CASE(ROWS)                                                                               \
+  case ROWS:                                                                                     \
+    if (form == BYTES_16 && has_offsets) {                                                       \
+      rows##ROWS##_BYTES_16_offsets1(codes, scales, offsets, x, y, n, k, first, last);           \
+    } else if (form == BYTES_16) {                                                               \
+      rows##ROWS##_BYTES_16_offsets0(codes, scales, offsets, x, y, n, k, first, last);           \
+    } else if (form == BYTES_32 && has_offsets) {                                                \
+      rows##ROWS##_BYTES_32_offsets1(codes, scales, offsets, x, y, n, k, first, last);           \
+    } else if (form == BYTES_32) {                                                               \
+      rows##ROWS##_BYTES_32_offsets0(codes, scales, offsets, x, y, n, k, first, last);           \
+    } else if (form == NIBBLES_32) {                                                             \
+      rows##ROWS##_NIBBLES_32_offsets1(codes, scales, offsets, x, y, n, k, first, last);         \
+    } else {                                                                                     \
+      rows##ROWS##_NIBBLES_32_CENTRED_offsets0(codes, scales, offsets, x, y, n, k, first, last); \
+    }                                                                                            \
     break;
-  switch (rows) {
-    CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
-  }
+  switch (rows) { CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) }
 #undef CASE
 }
