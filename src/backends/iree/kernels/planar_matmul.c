@@ -10,7 +10,7 @@
 //
 // Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
-// -ffp-contract=off), and then multiplied into every activation row (up to 8), with per-lane
+// -ffp-contract=off), and then multiplied into up to 8 activation rows at a time, with per-lane
 // partial sums kept across groups and reduced once per output.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
@@ -23,7 +23,7 @@
 // only ~3 GB/s of nibbles here (hardware prefetchers do not run far enough ahead of three
 // interleaved streams), with it ~10 GB/s.
 #define PREFETCH_BYTES 1536
-// Activation rows handled; the emitter uses the kernel only up to this many.
+// Activation rows multiplied per pass over a weight row.
 #define MAX_ACTIVATION_ROWS 8
 
 #define INLINE static inline __attribute__((always_inline))
@@ -42,29 +42,63 @@ enum CodeForm {
   NIBBLES_32_CENTRED,  // nibbles, code = nibble - 8 (Q4_0)
 };
 
-INLINE float horizontal_sum(__m256 v) {
+// The vector width: built once for AVX2 (8 lanes) and once for AVX-512 (16 lanes); the runtime
+// links the one this CPU runs.
+#if defined(__AVX512F__)
+#define LANES 16
+typedef __m512 vec;
+#define vec_zero _mm512_setzero_ps
+#define vec_broadcast _mm512_set1_ps
+#define vec_load _mm512_loadu_ps
+#define vec_add _mm512_add_ps
+#define vec_mul _mm512_mul_ps
+#define vec_fmadd _mm512_fmadd_ps
+#define vec_sum _mm512_reduce_add_ps
+// Sixteen i8 codes as f32 lanes.
+INLINE vec widen(__m128i bytes) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+}
+INLINE __m128i load_codes(const uint8_t* p) {
+  return _mm_loadu_si128((const __m128i*)p);
+}
+#else
+#define LANES 8
+typedef __m256 vec;
+#define vec_zero _mm256_setzero_ps
+#define vec_broadcast _mm256_set1_ps
+#define vec_load _mm256_loadu_ps
+#define vec_add _mm256_add_ps
+#define vec_mul _mm256_mul_ps
+#define vec_fmadd _mm256_fmadd_ps
+INLINE float vec_sum(__m256 v) {
   __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
   sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
   return _mm_cvtss_f32(sum);
 }
-
-INLINE __m256 widen8(__m128i bytes) {
+// Eight i8 codes (the low half of `bytes`) as f32 lanes.
+INLINE vec widen(__m128i bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
 }
+INLINE __m128i load_codes(const uint8_t* p) {
+  return _mm_loadl_epi64((const __m128i*)p);
+}
+#endif
 
-// Vectors of eight codes per group.
+// Most vectors a group spans (32 codes of 8 lanes).
+#define MAX_VECTORS_PER_GROUP 4
+
 INLINE size_t vectors_per_group(enum CodeForm form) {
-  return form == BYTES_16 ? 2 : 4;
+  return (form == BYTES_16 ? 16 : 32) / LANES;
 }
 
-// Group g of a weight row's codes, as f32 vectors of eight consecutive elements.
-INLINE void group_codes(const uint8_t* codes, size_t g, enum CodeForm form, __m256 out[4]) {
+// Group g of a weight row's codes, as f32 vectors of consecutive elements.
+INLINE void group_codes(const uint8_t* codes, size_t g, enum CodeForm form,
+                        vec out[MAX_VECTORS_PER_GROUP]) {
   if (form == BYTES_16 || form == BYTES_32) {
     const size_t vectors = vectors_per_group(form);
-    for (size_t v = 0; v < vectors; ++v) {
-      out[v] = widen8(_mm_loadl_epi64((const __m128i*)(codes + (g * vectors + v) * 8)));
-    }
+    for (size_t v = 0; v < vectors; ++v)
+      out[v] = widen(load_codes(codes + (g * vectors + v) * LANES));
     return;
   }
   const __m128i mask = _mm_set1_epi8(0x0F);
@@ -76,37 +110,54 @@ INLINE void group_codes(const uint8_t* codes, size_t g, enum CodeForm form, __m2
     low = _mm_sub_epi8(low, eight);
     high = _mm_sub_epi8(high, eight);
   }
-  out[0] = widen8(low);
-  out[1] = widen8(_mm_unpackhi_epi64(low, low));
-  out[2] = widen8(high);
-  out[3] = widen8(_mm_unpackhi_epi64(high, high));
+#if LANES == 16
+  out[0] = widen(low);
+  out[1] = widen(high);
+#else
+  out[0] = widen(low);
+  out[1] = widen(_mm_unpackhi_epi64(low, low));
+  out[2] = widen(high);
+  out[3] = widen(_mm_unpackhi_epi64(high, high));
+#endif
 }
 
 // scale * code (+ offset), each step rounded to f32.
-INLINE __m256 dequantize(__m256 code, __m256 scale, __m256 offset, int has_offsets) {
-  const __m256 value = _mm256_mul_ps(scale, code);
-  return has_offsets ? _mm256_add_ps(value, offset) : value;
+INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets) {
+  const vec value = vec_mul(scale, code);
+  return has_offsets ? vec_add(value, offset) : value;
+}
+
+// Group g of one weight row times one activation row, into one accumulator per vector.
+INLINE void group_times_one(const uint8_t* codes, const float* scales, const float* offsets,
+                            int has_offsets, enum CodeForm form, const float* x, size_t g,
+                            vec* acc) {
+  const size_t vectors = vectors_per_group(form);
+  const vec scale = vec_broadcast(scales[g]);
+  const vec offset = has_offsets ? vec_broadcast(offsets[g]) : scale;
+  vec code[MAX_VECTORS_PER_GROUP];
+  group_codes(codes, g, form, code);
+  for (size_t v = 0; v < vectors; ++v) {
+    const vec w = dequantize(code[v], scale, offset, has_offsets);
+    acc[v] = vec_fmadd(w, vec_load(x + (g * vectors + v) * LANES), acc[v]);
+  }
 }
 
 // One activation row: four independent accumulators (a chain of dependent FMAs would wait on
-// their latency), lanes summed once at the end.
+// their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
+// once at the end.
 INLINE float row_times_one(const uint8_t* codes, const float* scales, const float* offsets,
                            int has_offsets, enum CodeForm form, const float* x, size_t groups) {
   const size_t vectors = vectors_per_group(form);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
-  for (size_t g = 0; g < groups; ++g) {
-    const __m256 scale = _mm256_broadcast_ss(scales + g);
-    const __m256 offset = has_offsets ? _mm256_broadcast_ss(offsets + g) : scale;
-    __m256 code[4];
-    group_codes(codes, g, form, code);
-    for (size_t v = 0; v < vectors; ++v) {
-      const __m256 w = dequantize(code[v], scale, offset, has_offsets);
-      acc[v & 3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (g * vectors + v) * 8), acc[v & 3]);
+  const size_t step = MAX_VECTORS_PER_GROUP / vectors;
+  vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
+  size_t g = 0;
+  for (; g + step <= groups; g += step) {
+    for (size_t u = 0; u < step; ++u) {
+      group_times_one(codes, scales, offsets, has_offsets, form, x, g + u, acc + u * vectors);
     }
   }
-  return horizontal_sum(
-      _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; g < groups; ++g) group_times_one(codes, scales, offsets, has_offsets, form, x, g, acc);
+  return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
 }
 
 // `rows` activation rows (x [rows, k]): each dequantized vector feeds one FMA per row, so the
@@ -115,22 +166,20 @@ INLINE void row_times_many(const uint8_t* codes, const float* scales, const floa
                            int has_offsets, enum CodeForm form, const float* x, size_t k,
                            size_t rows, size_t groups, float* out, size_t out_stride) {
   const size_t vectors = vectors_per_group(form);
-  __m256 acc[MAX_ACTIVATION_ROWS];
-  for (size_t t = 0; t < rows; ++t) acc[t] = _mm256_setzero_ps();
+  vec acc[MAX_ACTIVATION_ROWS];
+  for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
   for (size_t g = 0; g < groups; ++g) {
-    const __m256 scale = _mm256_broadcast_ss(scales + g);
-    const __m256 offset = has_offsets ? _mm256_broadcast_ss(offsets + g) : scale;
-    __m256 code[4];
+    const vec scale = vec_broadcast(scales[g]);
+    const vec offset = has_offsets ? vec_broadcast(offsets[g]) : scale;
+    vec code[MAX_VECTORS_PER_GROUP];
     group_codes(codes, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
-      const __m256 w = dequantize(code[v], scale, offset, has_offsets);
-      const size_t at = (g * vectors + v) * 8;
-      for (size_t t = 0; t < rows; ++t) {
-        acc[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * k + at), acc[t]);
-      }
+      const vec w = dequantize(code[v], scale, offset, has_offsets);
+      const size_t at = (g * vectors + v) * LANES;
+      for (size_t t = 0; t < rows; ++t) acc[t] = vec_fmadd(w, vec_load(x + t * k + at), acc[t]);
     }
   }
-  for (size_t t = 0; t < rows; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
+  for (size_t t = 0; t < rows; ++t) out[t * out_stride] = vec_sum(acc[t]);
 }
 
 // Planes of weight row `row` into the cache.
@@ -152,7 +201,7 @@ INLINE void prefetch_row(const uint8_t* codes, const float* scales, const float*
   static void rows##ROWS##_##FORM##_offsets##OFFSETS(                                            \
       const uint8_t* codes, const float* scales, const float* offsets, const float* x, float* y, \
       size_t n, size_t k, size_t first, size_t last) {                                           \
-    const size_t group = vectors_per_group(FORM) * 8;                                            \
+    const size_t group = vectors_per_group(FORM) * LANES;                                        \
     const size_t groups = k / group;                                                             \
     const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k;     \
     const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                           \
@@ -189,7 +238,7 @@ SPECIALISE_ROWS(8)
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
 // [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group].
 // `offsets` is read only when has_offsets (the emitter passes the scales again otherwise); group is
-// 16 or 32; rows at most 8.
+// 16 or 32.
 void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const float, scales),
                                     MEMREF(const float, offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
@@ -215,26 +264,33 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const f
   } else {
     return;  // the emitter emits only the forms above
   }
-  if (rows < 1 || rows > MAX_ACTIVATION_ROWS) return;
   codes += codes_offset, scales += scales_offset, offsets += offsets_offset;
   x += x_offset, y += y_offset;
   // A switch, not a table of function pointers: the embedded library may hold no relocated data.
-#define CASE(ROWS)                                                                               \
-  case ROWS:                                                                                     \
-    if (form == BYTES_16 && has_offsets) {                                                       \
-      rows##ROWS##_BYTES_16_offsets1(codes, scales, offsets, x, y, n, k, first, last);           \
-    } else if (form == BYTES_16) {                                                               \
-      rows##ROWS##_BYTES_16_offsets0(codes, scales, offsets, x, y, n, k, first, last);           \
-    } else if (form == BYTES_32 && has_offsets) {                                                \
-      rows##ROWS##_BYTES_32_offsets1(codes, scales, offsets, x, y, n, k, first, last);           \
-    } else if (form == BYTES_32) {                                                               \
-      rows##ROWS##_BYTES_32_offsets0(codes, scales, offsets, x, y, n, k, first, last);           \
-    } else if (form == NIBBLES_32) {                                                             \
-      rows##ROWS##_NIBBLES_32_offsets1(codes, scales, offsets, x, y, n, k, first, last);         \
-    } else {                                                                                     \
-      rows##ROWS##_NIBBLES_32_CENTRED_offsets0(codes, scales, offsets, x, y, n, k, first, last); \
-    }                                                                                            \
+#define CASE(ROWS)                                                                                 \
+  case ROWS:                                                                                       \
+    if (form == BYTES_16 && has_offsets) {                                                         \
+      rows##ROWS##_BYTES_16_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
+    } else if (form == BYTES_16) {                                                                 \
+      rows##ROWS##_BYTES_16_offsets0(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
+    } else if (form == BYTES_32 && has_offsets) {                                                  \
+      rows##ROWS##_BYTES_32_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
+    } else if (form == BYTES_32) {                                                                 \
+      rows##ROWS##_BYTES_32_offsets0(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
+    } else if (form == NIBBLES_32) {                                                               \
+      rows##ROWS##_NIBBLES_32_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last); \
+    } else {                                                                                       \
+      rows##ROWS##_NIBBLES_32_CENTRED_offsets0(codes, scales, offsets, x_pass, y_pass, n, k,       \
+                                               first, last);                                       \
+    }                                                                                              \
     break;
-  switch (rows) { CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) }
+  // Rows of x 8 at a time: each pass reads the workgroup's weight rows again, from cache after
+  // the first.
+  for (size_t done = 0; done < rows; done += MAX_ACTIVATION_ROWS) {
+    const size_t pass = rows - done < MAX_ACTIVATION_ROWS ? rows - done : MAX_ACTIVATION_ROWS;
+    const float* x_pass = x + done * k;
+    float* y_pass = y + done * n;
+    switch (pass) { CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) }
+  }
 #undef CASE
 }
