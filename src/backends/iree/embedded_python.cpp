@@ -81,6 +81,12 @@ void start_python_with_iree_runtime() {
   start_interpreter(python, prefix ? venv : fs::path());
   std::optional<Error> import_error;
   try {
+    // A venv's site-packages is on sys.path already; a prefix's is not where Debian's site.py
+    // looks outside a venv (it wants dist-packages), so it is added here.
+    if (prefix) {
+      py::module_::import("site").attr("addsitedir")(
+          (venv / "lib" / python_directory() / "site-packages").string());
+    }
     py::module_::import("iree.runtime");
   } catch (const py::error_already_set& e) {
     import_error = Error(fmt::format("iree backend: cannot import iree.runtime from {}: {}; {}",
