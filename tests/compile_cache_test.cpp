@@ -24,6 +24,7 @@
 #include "compile_cache/compiler_message.h"
 #include "compile_cache/hash.h"
 #include "compile_cache/iree_compiler.h"
+#include "compile_cache/recorded_compiler.h"
 #include "compile_cache/subprocess.h"
 #include "run_xlacel.h"
 #include "test_paths.h"
@@ -485,6 +486,43 @@ TEST_F(CompileCacheTest, CudaCompileOnly) {
     EXPECT_NE(message.find("for target cuda sm_90"), std::string::npos) << message;
     EXPECT_NE(message.find("error:"), std::string::npos) << message;
   }
+}
+
+// A machine without the compiler (the GPU bundle) finds the entries another machine compiled,
+// by the identity the cache recorded; what is not cached is the compiler's not-found Error.
+TEST_F(CompileCacheTest, RecordedIdentityFindsEntriesWithoutTheCompiler) {
+  FakeCompiler fake("fake 1.0\nbuilt somewhere\n");
+  CompileCache cache;
+  const CompileRequest add = request(kAddModule, cuda_target("sm_89"));
+  CompileResult stored = cache.get_or_compile(fake, add);
+  EXPECT_EQ(slurp(identity_record_path(cache.directory(), "fake")), fake.identity());
+
+  auto recorded = RecordedCompiler::from_cache(cache.directory(), "fake", ".bin", "fake missing");
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(recorded->identity(), fake.identity());
+  EXPECT_EQ(cache.lookup(*recorded, add), stored.artifact);
+  EXPECT_TRUE(cache.get_or_compile(*recorded, add).hit);
+  try {
+    cache.get_or_compile(*recorded, request(kMulModule, cuda_target("sm_89"), "mul.mlir"));
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "mul.mlir: not in the compile cache " +
+                                         cache.directory().string() +
+                                         " (made by fake elsewhere), and fake missing");
+  }
+  EXPECT_FALSE(RecordedCompiler::from_cache(root_ / "elsewhere", "fake", ".bin", ""));
+}
+
+TEST_F(CompileCacheTest, IreeCompilerForCacheFallsBackToTheRecordedIdentity) {
+  const fs::path dir = root_ / "compiled";
+  fs::create_directories(dir);
+  ScopedEnv missing("XLACEL_IREE_COMPILE", (root_ / "no-iree-compile").string());
+  EXPECT_THROW(iree_compiler_for_cache(dir), Error);  // nothing recorded: the not-found Error
+  write_file(identity_record_path(dir, "iree-compile"), "IREE compiler version 3.13.0\n");
+  std::unique_ptr<Compiler> compiler = iree_compiler_for_cache(dir);
+  EXPECT_EQ(compiler->name(), "iree-compile");
+  EXPECT_EQ(compiler->artifact_extension(), ".vmfb");
+  EXPECT_EQ(compiler->identity(), "IREE compiler version 3.13.0\n");
 }
 
 // --- the xlacel program ------------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <system_error>
 
 #include "common/error.h"
 #include "compile_cache/atomic_file.h"
 #include "compile_cache/cache_entry.h"
 #include "compile_cache/hash.h"
+#include "compile_cache/recorded_compiler.h"
 
 namespace xlacel::compile_cache {
 
@@ -60,6 +62,24 @@ void CompileCache::ensure_directory() const {
   std::error_code error;
   fs::create_directories(directory_, error);
   if (error) fail(directory_.string(), "cannot create the compile cache: {}", error.message());
+}
+
+void CompileCache::record_identity(Compiler& compiler) const {
+  // So that a machine without this compiler can still find the entries (recorded_compiler.h).
+  const fs::path path = identity_record_path(directory_, compiler.name());
+  const std::string& identity = compiler.identity();
+  std::error_code error;
+  if (fs::file_size(path, error) == identity.size() && !error) {
+    std::ifstream in(path, std::ios::binary);
+    std::string recorded(identity.size(), '\0');
+    if (in.read(recorded.data(), static_cast<std::streamsize>(recorded.size())) &&
+        recorded == identity) {
+      return;
+    }
+  }
+  TempFile file(directory_, compiler.name(), ".identity");
+  file.write(identity);
+  file.commit(path);
 }
 
 std::string CompileCache::key(Compiler& compiler, const CompileRequest& request) const {
@@ -118,6 +138,7 @@ CompileResult CompileCache::get_or_compile(Compiler& compiler, const CompileRequ
   record.compile_seconds = result.compile_seconds;
   artifact.commit(paths.artifact);  // the artifact first: the sidecar commits the entry
   write_sidecar(paths, record);
+  record_identity(compiler);
 
   result.seconds = seconds_since(start);
   return result;

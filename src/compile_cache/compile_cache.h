@@ -4,7 +4,9 @@
 // an entry is "<dir>/<key><ext>" plus its "<key>.json" sidecar (cache_entry.h). Entries are
 // written atomically, verified against their checksum on every lookup (a corrupt or truncated
 // one is recompiled, never trusted), and concurrent writers of one key are safe: each writes
-// its own temporaries and the last rename wins.
+// its own temporaries and the last rename wins. Each compiler that stores an entry also leaves its
+// identity in the directory, so a machine without that compiler can still find the entries
+// (recorded_compiler.h).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -50,6 +52,8 @@ class CompileCache {
 
  private:
   void ensure_directory() const;
+  // Writes "<dir>/<compiler>.identity" (recorded_compiler.h) unless it already holds it.
+  void record_identity(Compiler& compiler) const;
 
   std::filesystem::path directory_;
 };

@@ -13,6 +13,7 @@
 #include "common/venv.h"
 #include "compile_cache/compiler_message.h"
 #include "compile_cache/host_cpu.h"
+#include "compile_cache/recorded_compiler.h"
 #include "compile_cache/subprocess.h"
 
 namespace xlacel::compile_cache {
@@ -106,6 +107,17 @@ fs::path find_iree_compile() {
       kVenvSearchDescription, kIreeInstallHint));
 }
 
+std::unique_ptr<Compiler> iree_compiler_for_cache(const fs::path& directory) {
+  try {
+    return std::make_unique<IreeCompiler>(find_iree_compile());
+  } catch (const Error& not_found) {
+    auto recorded =
+        RecordedCompiler::from_cache(directory, kExecutableName, ".vmfb", not_found.what());
+    if (!recorded) throw;
+    return std::make_unique<RecordedCompiler>(std::move(*recorded));
+  }
+}
+
 IreeCompiler::IreeCompiler(fs::path executable) : executable_(std::move(executable)) {
   if (!is_executable(executable_)) not_found(executable_.string());
   program_ = resolve_pip_wrapper(executable_);
@@ -165,10 +177,10 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
     target.identity = "llvm-cpu cpu=host\n" + cpu.identity;
     // ukernels: measured +7% decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
     // tiling stays off: with weights as arguments it would re-pack them on every call (3x slower).
-    target.flags.insert(target.flags.end(), {"--iree-hal-target-device=local",
-                                             "--iree-hal-local-target-device-backends=llvm-cpu",
-                                             "--iree-llvmcpu-target-cpu=host",
-                                             "--iree-llvmcpu-enable-ukernels=all"});
+    target.flags.insert(
+        target.flags.end(),
+        {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+         "--iree-llvmcpu-target-cpu=host", "--iree-llvmcpu-enable-ukernels=all"});
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
       fail("--cuda-sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);

@@ -2,6 +2,7 @@
 // IREE's iree-compile (pip package iree-base-compiler) as a Compiler: StableHLO text in, a
 // .vmfb module out, run as a subprocess.
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,11 @@ class IreeCompiler : public Compiler {
   std::filesystem::path program_;
   std::optional<std::string> identity_;
 };
+
+// iree-compile from the environment (find_iree_compile), or where there is none, iree-compile as
+// the cache `directory` recorded it (recorded_compiler.h: cached modules load, anything else is
+// the not-found Error). Throws the not-found Error when neither is there.
+std::unique_ptr<Compiler> iree_compiler_for_cache(const std::filesystem::path& directory);
 
 struct IreeTargetOptions {
   std::string backend = "llvm-cpu";  // "llvm-cpu" (this machine's CPU) or "cuda"

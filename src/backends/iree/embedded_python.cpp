@@ -22,16 +22,20 @@ std::string python_directory() {
 }
 
 // Initializes the interpreter as if `python` (the venv's bin/python) had been started: Python
-// then finds pyvenv.cfg next to it and puts the venv's site-packages on sys.path. Isolated
-// (no PYTHON* environment variables, no user site) and without Python's own signal handlers,
-// so Ctrl-C still ends the program.
-void start_interpreter(const fs::path& python) {
+// then finds pyvenv.cfg next to it and puts the venv's site-packages on sys.path. For a
+// self-contained prefix (`home`: its own standard library, as the GPU bundle carries in place of
+// a venv) Python's home is set to it instead. Isolated (no PYTHON* environment variables, no
+// user site) and without Python's own signal handlers, so Ctrl-C still ends the program.
+void start_interpreter(const fs::path& python, const fs::path& home) {
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);
   config.install_signal_handlers = 0;
   PyStatus status = PyConfig_SetBytesString(&config, &config.executable, python.c_str());
   if (!PyStatus_Exception(status)) {
     status = PyConfig_SetBytesString(&config, &config.program_name, python.c_str());
+  }
+  if (!PyStatus_Exception(status) && !home.empty()) {
+    status = PyConfig_SetBytesString(&config, &config.home, home.c_str());
   }
   if (PyStatus_Exception(status)) {
     PyConfig_Clear(&config);
@@ -68,12 +72,21 @@ void start_python_with_iree_runtime() {
       runtime->parent_path().parent_path().parent_path().parent_path().parent_path();
   const fs::path python = venv / "bin" / "python";
   std::error_code error;
-  if (!fs::exists(python, error)) {
+  // A venv has pyvenv.cfg; a prefix with its own standard library needs no bin/python.
+  const bool prefix = !fs::exists(venv / "pyvenv.cfg", error) &&
+                      fs::exists(venv / "lib" / python_directory() / "os.py", error);
+  if (!prefix && !fs::exists(python, error)) {
     fail("iree backend", "{} has no bin/python; recreate it with scripts/setup", venv.string());
   }
-  start_interpreter(python);
+  start_interpreter(python, prefix ? venv : fs::path());
   std::optional<Error> import_error;
   try {
+    // A venv's site-packages is on sys.path already; a prefix's is not where Debian's site.py
+    // looks outside a venv (it wants dist-packages), so it is added here.
+    if (prefix) {
+      py::module_::import("site").attr("addsitedir")(
+          (venv / "lib" / python_directory() / "site-packages").string());
+    }
     py::module_::import("iree.runtime");
   } catch (const py::error_already_set& e) {
     import_error = Error(fmt::format("iree backend: cannot import iree.runtime from {}: {}; {}",

@@ -1,6 +1,7 @@
 #pragma once
 // The process's one embedded Python interpreter (Debian's libpython, the Python the project
-// venv was made from), started on first use with the venv's site-packages, for iree.runtime.
+// venv was made from), started on first use with the venv's site-packages (or a self-contained
+// Python prefix found where a venv would be: the GPU bundle's .venv), for iree.runtime.
 // Nothing outside src/backends/iree includes this.
 #include <pybind11/embed.h>
 

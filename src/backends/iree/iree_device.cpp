@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "backends/iree/embedded_python.h"
@@ -48,6 +50,19 @@ py::tuple shape_tuple(std::span<const int64_t> shape) {
   py::tuple tuple(shape.size());
   for (std::size_t i = 0; i < shape.size(); ++i) tuple[i] = py::int_(shape[i]);
   return tuple;
+}
+
+// The CUDA architectures in $XLACEL_IREE_ALSO_COMPILE_CUDA (iree_device.h).
+std::vector<std::string> also_compile_cuda() {
+  std::vector<std::string> sms;
+  const char* value = std::getenv("XLACEL_IREE_ALSO_COMPILE_CUDA");
+  std::string_view rest = value != nullptr ? value : "";
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (std::string_view sm = rest.substr(0, comma); !sm.empty()) sms.emplace_back(sm);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return sms;
 }
 
 // The classes below hold pybind11 objects, whose types have hidden visibility: they stay in this
@@ -125,8 +140,9 @@ class IreeDevice final : public device::Device {
   std::string label_;  // "iree backend (cpu)", for Errors
   std::string description_;
   compile_cache::CompileTarget target_;
-  std::unique_ptr<device::PlanarKernel> planar_kernel_;  // CPU with AVX2 and FMA only
-  py::object device_;                                    // iree_runner.Device
+  std::vector<compile_cache::CompileTarget> also_targets_;  // $XLACEL_IREE_ALSO_COMPILE_CUDA
+  std::unique_ptr<device::PlanarKernel> planar_kernel_;     // CPU with AVX2 and FMA only
+  py::object device_;                                       // iree_runner.Device
   // Its methods, looked up once.
   py::object load_, upload_, zeros_, call_, read_;
 };
@@ -143,6 +159,11 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   if (!iree.cuda_sm.empty()) target_options.cuda_sm = iree.cuda_sm;
   target_ = compile_cache::iree_target(target_options);
   for (const std::string& flag : iree.compiler_flags) target_.flags.push_back(flag);
+  for (const std::string& sm : also_compile_cuda()) {
+    compile_cache::CompileTarget also = compile_cache::iree_target({"cuda", sm, "O3"});
+    for (const std::string& flag : iree.compiler_flags) also.flags.push_back(flag);
+    also_targets_.push_back(std::move(also));
+  }
   if (options_.kind == DeviceKind::kCpu) {
     planar_kernel_ = make_iree_cpu_planar_kernel(
         options_.compile_cache_dir.empty() ? compile_cache::CompileCache::default_directory()
@@ -179,8 +200,11 @@ IreeDevice::~IreeDevice() {
 }
 
 std::vector<compile_cache::CompileResult> IreeDevice::compile(std::span<const GraphSource> graphs) {
-  compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
   compile_cache::CompileCache cache(options_.compile_cache_dir);
+  // Without iree-compile (the GPU bundle), the cache's own modules still load.
+  std::unique_ptr<compile_cache::Compiler> owned =
+      compile_cache::iree_compiler_for_cache(cache.directory());
+  compile_cache::Compiler& compiler = *owned;
   // Progress goes out from this thread only (the callback need not be thread-safe).
   for (const GraphSource& graph : graphs) {
     if (!cache.lookup(compiler, {graph.mlir, graph.source, target_})) {
@@ -210,6 +234,14 @@ std::vector<compile_cache::CompileResult> IreeDevice::compile(std::span<const Gr
     progress(fmt::format("iree: {} {} ({:.2f} s)", graphs[i].name,
                          results[i].hit ? "from cache" : "compiled",
                          results[i].hit ? results[i].seconds : results[i].compile_seconds));
+  }
+  for (const compile_cache::CompileTarget& also : also_targets_) {
+    for (const GraphSource& graph : graphs) {
+      compile_cache::CompileResult result =
+          cache.get_or_compile(compiler, {graph.mlir, graph.source, also});
+      progress(fmt::format("iree: {} also for {}: {} ({:.2f} s)", graph.name, also.name,
+                           result.hit ? "from cache" : "compiled", result.compile_seconds));
+    }
   }
   return results;
 }

@@ -6,6 +6,11 @@
 // Threads (DeviceOptions::threads) sets the local-task driver's worker count, which IREE fixes
 // when the process's first CPU device is opened: a later device may ask for 0 (whatever runs) or
 // the same count, anything else is an Error.
+//
+// $XLACEL_IREE_ALSO_COMPILE_CUDA=sm_80[,sm_86...]: every graph a device loads is also compiled
+// for those CUDA targets into the same cache, so that a machine without a GPU can prepare, by
+// running commands on its CPU, the modules the same commands load on a GPU (scripts/gpu-bundle;
+// the graphs must not depend on the device, as with --weights f32).
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,0 +1,79 @@
+#include "backends/iree_module.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <vector>
+
+#include "common/error.h"
+
+namespace xlacel::backends {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where to look, in order (see iree_module.h).
+std::vector<fs::path> candidate_paths() {
+  if (const char* chosen = std::getenv("XLACEL_IREE_MODULE"); chosen != nullptr && *chosen) {
+    return {chosen};
+  }
+  std::vector<fs::path> paths;
+  std::error_code error;
+  if (fs::path self = fs::read_symlink("/proc/self/exe", error); !error) {
+    paths.push_back(self.parent_path() / kIreeModuleName);
+  }
+#ifdef XLACEL_IREE_MODULE_BUILT
+  // The build tree's module, for programs that do not sit beside it (the tests).
+  paths.emplace_back(XLACEL_IREE_MODULE_BUILT);
+#endif
+  return paths;
+}
+
+// The first candidate that exists (the last one when none does, so the error names a path).
+fs::path module_path() {
+  std::vector<fs::path> paths = candidate_paths();
+  for (const fs::path& path : paths) {
+    std::error_code error;
+    if (fs::is_regular_file(path, error)) return path;
+  }
+  return paths.empty() ? fs::path(kIreeModuleName) : paths.front();
+}
+
+IreeModuleEntry load_entry() {
+  const fs::path path = module_path();
+  // RTLD_GLOBAL: the module brings libpython, whose symbols the Python extensions it imports
+  // later (numpy, iree.runtime) expect to find globally.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    fail("iree backend", "cannot load {}: {}", path.string(), why != nullptr ? why : "unknown");
+  }
+  void* entry = ::dlsym(handle, kIreeModuleEntry);
+  if (entry == nullptr) {
+    fail("iree backend", "cannot load {}: no {} in it", path.string(), kIreeModuleEntry);
+  }
+  return reinterpret_cast<IreeModuleEntry>(entry);
+}
+
+}  // namespace
+
+std::unique_ptr<device::Device> open_iree_device_from_module(const device::DeviceOptions& options,
+                                                             const IreeOptions& iree) {
+  // A failed load is not remembered: the next call tries again (and fails the same way).
+  static std::mutex mutex;
+  static IreeModuleEntry entry = nullptr;
+  {
+    std::lock_guard lock(mutex);
+    if (entry == nullptr) entry = load_entry();
+  }
+  std::unique_ptr<device::Device> device;
+  entry(options, iree, device);
+  return device;
+}
+
+}  // namespace xlacel::backends
