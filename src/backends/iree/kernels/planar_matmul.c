@@ -10,8 +10,8 @@
 //
 // Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
-// -ffp-contract=off), and then multiplied into up to 8 activation rows at a time, with per-lane
-// partial sums kept across groups and reduced once per output.
+// -ffp-contract=off), and then multiplied into up to MAX_ACTIVATION_ROWS activation rows at a
+// time, with per-lane partial sums kept across groups and reduced once per output.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
 #include <immintrin.h>
