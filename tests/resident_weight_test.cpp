@@ -14,6 +14,7 @@
 
 #include "backends/backends.h"
 #include "common/error.h"
+#include "common/float16.h"
 #include "compile_cache/iree_compiler.h"
 #include "model_files/gguf_file.h"
 #include "model_files/model_files.h"
@@ -229,6 +230,59 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
+}
+
+// The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values
+// widened to f32, then dot_general), for f16 and bf16 and for one pass and several.
+TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
+  device::DeviceOptions options;
+  options.threads = 1;
+  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
+  auto device = backends::open_device(GetParam(), options, {});
+  const device::PlanarKernel* kernel = device->planar_kernel();
+  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+  const int64_t rows = 40, cols = 96;
+  for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
+    std::vector<uint16_t> values(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float v = std::cos(0.11f * static_cast<float>(i)) * 0.5f;
+      values[i] = element == ElementType::kF16 ? float_to_half(v) : float_to_bfloat16(v);
+    }
+    for (int64_t x_rows : {1, 13}) {
+      ASSERT_TRUE(kernel->handles_wide(x_rows, element, cols));
+      stablehlo::Module module("wide_kernel_test");
+      stablehlo::Function& f = module.add_function("main");
+      Value w = f.argument("w", TensorType(element, {rows, cols}));
+      Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
+      models::Weight reference(w);
+      reference.widen = true;
+      models::Weight through_kernel = reference;
+      through_kernel.kernel = kernel;
+      f.finish({models::linear(x, through_kernel), models::linear(x, reference)});
+      const std::string name =
+          std::string(stablehlo::to_string(element)) + "-" + std::to_string(x_rows);
+      const device::GraphSource source{name, module.to_text(), "wide_kernel_test", name + ".mlir"};
+      std::vector<device::GraphLoad> loads;
+      auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+      std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
+      for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
+      std::vector<device::BufferPtr> buffers;
+      buffers.push_back(
+          device->upload(bytes_of(values), element, std::vector<int64_t>{rows, cols}));
+      buffers.push_back(
+          device->upload(bytes_of(xs), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
+      std::vector<device::Buffer*> arguments = {buffers[0].get(), buffers[1].get()};
+      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+      ASSERT_EQ(results.size(), 2u);
+      std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows)),
+          by_graph(by_kernel.size());
+      device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+      device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+      for (std::size_t i = 0; i < by_kernel.size(); ++i) {
+        EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5) << GetParam() << " " << name << " " << i;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),

@@ -33,6 +33,12 @@ class PlanarKernel {
   // x f32 [T, K] times the weight [N, K] transposed -> f32 [T, N]. The values belong to a
   // function of a stablehlo::Module, which receives what the emitted op refers to.
   virtual stablehlo::Value multiply(stablehlo::Value x, const PlanarOperands& weight) const = 0;
+
+  // The same for a weight kept as 16-bit floats (f16 or bf16, WeightType::kAuto keeps them
+  // narrow): whether it takes `rows` activation rows times values of `element` [N, `k`], and
+  // x f32 [T, K] times values [N, K] transposed -> f32 [T, N], each value widened exactly to f32.
+  virtual bool handles_wide(int64_t rows, stablehlo::ElementType element, int64_t k) const = 0;
+  virtual stablehlo::Value multiply_wide(stablehlo::Value x, stablehlo::Value values) const = 0;
 };
 
 }  // namespace xlacel::device

@@ -82,6 +82,7 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   if (codes == arguments.end()) {
     Weight weight(arguments.at(name));
     weight.widen = widen;
+    weight.kernel = kernel;
     return weight;
   }
   auto offsets = arguments.find(name + "_offsets");

@@ -28,7 +28,8 @@ struct Weight {
   std::optional<stablehlo::Value> scales;
   std::optional<stablehlo::Value> offsets;
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
-  // Planes only: the runtime's product for them, where it has one (GraphOptions::planar_kernel).
+  // The runtime's product for planes and 16-bit float values, where it has one
+  // (GraphOptions::planar_kernel).
   const device::PlanarKernel* kernel = nullptr;
   int code_bits = 8;  // planes: 4 when `values` holds nibbles
   int code_bias = 0;  // nibbles: added to each one

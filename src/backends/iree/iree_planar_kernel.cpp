@@ -54,6 +54,12 @@ std::filesystem::path write_object(const std::filesystem::path& cache_dir) {
   return path;
 }
 
+// Weight rows per workgroup for a product of `n` outputs: kWorkgroups of them, each a multiple
+// of 8 rows (whole cache lines of output).
+int64_t workgroup_rows(int64_t n) {
+  return std::max<int64_t>(8, (n + 8 * kWorkgroups - 1) / (8 * kWorkgroups) * 8);
+}
+
 // One executable per product shape, its export named like it (IREE links every executable of
 // a module into one library, so export names must be unique): its constants (rows, n, k, group) and
 // workgroup count are static, so each dispatch needs no operands beyond its tensors.
@@ -61,9 +67,7 @@ std::string executable_text(const std::string& name, const std::filesystem::path
                             int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
                             int code_bits, int code_bias) {
   const int64_t groups = k / group;
-  // Weight rows per workgroup: a multiple of 8 (whole cache lines of output).
-  const int64_t rows_per_workgroup =
-      std::max<int64_t>(8, (n + 8 * kWorkgroups - 1) / (8 * kWorkgroups) * 8);
+  const int64_t rows_per_workgroup = workgroup_rows(n);
   const int64_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;
   const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
   const std::string offsets_view =
@@ -117,6 +121,49 @@ std::string executable_text(const std::string& name, const std::filesystem::path
       fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"));
 }
 
+// The executable of one product with 16-bit float weights (xlacel_wide_matmul_workgroup).
+std::string wide_executable_text(const std::string& name, const std::filesystem::path& object,
+                                 int64_t rows, int64_t n, int64_t k, bool bf16) {
+  const int64_t rows_per_workgroup = workgroup_rows(n);
+  return fmt::format(
+      R"(  stream.executable private @{name} attributes {{
+    hal.executable.objects = #hal.executable.objects<{{
+      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{object}"}}>]
+    }}>
+  }} {{
+    stream.executable.export public @{name} workgroups() -> (index, index, index) {{
+      %x = arith.constant {workgroups} : index
+      %c1 = arith.constant 1 : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }}
+    builtin.module {{
+      func.func private @xlacel_wide_matmul_workgroup(memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%values: !stream.binding, %x: !stream.binding, %y: !stream.binding) {{
+      %c0 = arith.constant 0 : index
+      %rows = arith.constant {rows} : index
+      %n = arith.constant {n} : index
+      %k = arith.constant {k} : index
+      %bf16 = arith.constant {bf16} : index
+      %rows_per_workgroup = arith.constant {rows_per_workgroup} : index
+      %nk = arith.constant {nk} : index
+      %tk = arith.constant {tk} : index
+      %tn = arith.constant {tn} : index
+      %workgroup = stream.dispatch.workgroup.id[0] : index
+      %mv = stream.binding.subspan %values[%c0] : !stream.binding -> memref<?xi16>{{%nk}}
+      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
+      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
+      func.call @xlacel_wide_matmul_workgroup(%mv, %mx, %my, %rows, %n, %k, %bf16, %rows_per_workgroup, %workgroup) : (memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) -> ()
+      return
+      }}
+    }}
+  }})",
+      fmt::arg("name", name), fmt::arg("object", object.string()),
+      fmt::arg("workgroups", (n + rows_per_workgroup - 1) / rows_per_workgroup),
+      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("bf16", bf16 ? 1 : 0),
+      fmt::arg("rows_per_workgroup", rows_per_workgroup), fmt::arg("nk", n * k),
+      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
+}
+
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
  public:
   explicit IreeCpuPlanarKernel(std::filesystem::path object) : object_(std::move(object)) {}
@@ -163,6 +210,34 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
         TensorType(ElementType::kF32, {rows, n}));
   }
 
+  bool handles_wide(int64_t rows, ElementType element, int64_t k) const override {
+    return rows >= 1 && (element == ElementType::kF16 || element == ElementType::kBF16) &&
+           k % 16 == 0;
+  }
+
+  Value multiply_wide(Value x, Value values) const override {
+    const int64_t rows = x.shape()[0];
+    const int64_t n = values.shape()[0];
+    const int64_t k = values.shape()[1];
+    if (!handles_wide(rows, values.element(), k) || x.shape()[1] != k ||
+        x.element() != ElementType::kF32) {
+      throw Error(fmt::format("planar kernel: cannot multiply {} by {}", x.type().str(),
+                              values.type().str()));
+    }
+    stablehlo::Module* module = x.block().function()->module();
+    if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
+    const bool bf16 = values.element() == ElementType::kBF16;
+    const std::string name =
+        fmt::format("xlacel_wide_matmul_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
+    module->add_declaration(name, wide_executable_text(name, object_, rows, n, k, bf16));
+    // The executable views the binding as i16: it widens the bits itself.
+    return stablehlo::foreign_op("flow.dispatch", {values, x},
+                                 {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
+                                  {"operandSegmentSizes", "array<i32: 0, 2, 0, 0>"},
+                                  {"tied_operands", "[-1 : index]"}},
+                                 TensorType(ElementType::kF32, {rows, n}));
+  }
+
  private:
   std::filesystem::path object_;
 };
@@ -176,7 +251,10 @@ std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
     return nullptr;
   }
 #if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c")) {
+    return nullptr;
+  }
   return std::make_unique<IreeCpuPlanarKernel>(write_object(cache_dir));
 #else
   (void)cache_dir;

@@ -302,6 +302,116 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const f
     float* y_pass = y + done * n;
     switch (pass) {
       CASE(1)
+      CASE(2)
+      CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
+#if MAX_ACTIVATION_ROWS == 16
+          CASE(16)
+#endif
+    }
+    done += pass;
+  }
+#undef CASE
+}
+
+// Weights stored as 16-bit floats (f16 or bf16, kept narrow on the device), widened exactly to
+// f32 and multiplied like the planes above: half the bytes of an f32 copy, no scales.
+#if LANES == 16
+INLINE vec load_wide(const uint16_t* p, int bf16) {
+  const __m256i h = _mm256_loadu_si256((const __m256i*)p);
+  return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+              : _mm512_cvtph_ps(h);
+}
+#else
+INLINE vec load_wide(const uint16_t* p, int bf16) {
+  const __m128i h = _mm_loadu_si128((const __m128i*)p);
+  return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+              : _mm256_cvtph_ps(h);
+}
+#endif
+
+// One activation row, four accumulators (k a multiple of LANES).
+INLINE float wide_row_times_one(const uint16_t* w, const float* x, size_t k, int bf16) {
+  vec acc[4] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
+  size_t i = 0;
+  for (; i + 4 * LANES <= k; i += 4 * LANES) {
+    for (size_t u = 0; u < 4; ++u) {
+      acc[u] = vec_fmadd(load_wide(w + i + u * LANES, bf16), vec_load(x + i + u * LANES), acc[u]);
+    }
+  }
+  for (; i < k; i += LANES) acc[0] = vec_fmadd(load_wide(w + i, bf16), vec_load(x + i), acc[0]);
+  return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
+}
+
+INLINE void wide_row_times_many(const uint16_t* w, const float* x, size_t k, size_t rows, int bf16,
+                                float* out, size_t out_stride) {
+  vec acc[MAX_ACTIVATION_ROWS];
+  for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
+  for (size_t i = 0; i < k; i += LANES) {
+    const vec v = load_wide(w + i, bf16);
+    for (size_t t = 0; t < rows; ++t) acc[t] = vec_fmadd(v, vec_load(x + t * k + i), acc[t]);
+  }
+  for (size_t t = 0; t < rows; ++t) out[t * out_stride] = vec_sum(acc[t]);
+}
+
+#define SPECIALISE_WIDE(ROWS, BF16)                                                               \
+  static void wide_rows##ROWS##_bf16##BF16(const uint16_t* w, const float* x, float* y, size_t n, \
+                                           size_t k, size_t first, size_t last) {                 \
+    const size_t ahead = (PREFETCH_BYTES + 2 * k - 1) / (2 * k);                                  \
+    for (size_t row = first; row < last; ++row) {                                                 \
+      if (row + ahead < n) {                                                                      \
+        const uint16_t* p = w + (row + ahead) * k;                                                \
+        for (size_t b = 0; b < k; b += 32) _mm_prefetch((const char*)(p + b), _MM_HINT_T0);       \
+      }                                                                                           \
+      if (ROWS == 1) {                                                                            \
+        y[row] = wide_row_times_one(w + row * k, x, k, BF16);                                     \
+      } else {                                                                                    \
+        wide_row_times_many(w + row * k, x, k, ROWS, BF16, y + row, n);                           \
+      }                                                                                           \
+    }                                                                                             \
+  }
+#define SPECIALISE_WIDE_ROWS(ROWS) SPECIALISE_WIDE(ROWS, 0) SPECIALISE_WIDE(ROWS, 1)
+SPECIALISE_WIDE_ROWS(1)
+SPECIALISE_WIDE_ROWS(2)
+SPECIALISE_WIDE_ROWS(3)
+SPECIALISE_WIDE_ROWS(4)
+SPECIALISE_WIDE_ROWS(5)
+SPECIALISE_WIDE_ROWS(6)
+SPECIALISE_WIDE_ROWS(7)
+SPECIALISE_WIDE_ROWS(8)
+#if MAX_ACTIVATION_ROWS == 16
+SPECIALISE_WIDE_ROWS(16)
+#endif
+
+// y [rows, n] = x [rows, k] times the weight values [n, k] (f16, or bf16 when bf16 is 1)
+// transposed, for weight rows [workgroup * rows_per_workgroup, +rows_per_workgroup); k is a
+// multiple of 16.
+void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const float, x),
+                                  MEMREF(float, y), size_t rows, size_t n, size_t k, size_t bf16,
+                                  size_t rows_per_workgroup, size_t workgroup) {
+  (void)values_allocated, (void)values_size, (void)values_stride;
+  (void)x_allocated, (void)x_size, (void)x_stride;
+  (void)y_allocated, (void)y_size, (void)y_stride;
+  const size_t first = workgroup * rows_per_workgroup;
+  size_t last = first + rows_per_workgroup;
+  if (last > n) last = n;
+  if (k % 16 != 0) return;  // the emitter emits only such shapes
+  values += values_offset, x += x_offset, y += y_offset;
+#define CASE(ROWS)                                                        \
+  case ROWS:                                                              \
+    if (bf16) {                                                           \
+      wide_rows##ROWS##_bf161(values, x_pass, y_pass, n, k, first, last); \
+    } else {                                                              \
+      wide_rows##ROWS##_bf160(values, x_pass, y_pass, n, k, first, last); \
+    }                                                                     \
+    break;
+  for (size_t done = 0; done < rows;) {
+    size_t pass = rows - done;
+    if (pass > MAX_ACTIVATION_ROWS) pass = MAX_ACTIVATION_ROWS;
+    if (pass > 8 && pass < MAX_ACTIVATION_ROWS) pass = 8;
+    const float* x_pass = x + done * k;
+    float* y_pass = y + done * n;
+    switch (pass) {
+      CASE(1)
       CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
 #if MAX_ACTIVATION_ROWS == 16
           CASE(16)
