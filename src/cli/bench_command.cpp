@@ -117,7 +117,7 @@ DecodeTraffic decode_traffic(const executor::Executor& executor, const ModelConf
   for (int64_t batch : batches) {
     traffic.weight_bytes[batch] = decode_weight_bytes(executor, config, batch, last_position);
   }
-  const int64_t window = executor::decode_window(last_position, options.capacity);
+  const int64_t window = executor::attention_window(last_position, options.capacity);
   const int64_t read_rows = window > 0 ? window : options.capacity;
   for (const models::TensorSpec& spec : models::architecture_for(config).cache_specs(
            config, options.weights, options.slots, options.capacity)) {
@@ -186,7 +186,7 @@ BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& p
   for (int64_t rows = 1; rows <= batch; ++rows) {
     for (int32_t position = first; position <= last;) {
       graphs.push_back(engine.executor().decode_graph(rows, false, position));
-      const int64_t window = executor::decode_window(position, capacity);
+      const int64_t window = executor::attention_window(position, capacity);
       if (window == 0) break;                   // the whole cache: the last window
       position = static_cast<int32_t>(window);  // the next window's first position
     }

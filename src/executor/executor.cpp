@@ -39,8 +39,8 @@ std::vector<int64_t> decode_buckets(int64_t slots) {
   return buckets;
 }
 
-int64_t decode_window(int32_t last_position, int64_t capacity) {
-  int64_t window = kMinDecodeWindow;
+int64_t attention_window(int32_t last_position, int64_t capacity) {
+  int64_t window = kMinWindow;
   while (window <= last_position) window *= 2;
   return window < capacity ? window : 0;
 }
@@ -67,7 +67,8 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   capabilities_.vocab_size = config.vocab_size;
 
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
-  std::vector<models::GraphOptions> first = {prefill_graph()};
+  std::vector<models::GraphOptions> first = {
+      prefill_graph(static_cast<int32_t>(options_.prefill_bucket - 1))};
   for (int64_t rows : options_.preload_decode_rows) {
     // The shortest window: where every sequence's decoding starts (others load on first use).
     first.push_back(decode_graph(rows, options_.preload_logits, 0));
@@ -133,9 +134,13 @@ std::vector<models::WeightType> Executor::resident_weight_types() const {
   return types;
 }
 
-models::GraphOptions Executor::prefill_graph() const {
-  return {models::GraphKind::kPrefill, options_.prefill_bucket, options_.capacity,
-          prefill_weights(), options_.slots};
+models::GraphOptions Executor::prefill_graph(int32_t last_position) const {
+  return {models::GraphKind::kPrefill,
+          options_.prefill_bucket,
+          options_.capacity,
+          prefill_weights(),
+          options_.slots,
+          attention_window(last_position, options_.capacity)};
 }
 
 int64_t Executor::decode_rows(int64_t rows) const {
@@ -155,7 +160,7 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
           options_.capacity,
           graph_weights(decode_rows(rows)),
           options_.slots,
-          decode_window(last_position, options_.capacity)};
+          attention_window(last_position, options_.capacity)};
 }
 
 void Executor::prepare(std::span<const models::GraphOptions> graphs) {
@@ -248,7 +253,7 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
     fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})", start,
          valid, bucket, options_.capacity);
   }
-  Graph& prefill = graph(prefill_graph());
+  Graph& prefill = graph(prefill_graph(static_cast<int32_t>(start + bucket - 1)));
   std::vector<device::BufferPtr> outputs = run(prefill, {{"tokens", bytes_of(bucket_tokens)},
                                                          {"slot", bytes_of(slot)},
                                                          {"start", bytes_of(start)},

@@ -45,14 +45,15 @@ struct LoadReport {
 // The decode batch sizes compiled for `slots`: 1, 2, 4, ... below it, and `slots` itself.
 std::vector<int64_t> decode_buckets(int64_t slots);
 
-// The attention window (GraphOptions::window) of a decode step whose positions are at most
-// `last_position` in a cache of `capacity` rows: the smallest power of two from
-// kMinDecodeWindow that holds them, or 0 (the whole cache) once that reaches the capacity.
-// Attention reads and scores every row of its window, masking the unused ones, so short
-// sequences run a short window; each window is one more graph to compile, hence powers of two
-// and a floor (below 128 keys, attention costs little next to reading the weights).
-inline constexpr int64_t kMinDecodeWindow = 128;
-int64_t decode_window(int32_t last_position, int64_t capacity);
+// The attention window (GraphOptions::window) of a decode step or prefill chunk whose positions
+// are at most `last_position` in a cache of `capacity` rows: the smallest power of two from
+// kMinWindow that holds them, or 0 (the whole cache) once that reaches the capacity. Attention
+// reads and scores every row of its window, masking the unused ones, so short sequences run a
+// short window (prefill of 128 tokens in a 512-row cache: a fifth of its time went to attending
+// rows not yet written); each window is one more graph to compile, hence powers of two and a
+// floor (below 128 keys, attention costs little next to reading the weights).
+inline constexpr int64_t kMinWindow = 128;
+int64_t attention_window(int32_t last_position, int64_t capacity);
 
 class Executor final : public ModelRunner {
  public:
@@ -70,9 +71,10 @@ class Executor final : public ModelRunner {
   // Compiles/loads these graphs now rather than on first use (several at a time).
   void prepare(std::span<const models::GraphOptions> graphs);
   // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
-  // `last_position` (its attention window: decode_window), for prepare().
+  // `last_position` (its attention window: attention_window), for prepare().
   models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
-  models::GraphOptions prefill_graph() const;
+  // The prefill graph of a chunk whose last row is at `last_position` (its attention window).
+  models::GraphOptions prefill_graph(int32_t last_position) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
   // keeps block-quantized weights as planes only where the runtime fuses their dequantization
   // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.

@@ -32,9 +32,11 @@ Value slot_block(Value rows_kvd, ElementType element) {
 
 }  // namespace
 
-CacheAccess CacheAccess::prefill(Value slot, Value start, Value valid_length, int64_t bucket) {
+CacheAccess CacheAccess::prefill(Value slot, Value start, Value valid_length, int64_t bucket,
+                                 int64_t window) {
   CacheAccess access;
   access.kind_ = GraphKind::kPrefill;
+  access.window_ = window;
   access.slot_ = slot;
   access.start_ = start;
   access.valid_ = valid_length;
@@ -60,7 +62,8 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
   CacheUpdate result;
   if (kind_ == GraphKind::kPrefill) {
     Value zero = i32_constant(b, {}, 0);
-    const std::vector<int64_t> slot_shape = {1, shape[1], rows, shape[3]};
+    const int64_t read_rows = window_ > 0 ? std::min(window_, rows) : rows;
+    const std::vector<int64_t> slot_shape = {1, shape[1], read_rows, shape[3]};
     if (!ring) {
       result.k_cache = prefill_store(k_cache, slot_block(k, k_cache.element()));
       result.v_cache = prefill_store(v_cache, slot_block(v, v_cache.element()));

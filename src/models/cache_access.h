@@ -38,9 +38,10 @@ class CacheAccess {
   // `valid_length` real (i32 scalars). A full cache takes every row below the capacity (padding
   // rows are rewritten before they are read); a ring takes only the real rows, the latest of
   // them where there are more than it holds, and attention reads the ring as it was before the
-  // chunk followed by the chunk's own rows.
+  // chunk followed by the chunk's own rows. With a `window` (0: none), attention reads only a
+  // full cache's rows [0, window), which must hold start + bucket.
   static CacheAccess prefill(stablehlo::Value slot, stablehlo::Value start,
-                             stablehlo::Value valid_length, int64_t bucket);
+                             stablehlo::Value valid_length, int64_t bucket, int64_t window);
   // Decode: row b writes positions[b] (i32 [rows]) of slot b; attention reads slots
   // 0 .. rows - 1 and, of each, the rows [0, window) (0: all of them).
   static CacheAccess decode(stablehlo::Value positions, int64_t window);
@@ -66,7 +67,7 @@ class CacheAccess {
   stablehlo::Value valid_;      // prefill
   stablehlo::Value positions_;  // decode: i32 [rows]
   int64_t tokens_ = 0;          // prefill: the bucket; decode: the rows
-  int64_t window_ = 0;          // decode
+  int64_t window_ = 0;          // rows attended (0: all)
 };
 
 }  // namespace xlacel::models

@@ -57,7 +57,8 @@ struct GraphOptions {
   int64_t capacity = 512;  // KV-cache positions per slot
   WeightType weights = WeightType::kF32;
   int64_t slots = 1;  // sequences the KV cache holds (decode: bucket <= slots)
-  // Decode: cache rows attended per slot, [0, window); 0: all `capacity` of them.
+  // Cache rows attended per slot, [0, window); 0: all `capacity` of them. Sliding layers' rings
+  // are read whole. A prefill chunk's rows must lie below its window.
   int64_t window = 0;
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.

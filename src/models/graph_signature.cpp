@@ -44,8 +44,10 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
   if (options.window < 0 || options.window > options.capacity) {
     fail(where, "window ({}) is not in [0, capacity {}]", options.window, options.capacity);
   }
-  if (options.kind == GraphKind::kPrefill && options.window != 0) {
-    fail(where, "a window applies to decode graphs only (got {} for prefill)", options.window);
+  if (options.kind == GraphKind::kPrefill && options.window != 0 &&
+      options.window < options.bucket) {
+    fail(where, "prefill window ({}) is shorter than the bucket ({})", options.window,
+         options.bucket);
   }
   if (config.max_position_embeddings > 0 && options.capacity > config.max_position_embeddings) {
     fail(where, "capacity ({}) exceeds the model's max_position_embeddings ({})", options.capacity,

@@ -75,7 +75,8 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     positions =
         iota(b, TensorType(ElementType::kI32, {tokens}), 0) + broadcast_in_dim(start, {tokens}, {});
     end = reshape(start + in.at("valid_length"), {1});
-    access = CacheAccess::prefill(in.at("slot"), start, in.at("valid_length"), tokens);
+    access =
+        CacheAccess::prefill(in.at("slot"), start, in.at("valid_length"), tokens, options.window);
   } else {
     positions = in.at("positions");
     access = CacheAccess::decode(positions, options.window);
