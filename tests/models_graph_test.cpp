@@ -278,9 +278,9 @@ TEST(LlamaGraph, RejectsOptionsTheConfigCannotHonour) {
             "prefill-b16-s1-c0-f32: capacity must be at least 1 (got 0)");
   EXPECT_EQ(emit_error(c, {GraphKind::kDecode, 1, 32, WeightType::kF32, 1, 64}),
             "decode-b1-s1-c32-w64-f32: window (64) is not in [0, capacity 32]");
-  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 1, 16}),
-            "prefill-b16-s1-c32-w16-f32: a window applies to decode graphs only (got 16 for "
-            "prefill)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 1, 8}),
+            "prefill-b16-s1-c32-w8-f32: prefill window (8) is shorter than the bucket (16)");
+  EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 1, 16}), "");
   EXPECT_THROW(llama().signature(c, {GraphKind::kDecode, 4, 32, WeightType::kF32, 2}), Error);
   // A prefill bucket may exceed the slots (it fills one slot); decode may use fewer rows.
   EXPECT_EQ(emit_error(c, {GraphKind::kPrefill, 16, 32, WeightType::kF32, 2}), "");
