@@ -88,13 +88,28 @@ class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (auto missing = testing::missing_runtime(GetParam(), 1)) GTEST_SKIP() << *missing;
   }
+
+  // The runtime with one worker (local-task's worker count is per process), compiling into this
+  // test's scratch cache.
+  std::unique_ptr<device::Device> open_device() const {
+    device::DeviceOptions options;
+    options.threads = 1;
+    options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
+    return backends::open_device(GetParam(), options, {});
+  }
 };
 
+// `text` (a module named resident_weight_test, as every module here), compiled (or taken from
+// the cache) and loaded; `name` names it in errors.
+std::unique_ptr<device::Executable> load_module(device::Device& device, const std::string& name,
+                                                std::string text) {
+  const device::GraphSource source{name, std::move(text), "resident_weight_test", name + ".mlir"};
+  std::vector<device::GraphLoad> loads;
+  return std::move(device.load(std::span(&source, 1), loads).at(0));
+}
+
 TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
-  device::DeviceOptions options;
-  options.threads = 1;
-  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
-  auto device = backends::open_device(GetParam(), options, {});
+  auto device = open_device();
   GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const auto& info : gguf.tensor_infos()) {
@@ -105,10 +120,7 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
     const PlanarBlocks planar =
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
     const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
-    const device::GraphSource source{format, planar_module(planar, rows, cols),
-                                     "resident_weight_test", format + ".mlir"};
-    std::vector<device::GraphLoad> loads;
-    auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+    auto executable = load_module(*device, format, planar_module(planar, rows, cols));
 
     std::vector<float> x(static_cast<std::size_t>(cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
@@ -159,7 +171,7 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
 // runtime's hand-written kernel and through the graph's own StableHLO (the reference).
 std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols, int64_t x_rows,
                           const device::PlanarKernel& kernel) {
-  stablehlo::Module module("planar_kernel_test");
+  stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
   models::Weight reference = planar_arguments(f, planar, rows, cols);
   Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
@@ -170,10 +182,7 @@ std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols
 }
 
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
-  device::DeviceOptions options;
-  options.threads = 1;  // local-task's worker count is per process (SetUp used 1)
-  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
-  auto device = backends::open_device(GetParam(), options, {});
+  auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
   GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
@@ -191,10 +200,8 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
     for (int64_t x_rows : {1, 3, 8, 13, 29}) {
       ASSERT_TRUE(kernel->handles(x_rows, planar.group_size, planar.code_bits)) << format;
       const std::string name = format + "-" + std::to_string(x_rows);
-      const device::GraphSource source{name, kernel_module(planar, rows, cols, x_rows, *kernel),
-                                       "planar_kernel_test", name + ".mlir"};
-      std::vector<device::GraphLoad> loads;
-      auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+      auto executable =
+          load_module(*device, name, kernel_module(planar, rows, cols, x_rows, *kernel));
       std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
       std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
@@ -235,10 +242,7 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values
 // widened to f32, then dot_general), for f16 and bf16 and for one pass and several.
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
-  device::DeviceOptions options;
-  options.threads = 1;
-  options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
-  auto device = backends::open_device(GetParam(), options, {});
+  auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
   const int64_t rows = 40, cols = 96;
@@ -250,7 +254,7 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
     }
     for (int64_t x_rows : {1, 13}) {
       ASSERT_TRUE(kernel->handles_wide(x_rows, element, cols));
-      stablehlo::Module module("wide_kernel_test");
+      stablehlo::Module module("resident_weight_test");
       stablehlo::Function& f = module.add_function("main");
       Value w = f.argument("w", TensorType(element, {rows, cols}));
       Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
@@ -261,9 +265,7 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
       f.finish({models::linear(x, through_kernel), models::linear(x, reference)});
       const std::string name =
           std::string(stablehlo::to_string(element)) + "-" + std::to_string(x_rows);
-      const device::GraphSource source{name, module.to_text(), "wide_kernel_test", name + ".mlir"};
-      std::vector<device::GraphLoad> loads;
-      auto executable = std::move(device->load(std::span(&source, 1), loads).at(0));
+      auto executable = load_module(*device, name, module.to_text());
       std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
       for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
       std::vector<device::BufferPtr> buffers;

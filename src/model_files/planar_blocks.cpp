@@ -163,27 +163,6 @@ BlockFn block_fn(DType dtype) {
   }
 }
 
-}  // namespace
-
-bool is_block_quantized(DType dtype) {
-  return block_fn(dtype) != nullptr;
-}
-
-int64_t planar_group_size(DType dtype) {
-  return dtype == DType::kQ6_K ? 16 : 32;
-}
-
-int planar_code_bits(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ4_K ? 4 : 8;
-}
-
-bool planar_has_offsets(DType dtype) {
-  return dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kQ4_K ||
-         dtype == DType::kQ5_K;
-}
-
-namespace {
-
 // `codes` (one per element, groups of 32) as nibbles: see planar_blocks.h.
 std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
   std::vector<int8_t> packed(codes.size() / 2);
@@ -204,6 +183,23 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
 }
 
 }  // namespace
+
+bool is_block_quantized(DType dtype) {
+  return block_fn(dtype) != nullptr;
+}
+
+int64_t planar_group_size(DType dtype) {
+  return dtype == DType::kQ6_K ? 16 : 32;
+}
+
+int planar_code_bits(DType dtype) {
+  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ4_K ? 4 : 8;
+}
+
+bool planar_has_offsets(DType dtype) {
+  return dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ5_K;
+}
 
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
   PlanarBlocks planar;

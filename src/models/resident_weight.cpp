@@ -17,6 +17,22 @@ std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& sp
   return std::nullopt;
 }
 
+// The codes of a planar weight by group, i8 [rows, cols / group, group].
+Value codes_by_group(const Weight& weight) {
+  const int64_t rows = weight.rows();
+  const int64_t groups = weight.scales->shape()[1];
+  const int64_t group = weight.cols() / groups;
+  if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
+  // Nibbles (model_files/planar_blocks.h): byte j of a group holds elements j and j + 16.
+  Value packed = reshape(weight.values, {rows, groups, group / 2});
+  Block& b = packed.block();
+  Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
+  Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
+  Value codes = concatenate({low, high}, 2);
+  if (weight.code_bias == 0) return codes;
+  return codes + constant(b, codes.type(), weight.code_bias);
+}
+
 }  // namespace
 
 std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
@@ -96,26 +112,6 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
 device::PlanarOperands planar_operands(const Weight& weight) {
   return {weight.values, weight.code_bits, weight.code_bias, *weight.scales, weight.offsets};
 }
-
-namespace {
-
-// The codes of a planar weight by group, i8 [rows, cols / group, group].
-Value codes_by_group(const Weight& weight) {
-  const int64_t rows = weight.rows();
-  const int64_t groups = weight.scales->shape()[1];
-  const int64_t group = weight.cols() / groups;
-  if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
-  // Nibbles (model_files/planar_blocks.h): byte j of a group holds elements j and j + 16.
-  Value packed = reshape(weight.values, {rows, groups, group / 2});
-  Block& b = packed.block();
-  Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
-  Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
-  Value codes = concatenate({low, high}, 2);
-  if (weight.code_bias == 0) return codes;
-  return codes + constant(b, codes.type(), weight.code_bias);
-}
-
-}  // namespace
 
 Value dequantized_groups(const Weight& weight) {
   const int64_t rows = weight.rows();

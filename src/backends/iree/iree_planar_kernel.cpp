@@ -41,15 +41,16 @@ std::string_view object_bytes() {
 }
 
 std::filesystem::path write_object(const std::filesystem::path& cache_dir) {
+  const std::string_view bytes = object_bytes();
   const std::filesystem::path dir = cache_dir / "kernels";
   const std::filesystem::path path =
-      dir / fmt::format("planar_matmul-{}.o", compile_cache::hash_bytes(object_bytes()).hex());
+      dir / fmt::format("planar_matmul-{}.o", compile_cache::hash_bytes(bytes).hex());
   std::error_code ec;
-  if (std::filesystem::file_size(path, ec) == object_bytes().size()) return path;
+  if (std::filesystem::file_size(path, ec) == bytes.size()) return path;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
   compile_cache::TempFile temp(dir, "planar_matmul", ".o");
-  temp.write(object_bytes());
+  temp.write(bytes);
   temp.commit(path);
   return path;
 }
@@ -61,19 +62,13 @@ int64_t workgroup_rows(int64_t n) {
 }
 
 // One executable per product shape, its export named like it (IREE links every executable of
-// a module into one library, so export names must be unique): its constants (rows, n, k, group) and
-// workgroup count are static, so each dispatch needs no operands beyond its tensors.
-std::string executable_text(const std::string& name, const std::filesystem::path& object,
-                            int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
-                            int code_bits, int code_bias) {
-  const int64_t groups = k / group;
+// a module into one library, so export names must be unique): its constants and workgroup count
+// (from `n`, the product's outputs) are static, so each dispatch needs no operands beyond its
+// tensors. `functions`: the builtin module's body, the kernel's import and the export @name
+// calling it with the workgroup's rows.
+std::string executable_text(const std::string& name, const std::filesystem::path& object, int64_t n,
+                            const std::string& functions) {
   const int64_t rows_per_workgroup = workgroup_rows(n);
-  const int64_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;
-  const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
-  const std::string offsets_view =
-      offsets ? "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
-                "memref<?xf32>{%ng}\n"
-              : "";
   return fmt::format(
       R"(  stream.executable private @{name} attributes {{
     hal.executable.objects = #hal.executable.objects<{{
@@ -86,7 +81,23 @@ std::string executable_text(const std::string& name, const std::filesystem::path
       stream.return %x, %c1, %c1 : index, index, index
     }}
     builtin.module {{
-      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+{functions}    }}
+  }})",
+      fmt::arg("name", name), fmt::arg("object", object.string()),
+      fmt::arg("workgroups", (n + rows_per_workgroup - 1) / rows_per_workgroup),
+      fmt::arg("functions", functions));
+}
+
+// The functions of a planar product (xlacel_planar_matmul_workgroup).
+std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
+                             int64_t group, bool offsets, int code_bits, int code_bias) {
+  const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
+  const std::string offsets_view =
+      offsets ? "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
+                "memref<?xf32>{%ng}\n"
+              : "";
+  return fmt::format(
+      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
       func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{offsets_binding}, %x: !stream.binding, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
@@ -109,35 +120,20 @@ std::string executable_text(const std::string& name, const std::filesystem::path
       func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index) -> ()
       return
       }}
-    }}
-  }})",
-      fmt::arg("name", name), fmt::arg("object", object.string()),
-      fmt::arg("workgroups", workgroups), fmt::arg("offsets_binding", offsets_binding),
-      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
+)",
+      fmt::arg("name", name), fmt::arg("offsets_binding", offsets_binding), fmt::arg("rows", rows),
+      fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
       fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
-      fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", rows_per_workgroup),
-      fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * groups),
+      fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
+      fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * (k / group)),
       fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("offsets_view", offsets_view),
       fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"));
 }
 
-// The executable of one product with 16-bit float weights (xlacel_wide_matmul_workgroup).
-std::string wide_executable_text(const std::string& name, const std::filesystem::path& object,
-                                 int64_t rows, int64_t n, int64_t k, bool bf16) {
-  const int64_t rows_per_workgroup = workgroup_rows(n);
+// The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
+std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int64_t k, bool bf16) {
   return fmt::format(
-      R"(  stream.executable private @{name} attributes {{
-    hal.executable.objects = #hal.executable.objects<{{
-      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{object}"}}>]
-    }}>
-  }} {{
-    stream.executable.export public @{name} workgroups() -> (index, index, index) {{
-      %x = arith.constant {workgroups} : index
-      %c1 = arith.constant 1 : index
-      stream.return %x, %c1, %c1 : index, index, index
-    }}
-    builtin.module {{
-      func.func private @xlacel_wide_matmul_workgroup(memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
+      R"(      func.func private @xlacel_wide_matmul_workgroup(memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
       func.func @{name}(%values: !stream.binding, %x: !stream.binding, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
@@ -155,23 +151,36 @@ std::string wide_executable_text(const std::string& name, const std::filesystem:
       func.call @xlacel_wide_matmul_workgroup(%mv, %mx, %my, %rows, %n, %k, %bf16, %rows_per_workgroup, %workgroup) : (memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) -> ()
       return
       }}
-    }}
-  }})",
-      fmt::arg("name", name), fmt::arg("object", object.string()),
-      fmt::arg("workgroups", (n + rows_per_workgroup - 1) / rows_per_workgroup),
-      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("bf16", bf16 ? 1 : 0),
-      fmt::arg("rows_per_workgroup", rows_per_workgroup), fmt::arg("nk", n * k),
-      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
+)",
+      fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
+      fmt::arg("bf16", bf16 ? 1 : 0), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
+      fmt::arg("nk", n * k), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
+}
+
+// Declares executable `name` (`functions` around the kernel object) in the module of x's function
+// and returns a flow.dispatch of it over `operands` (x last): f32 [rows of x, n].
+Value dispatch(Value x, const std::string& name, const std::filesystem::path& object, int64_t n,
+               const std::string& functions, std::vector<Value> operands) {
+  stablehlo::Module* module = x.block().function()->module();
+  if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
+  module->add_declaration(name, executable_text(name, object, n, functions));
+  const std::size_t count = operands.size();
+  return stablehlo::foreign_op(
+      "flow.dispatch", std::move(operands),
+      {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
+       {"operandSegmentSizes", fmt::format("array<i32: 0, {}, 0, 0>", count)},
+       {"tied_operands", "[-1 : index]"}},
+      TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
  public:
   explicit IreeCpuPlanarKernel(std::filesystem::path object) : object_(std::move(object)) {}
 
-  // Any number of rows, 8 per pass over a weight row. Measured on SmolLM2 Q4_1, 2 threads
-  // (AVX-512): decode 1.6x the kernel's earlier byte-code form, prefill in 64-row chunks on a par
-  // with llvm-cpu's f32 matmul over planes dequantized per call (~360 tok/s), without writing an
-  // f32 copy of every weight per chunk.
+  // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Measured on SmolLM2
+  // Q4_1, 2 threads: prefill in 64-row chunks beats llvm-cpu's f32 matmul over planes dequantized
+  // per call (pp128 ~520 against ~350 tok/s), without writing an f32 copy of every weight per
+  // chunk.
   bool handles(int64_t rows, int64_t group, int code_bits) const override {
     return rows >= 1 && ((group == 16 && code_bits == 8) || group == 32);
   }
@@ -191,23 +200,17 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    stablehlo::Module* module = x.block().function()->module();
-    if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
     const bool offsets = weight.offsets.has_value();
     const std::string name =
         fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}", rows, n, k, group,
                     weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "");
-    module->add_declaration(name, executable_text(name, object_, rows, n, k, group, offsets,
-                                                  weight.code_bits, weight.code_bias));
     std::vector<Value> operands = {weight.codes, weight.scales};
     if (offsets) operands.push_back(*weight.offsets);
     operands.push_back(x);
-    return stablehlo::foreign_op(
-        "flow.dispatch", std::move(operands),
-        {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
-         {"operandSegmentSizes", fmt::format("array<i32: 0, {}, 0, 0>", offsets ? 4 : 3)},
-         {"tied_operands", "[-1 : index]"}},
-        TensorType(ElementType::kF32, {rows, n}));
+    return dispatch(
+        x, name, object_, n,
+        planar_functions(name, rows, n, k, group, offsets, weight.code_bits, weight.code_bias),
+        std::move(operands));
   }
 
   bool handles_wide(int64_t rows, ElementType element, int64_t k) const override {
@@ -224,18 +227,11 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
       throw Error(fmt::format("planar kernel: cannot multiply {} by {}", x.type().str(),
                               values.type().str()));
     }
-    stablehlo::Module* module = x.block().function()->module();
-    if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
     const bool bf16 = values.element() == ElementType::kBF16;
     const std::string name =
         fmt::format("xlacel_wide_matmul_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
-    module->add_declaration(name, wide_executable_text(name, object_, rows, n, k, bf16));
     // The executable views the binding as i16: it widens the bits itself.
-    return stablehlo::foreign_op("flow.dispatch", {values, x},
-                                 {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
-                                  {"operandSegmentSizes", "array<i32: 0, 2, 0, 0>"},
-                                  {"tied_operands", "[-1 : index]"}},
-                                 TensorType(ElementType::kF32, {rows, n}));
+    return dispatch(x, name, object_, n, wide_functions(name, rows, n, k, bf16), {values, x});
   }
 
  private:

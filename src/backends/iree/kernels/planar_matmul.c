@@ -242,6 +242,30 @@ SPECIALISE_ROWS(8)
 SPECIALISE_ROWS(16)
 #endif
 
+// Rows of x MAX_ACTIVATION_ROWS at a time, then at most 8 (a pass of each count up to 8 is
+// specialised).
+INLINE size_t pass_rows(size_t left) {
+  if (left >= MAX_ACTIVATION_ROWS) return MAX_ACTIVATION_ROWS;
+  return left > 8 ? 8 : left;
+}
+
+#if MAX_ACTIVATION_ROWS == 16
+#define PASS_CASES CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(16)
+#else
+#define PASS_CASES CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
+#endif
+
+// An entry point's loop over the passes of `rows` rows of x (k columns) into y (n columns): CASE,
+// defined by the entry point, runs one pass of x_pass and y_pass. Each pass reads the
+// workgroup's weight rows again, from cache after the first.
+#define FOR_EACH_PASS                                      \
+  for (size_t done = 0, pass; done < rows; done += pass) { \
+    pass = pass_rows(rows - done);                         \
+    const float* x_pass = x + done * k;                    \
+    float* y_pass = y + done * n;                          \
+    switch (pass) { PASS_CASES }                           \
+  }
+
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
 // [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group].
@@ -292,24 +316,7 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const f
                                                first, last);                                       \
     }                                                                                              \
     break;
-  // Rows of x MAX_ACTIVATION_ROWS at a time, then at most 8 (a pass of each count up to 8 is
-  // specialised): each pass reads the workgroup's weight rows again, from cache after the first.
-  for (size_t done = 0; done < rows;) {
-    size_t pass = rows - done;
-    if (pass > MAX_ACTIVATION_ROWS) pass = MAX_ACTIVATION_ROWS;
-    if (pass > 8 && pass < MAX_ACTIVATION_ROWS) pass = 8;
-    const float* x_pass = x + done * k;
-    float* y_pass = y + done * n;
-    switch (pass) {
-      CASE(1)
-      CASE(2)
-      CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
-#if MAX_ACTIVATION_ROWS == 16
-          CASE(16)
-#endif
-    }
-    done += pass;
-  }
+  FOR_EACH_PASS
 #undef CASE
 }
 
@@ -404,20 +411,6 @@ void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const f
       wide_rows##ROWS##_bf160(values, x_pass, y_pass, n, k, first, last); \
     }                                                                     \
     break;
-  for (size_t done = 0; done < rows;) {
-    size_t pass = rows - done;
-    if (pass > MAX_ACTIVATION_ROWS) pass = MAX_ACTIVATION_ROWS;
-    if (pass > 8 && pass < MAX_ACTIVATION_ROWS) pass = 8;
-    const float* x_pass = x + done * k;
-    float* y_pass = y + done * n;
-    switch (pass) {
-      CASE(1)
-      CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
-#if MAX_ACTIVATION_ROWS == 16
-          CASE(16)
-#endif
-    }
-    done += pass;
-  }
+  FOR_EACH_PASS
 #undef CASE
 }
