@@ -19,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/sse_writer.h"
 
 namespace xlacel::server {
 
@@ -35,8 +36,16 @@ void send_json(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
+// Writes `data` as one chunk. Never called with nothing: httplib takes an empty write for the
+// end of the content and closes the response without its last chunk, which cuts the stream.
 bool write(httplib::DataSink& sink, const std::string& data) {
   return sink.write(data.data(), data.size());
+}
+
+// Why a write to a client failed, for the log.
+std::string write_failure(httplib::DataSink& sink, std::size_t bytes) {
+  return fmt::format("writing {} bytes of the stream failed ({})", bytes,
+                     sink.is_writable() ? "a write error" : "the client closed the connection");
 }
 
 }  // namespace
@@ -60,11 +69,11 @@ struct Server::Impl {
     Impl& impl;
     ResponseHeader header;
     uint64_t request = 0;
-    bool include_usage = false;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::shared_ptr<EventStream> events = std::make_shared<EventStream>();
-    std::string text;  // everything sent so far
-    bool first = true;
+    std::string text;                   // a whole response's text so far
+    std::optional<SseWriter> streamed;  // a streamed response's chunks
+    std::string cancel_cause;           // why the server cancelled it, for the log
     bool finished = false;
   };
 
@@ -79,6 +88,8 @@ struct Server::Impl {
   // Turns events into SSE text in `out`; true once the last event was handled.
   bool stream_events(Flight& flight, const std::vector<engine::TokenEvent>& events,
                      std::string& out);
+  // Cancels a streamed request whose client can no longer be written to.
+  void cancel_stream(Flight& flight, std::string cause);
   void finished(Flight& flight, const engine::TokenEvent& last);
   void refuse(httplib::Response& res, const ApiError& error);
   uint64_t next_seed();
@@ -251,11 +262,11 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
     options_for_engine.stop = request.stop;
 
     auto flight = std::make_shared<Flight>(*this);
-    flight->include_usage = request.include_usage;
     const uint64_t number = next_id++;
     flight->header = {
         endpoint, fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", number),
         static_cast<int64_t>(std::time(nullptr)), options.model_id};
+    if (request.stream) flight->streamed.emplace(flight->header, request.include_usage);
     try {
       std::shared_ptr<EventStream> events = flight->events;
       flight->request =
@@ -288,7 +299,9 @@ void Server::Impl::finished(Flight& flight, const engine::TokenEvent& last) {
         flight.header.id, stats.prompt_tokens, stats.cached_tokens, stats.output_tokens,
         stats.time_to_first_token(), stats.generation_tokens_per_second(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - flight.started).count(),
-        cancelled ? "cancelled" : openai_finish_reason(last.reason)));
+        cancelled ? (flight.cancel_cause.empty() ? std::string("cancelled")
+                                                 : "cancelled: " + flight.cancel_cause)
+                  : std::string(openai_finish_reason(last.reason))));
   }
 }
 
@@ -315,30 +328,20 @@ void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
 
 bool Server::Impl::stream_events(Flight& flight, const std::vector<engine::TokenEvent>& events,
                                  std::string& out) {
+  const std::string cancel_message =
+      draining ? "the server is shutting down" : "the request was cancelled";
   for (const engine::TokenEvent& event : events) {
-    if (event.reason == engine::FinishReason::kCancelled && event.finished) {
-      out +=
-          sse_event(ApiError(503, "unavailable_error",
-                             draining ? "the server is shutting down" : "the request was cancelled")
-                        .body());
-      out += kSseDone;
-      finished(flight, event);
-      return true;
-    }
-    if (!event.text.empty() || flight.first) {
-      out += sse_event(stream_chunk(flight.header, event.text, flight.first, std::nullopt));
-      flight.first = false;
-    }
-    flight.text += event.text;
-    if (event.finished) {
-      out += sse_event(stream_chunk(flight.header, "", false, event.reason));
-      if (flight.include_usage) out += sse_event(usage_chunk(flight.header, event.stats));
-      out += kSseDone;
+    if (flight.streamed->append(event, cancel_message, out)) {
       finished(flight, event);
       return true;
     }
   }
   return false;
+}
+
+void Server::Impl::cancel_stream(Flight& flight, std::string cause) {
+  if (flight.cancel_cause.empty()) flight.cancel_cause = std::move(cause);
+  scheduler->cancel(flight.request);
 }
 
 void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Response& res) {
@@ -348,14 +351,15 @@ void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Resp
       [this, flight](std::size_t, httplib::DataSink& sink) {
         std::vector<engine::TokenEvent> events;
         if (!flight->events->pop_all(events, kKeepAliveInterval)) {
-          if (write(sink, ": keep-alive\n\n")) return true;
-          scheduler->cancel(flight->request);  // the client went away
+          static const std::string kKeepAlive = ": keep-alive\n\n";
+          if (write(sink, kKeepAlive)) return true;
+          cancel_stream(*flight, write_failure(sink, kKeepAlive.size()));
           return false;
         }
         std::string out;
         const bool last = stream_events(*flight, events, out);
-        if (!write(sink, out)) {
-          if (!last) scheduler->cancel(flight->request);
+        if (!out.empty() && !write(sink, out)) {
+          if (!last) cancel_stream(*flight, write_failure(sink, out.size()));
           return false;
         }
         if (last) sink.done();
@@ -366,7 +370,7 @@ void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Resp
         // failed): the request must not keep its slot, and its last event still has to be
         // counted, so wait for it here.
         if (flight->finished) return;
-        scheduler->cancel(flight->request);
+        cancel_stream(*flight, "the connection ended before the last chunk");
         std::vector<engine::TokenEvent> events;
         std::string discarded;
         while (!flight->finished) {
