@@ -144,6 +144,55 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
                         bad_messages.string());
 }
 
+// Values outside a flag's domain, and flags CLI11 cannot parse, are one-line errors naming the
+// flag, exit 1, before any model is run.
+TEST(Cli, ValuesOutsideTheirDomainAreOneLineErrors) {
+  const std::string tiny = testing::test_data("models/tiny_llama3").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--temp", "-1"}, "--temp"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--temp", "nan"}, "--temp"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--top-p", "7"}, "--top-p"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--top-k", "-1"}, "--top-k"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--min-p", "2"}, "--min-p"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--repeat-penalty", "0"}, "--repeat-penalty"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "-n", "0"}, "-n"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--threads", "-2"}, "--threads"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--top-p", "abc"}, "--top-p"},
+      {{"chat", "-m", tiny, "--temp", "-1"}, "--temp"},
+      {{"emit", "-m", tiny, "--graph", "decode", "--capacity", "0"}, "--capacity"},
+      {{"emit", "-m", tiny, "--graph", "prefill", "--bucket", "-64"}, "--bucket"},
+      {{"emit", "-m", tiny, "--graph", "decode", "--slots", "0"}, "--slots"},
+      {{"serve", "-m", tiny, "--parallel", "0"}, "--parallel"},
+      {{"serve", "-m", tiny, "--port", "70000"}, "--port"},
+      {{"bench", "-m", tiny, "--gen-tokens", "1"}, "--gen-tokens"},
+      {{"generate", "--no-such-flag"}, "--no-such-flag"},
+      {{"--top-p", "7"}, "subcommand"},
+      {{}, "subcommand"},
+  };
+  for (const auto& [args, flag] : cases) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    Result result = run_xlacel(args);
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    EXPECT_TRUE(result.err.starts_with("xlacel: ")) << result.err;
+    EXPECT_TRUE(result.err.ends_with("\n")) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_NE(result.err.find(flag), std::string::npos) << result.err;
+  }
+}
+
+// --version: the version, the commit and the runtimes, exit 0.
+TEST(Cli, VersionNamesTheCommitAndTheRuntimes) {
+  Result result = run_xlacel({"--version"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(result.out.starts_with("xlacel 0.1.0 (commit ")) << result.out;
+  EXPECT_NE(result.out.find("\niree: iree-base-compiler 3.13.0, iree-base-runtime 3.13.0\n"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("\nxla cpu: xla-cpu-pjrt "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("PJRT C API 0."), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\nxla cuda: jax-cuda13-pjrt "), std::string::npos) << result.out;
+}
+
 // `generate --prompt-ids` needs no tokenizer; ids that are not ids of the vocabulary, or ids
 // given with a text prompt, are one-line errors naming the flag (before any graph compiles).
 TEST(Cli, GeneratePromptIdsAreChecked) {

@@ -667,10 +667,7 @@ TEST_P(QuantizedGgufTest, GreedyAndLogitsMatchHf) {
 // batched. Runs the executor and scheduler without a tokenizer, so it does not depend on
 // xlacel tokenizing Gemma text.
 TEST_P(EngineOnRuntime, Gemma3_270mEveryBatchedStreamMatchesHf) {
-  const char* cache = std::getenv("XLACEL_CACHE");
-  const char* home = std::getenv("HOME");
-  const fs::path path = (cache ? fs::path(cache) : fs::path(home ? home : "") / ".cache/xlacel") /
-                        "models/gemma-3-270m-q4_k_m.gguf";
+  const fs::path path = testing::gemma_model_path();
   if (!fs::exists(path)) GTEST_SKIP() << "Gemma 3 270M not found at " << path;
   const json reference = read_json(testing::test_data("models/gemma3_270m_reference.json"));
   const ModelFiles model = ModelFiles::open(path.string());

@@ -37,7 +37,9 @@ TEST(SamplingOptions, ValidateNamesTheOption) {
     return options.validate();
   };
   EXPECT_EQ(message([](SamplingOptions&) {}), "");
-  EXPECT_EQ(message([](SamplingOptions& o) { o.temperature = -1; }), "");  // greedy
+  EXPECT_EQ(message([](SamplingOptions& o) { o.temperature = 0; }), "");  // greedy
+  EXPECT_EQ(message([](SamplingOptions& o) { o.temperature = -1; }),
+            "temperature must be a finite number >= 0 (0: greedy), got -1");
   EXPECT_EQ(message([](SamplingOptions& o) { o.top_p = 1.5f; }),
             "top_p must be in (0, 1], got 1.5");
   EXPECT_EQ(message([](SamplingOptions& o) { o.top_p = 0; }), "top_p must be in (0, 1], got 0");
@@ -49,7 +51,7 @@ TEST(SamplingOptions, ValidateNamesTheOption) {
   EXPECT_EQ(message([](SamplingOptions& o) { o.repeat_last_n = -3; }),
             "repeat_last_n must be >= 0 (0: all tokens), got -3");
   EXPECT_EQ(message([](SamplingOptions& o) { o.temperature = std::nanf(""); }),
-            "temperature must be a finite number (<= 0: greedy), got nan");
+            "temperature must be a finite number >= 0 (0: greedy), got nan");
 
   SamplingOptions bad;
   bad.min_p = -0.5f;

@@ -17,22 +17,27 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+// Where scripts/setup puts the models it fetches.
+inline std::filesystem::path model_cache_dir() {
+  if (const char* dir = std::getenv("XLACEL_CACHE")) return std::filesystem::path(dir) / "models";
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home ? home : "") / ".cache/xlacel/models";
+}
+
 inline std::string default_model_path() {
   if (const char* path = std::getenv("XLACEL_MODEL")) return path;
-  std::string cache;
-  if (const char* dir = std::getenv("XLACEL_CACHE")) {
-    cache = dir;
-  } else {
-    const char* home = std::getenv("HOME");
-    cache = std::string(home ? home : "") + "/.cache/xlacel";
-  }
-  return cache + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  return (model_cache_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
+}
+
+// Gemma 3 270M Q4_K_M: a sentencepiece ("llama") GGUF vocabulary, beside the default model.
+inline std::filesystem::path gemma_model_path() {
+  return model_cache_dir() / "gemma-3-270m-q4_k_m.gguf";
 }
 
 }  // namespace xlacel::testing
 
 // Skips the current test (GTEST_SKIP with the reason) when the default model is absent.
-#define XLACEL_REQUIRE_DEFAULT_MODEL(path_variable)                                         \
-  const std::string path_variable = ::xlacel::testing::default_model_path();                \
-  if (!std::filesystem::exists(path_variable))                                              \
+#define XLACEL_REQUIRE_DEFAULT_MODEL(path_variable)                          \
+  const std::string path_variable = ::xlacel::testing::default_model_path(); \
+  if (!std::filesystem::exists(path_variable))                               \
   GTEST_SKIP() << "default model not found at " << path_variable << " (run scripts/setup)"

@@ -20,6 +20,7 @@
 namespace xlacel {
 namespace {
 
+using ::xlacel::testing::gemma_model_path;
 using ::xlacel::testing::scratch_dir;
 using ::xlacel::testing::test_data;
 
@@ -578,16 +579,6 @@ TEST(GgufTokenizer, MalformedSentencePieceNamesTheKey) {
 const Json& gemma_expected() {
   static const Json json = read_json_file(test_data("tokenizer/expected_gemma.json").string());
   return json;
-}
-
-// Beside the default model in the cache (scripts/setup fetches both).
-std::filesystem::path gemma_model_path() {
-  std::filesystem::path cache =
-      std::getenv("XLACEL_CACHE") != nullptr
-          ? std::filesystem::path(std::getenv("XLACEL_CACHE"))
-          : std::filesystem::path(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "") /
-                ".cache/xlacel";
-  return cache / "models" / "gemma-3-270m-q4_k_m.gguf";
 }
 
 class GemmaGguf : public ::testing::Test {

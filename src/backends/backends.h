@@ -19,6 +19,11 @@ struct RuntimeOptions {
 
 std::vector<std::string> runtime_names();  // {"iree", "xla"}
 
+// One line per runtime for `xlacel --version`: the IREE compiler and runtime packages of the
+// venv, and the XLA PJRT plugins (the CPU plugin is loaded to ask its API and XLA versions; the
+// CUDA one is only looked up, since loading it wants a GPU). Never throws: what is missing says so.
+std::vector<std::string> runtime_versions();
+
 // Opens a device of the named runtime; Error naming the runtime and the known ones when there is
 // no such runtime, or naming what is missing (e.g. the pip package to install) when it cannot.
 std::unique_ptr<device::Device> open_device(std::string_view runtime,

@@ -16,7 +16,9 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
                           "0 .. N-1 (default 1)"),
       command->add_option("--capacity", flags.capacity, "KV-cache positions per slot")
           ->capture_default_str(),
-      command->add_option("--weights", flags.weights, "weights: auto (as the file stores them), f32, bf16 or f16")
+      command
+          ->add_option("--weights", flags.weights,
+                       "weights: auto (as the file stores them), f32, bf16 or f16")
           ->capture_default_str(),
       command
           ->add_option("--slots", flags.slots,
@@ -37,6 +39,10 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   if (!kind) fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits)", flags.graph);
   graph.kind = *kind;
   graph.weights = parse_weights_flag(flags.weights);
+  if (flags.bucket < 0)
+    fail("--bucket", "must be positive (0: the graph's default), got {}", flags.bucket);
+  if (flags.capacity <= 0) fail("--capacity", "must be positive, got {}", flags.capacity);
+  if (flags.slots <= 0) fail("--slots", "must be positive, got {}", flags.slots);
   graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
   graph.capacity = flags.capacity;
   graph.slots = flags.slots;

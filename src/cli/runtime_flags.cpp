@@ -21,7 +21,9 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                    "CPU worker threads of the runtime (0: its default, one per core)")
       ->capture_default_str();
   command
-      ->add_option("--weights", flags.weights, "weights: auto (each tensor as the file stores it, quantized ones included; exact), or all converted to f32 (exact), bf16 or f16 (weights and KV cache)")
+      ->add_option("--weights", flags.weights,
+                   "weights: auto (each tensor as the file stores it, quantized ones included; "
+                   "exact), or all converted to f32 (exact), bf16 or f16 (weights and KV cache)")
       ->capture_default_str();
   command->add_option("--context", flags.context,
                       "KV-cache positions per sequence (default: the smallest power of two "

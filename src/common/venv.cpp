@@ -1,5 +1,6 @@
 #include "common/venv.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <system_error>
 
@@ -45,6 +46,42 @@ std::optional<fs::path> find_in_venv(const fs::path& relative) {
   }
   if (fs::path self = fs::read_symlink("/proc/self/exe", error); !error) {
     if (auto found = walk_up(self.parent_path(), relative)) return found;
+  }
+  return std::nullopt;
+}
+
+std::vector<fs::path> venv_site_packages() {
+  std::vector<fs::path> dirs;
+  auto lib = find_in_venv("lib");
+  if (!lib) return dirs;
+  std::error_code error;
+  for (fs::directory_iterator it(*lib, error), end; !error && it != end; it.increment(error)) {
+    if (!it->path().filename().string().starts_with("python")) continue;
+    fs::path site = it->path() / "site-packages";
+    if (fs::is_directory(site, error)) dirs.push_back(site);
+  }
+  return dirs;
+}
+
+std::optional<std::string> venv_package_version(std::string_view distribution) {
+  // pip names the directory <name>-<version>.dist-info with the name's runs of -_. as '_'.
+  std::string prefix;
+  for (char c : distribution) {
+    prefix +=
+        c == '-' || c == '.' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  prefix += '-';
+  const std::string suffix = ".dist-info";
+  for (const fs::path& site : venv_site_packages()) {
+    std::error_code error;
+    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
+      std::string name = it->path().filename().string();
+      std::string lowered;
+      for (char c : name) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lowered.starts_with(prefix) && lowered.ends_with(suffix)) {
+        return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+      }
+    }
   }
   return std::nullopt;
 }

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace xlacel {
 
@@ -12,6 +14,13 @@ namespace xlacel {
 // .venv in the running program's directory or above it. When $XLACEL_VENV is set it is the
 // only place looked at (so a user can point at one venv, and tests at a broken one).
 std::optional<std::filesystem::path> find_in_venv(const std::filesystem::path& relative);
+
+// The venv's site-packages directories (lib/python3.X/site-packages; the X is whatever made it).
+std::vector<std::filesystem::path> venv_site_packages();
+
+// The version pip installed of `distribution` ("iree-base-compiler") in the venv, from its
+// .dist-info directory's name; nullopt when it is not installed.
+std::optional<std::string> venv_package_version(std::string_view distribution);
 
 // For "not found" messages.
 inline constexpr const char* kVenvSearchDescription =

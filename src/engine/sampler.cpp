@@ -27,8 +27,9 @@ struct BestFirst {
 }  // namespace
 
 std::string SamplingOptions::validate() const {
-  if (!std::isfinite(temperature)) {
-    return fmt::format("temperature must be a finite number (<= 0: greedy), got {}", temperature);
+  // Any finite temperature >= 0, as transformers takes (the OpenAI API caps it at 2 itself).
+  if (!(std::isfinite(temperature) && temperature >= 0)) {
+    return fmt::format("temperature must be a finite number >= 0 (0: greedy), got {}", temperature);
   }
   if (top_k < 0) return fmt::format("top_k must be >= 0 (0: off), got {}", top_k);
   if (!(top_p > 0 && top_p <= 1)) return fmt::format("top_p must be in (0, 1], got {}", top_p);

@@ -13,7 +13,7 @@
 namespace xlacel::engine {
 
 struct SamplingOptions {
-  float temperature = 0;       // <= 0: greedy (argmax)
+  float temperature = 0;       // 0: greedy (argmax); must be >= 0
   int64_t top_k = 0;           // 0: off
   float top_p = 1;             // 1: off
   float min_p = 0;             // 0: off

@@ -1,6 +1,7 @@
 """`xlacel serve` spoken to with OpenAI's official client (and raw HTTP for malformed input), on
 the default model, loopback only. Greedy outputs are checked against `xlacel generate` (itself
 token-exact with transformers) and against each other when batched."""
+import http.client
 import json
 import os
 import socket
@@ -18,6 +19,20 @@ from server_process import ServerProcess, xlacel_path  # noqa: E402
 XLACEL = xlacel_path()
 CONTEXT = 512
 
+# Chats in several scripts, with combining characters and 4-byte characters: the replies echo
+# them, so tokens that end inside a UTF-8 character are common.
+MULTILINGUAL = [
+    "Écris une phrase sur l'été à Noël, s'il te plaît.",
+    "请用中文介绍一下长城。",
+    "日本の首都はどこですか？",
+    "Repeat after me: 😀🎉👍🏽🤖 👩‍👩‍👧 🇫🇷",
+    "Расскажи мне о Москве.",
+    "Ünïcödé 😀 and \"quotes\" and \\ backslash\nnewline",
+    "Τι είναι η Ακρόπολη;",
+    "한국의 수도는 어디입니까?",
+    "Combining marks: e\u0301 a\u0300 n\u0303 o\u0308 Z\u0351\u0334 and 𝄞 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𐍈",
+]
+
 TOPICS = ["the sea", "a robot who learns to paint", "winter in the mountains", "bread",
           "the moon landing", "a lost cat", "quantum computers", "a desert city",
           "friendship", "volcanoes", "the history of tea", "a talking tree",
@@ -30,6 +45,14 @@ def generate(*args):
                           "--output-format", "json", *args],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+def read_sse(response):
+    """The data of each server-sent event of a whole (not cut) response, [DONE] included."""
+    body = response.read().decode()  # http.client raises IncompleteRead on a cut chunked body
+    events = [e for e in body.split("\n\n") if e and not e.startswith(":")]
+    assert all(e.startswith("data: ") for e in events), body
+    return [e[len("data: "):] for e in events]
 
 
 class ServerApiTest(unittest.TestCase):
@@ -139,6 +162,107 @@ class ServerApiTest(unittest.TestCase):
         cached = second.usage.prompt_tokens_details.cached_tokens
         self.assertGreaterEqual(cached, first.usage.prompt_tokens, second.usage)
         self.assertLess(cached, second.usage.prompt_tokens)
+
+    # --- non-ASCII text ----------------------------------------------------------------------
+
+    def raw_stream(self, path, body):
+        """A streamed request read with plain HTTP: the text of its chunks, its finish reasons
+        and whether it ended with [DONE]."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=600)
+        try:
+            connection.request("POST", path, json.dumps(dict(body, stream=True)),
+                               {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            self.assertEqual(response.status, 200)
+            events = read_sse(response)
+        finally:
+            connection.close()
+        chunks = [json.loads(e) for e in events if e != "[DONE]"]
+        chat = path.endswith("chat/completions")
+        text = "".join((c["choices"][0]["delta"].get("content") or "") if chat
+                       else c["choices"][0]["text"] for c in chunks)
+        reasons = [c["choices"][0]["finish_reason"] for c in chunks]
+        return text, reasons, events[-1] == "[DONE]"
+
+    def test_multilingual_streams_equal_whole_replies(self):
+        """Streamed chat and completions, read both by the official client and as raw SSE,
+        reassemble to exactly the whole reply, with a finish_reason and [DONE]."""
+        cases = []  # (label, whole text, whole finish_reason, streamed results)
+        errors = []
+
+        def run(content):
+            try:
+                messages = [{"role": "user", "content": content}]
+                chat_body = {"model": self.model, "messages": messages, "max_tokens": 48,
+                             "temperature": 0}
+                whole = self.client.chat.completions.create(**chat_body)
+                streamed = list(self.client.chat.completions.create(**chat_body, stream=True))
+                client_text = "".join(c.choices[0].delta.content or "" for c in streamed)
+                raw = self.raw_stream("/v1/chat/completions", chat_body)
+                cases.append((f"chat {content!r}", whole.choices[0].message.content,
+                              whole.choices[0].finish_reason,
+                              [(client_text, [c.choices[0].finish_reason for c in streamed],
+                                True), raw]))
+                completion_body = {"model": self.model, "prompt": content, "max_tokens": 48,
+                                   "temperature": 0}
+                whole = self.client.completions.create(**completion_body)
+                raw = self.raw_stream("/v1/completions", completion_body)
+                cases.append((f"completion {content!r}", whole.choices[0].text,
+                              whole.choices[0].finish_reason, [raw]))
+            except Exception as e:  # reported below, with the others
+                errors.append(f"{content!r}: {e!r}")
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in MULTILINGUAL]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(cases), 2 * len(MULTILINGUAL))
+        non_ascii = 0
+        for label, text, reason, streams in cases:
+            non_ascii += any(ord(ch) > 127 for ch in text)
+            for streamed_text, reasons, done in streams:
+                with self.subTest(case=label):
+                    self.assertEqual(streamed_text, text)
+                    self.assertEqual(reasons[-1], reason)
+                    self.assertTrue(all(r is None for r in reasons[:-1]), reasons)
+                    self.assertTrue(done)
+        # The replies must really be non-ASCII for this to test anything.
+        self.assertGreaterEqual(non_ascii, len(MULTILINGUAL), cases)
+
+    def test_a_reply_cut_inside_a_character_streams_as_it_ends_whole(self):
+        """max_tokens ending between the bytes of one character: the whole and streamed
+        replies both end with U+FFFD for the unfinished character, and nothing else differs."""
+        prompt = "Emoji: 😀😃😄😁😆😅😂🤣😊😇🙂🙃😉😌😍🥰😘😗😙😚"
+        cut_inside = 0
+        for max_tokens in range(1, 9):
+            body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens,
+                    "temperature": 0}
+            with self.subTest(max_tokens=max_tokens):
+                whole = self.client.completions.create(**body).choices[0]
+                text, reasons, done = self.raw_stream("/v1/completions", body)
+                self.assertEqual(text, whole.text)
+                self.assertEqual(reasons[-1], "length")
+                self.assertTrue(done)
+                cut_inside += whole.text.endswith("\ufffd")
+        self.assertGreater(cut_inside, 0, "no max_tokens ended inside a character")
+
+    def test_cli_text_output_equals_its_json_text(self):
+        """`generate` and `chat` print in text mode exactly the text their JSON reports."""
+        for content in MULTILINGUAL[:4]:
+            with self.subTest(content=content):
+                expected = generate("--chat", content, "-n", "32")["text"]
+                printed = subprocess.run(
+                    [XLACEL, "generate", "--temp", "0", "--context", str(CONTEXT),
+                     "--chat", content, "-n", "32"],
+                    check=True, capture_output=True).stdout.decode()
+                self.assertEqual(printed, expected + "\n")
+                chat = subprocess.run(
+                    [XLACEL, "chat", "--temp", "0", "--context", str(CONTEXT), "-n", "32"],
+                    input=(content + "\n").encode(), check=True,
+                    capture_output=True).stdout.decode()
+                self.assertEqual(chat, expected + "\n")
 
     # --- batching ----------------------------------------------------------------------------
 

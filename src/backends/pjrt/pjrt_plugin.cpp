@@ -32,20 +32,6 @@ WheelPlugin wheel_plugin(device::DeviceKind device) {
   return {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", kCpuPluginPackage, "CPU"};
 }
 
-// site-packages of the project venv (lib/python3.X/site-packages; the X is whatever made it).
-std::vector<fs::path> venv_site_packages() {
-  std::vector<fs::path> dirs;
-  auto lib = find_in_venv("lib");
-  if (!lib) return dirs;
-  std::error_code error;
-  for (fs::directory_iterator it(*lib, error), end; !error && it != end; it.increment(error)) {
-    if (!it->path().filename().string().starts_with("python")) continue;
-    fs::path site = it->path() / "site-packages";
-    if (fs::is_directory(site, error)) dirs.push_back(site);
-  }
-  return dirs;
-}
-
 fs::path checked_file(const fs::path& path, const std::string& how, device::DeviceKind device) {
   std::error_code error;
   if (!fs::exists(path, error)) {
