@@ -39,6 +39,26 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
   return std::as_bytes(std::span(values));
 }
 
+// The element type of a weight's scale and offset planes, as the loader keeps them.
+ElementType scale_element(const PlanarBlocks& planar) {
+  return planar.scales_f16 ? ElementType::kF16 : ElementType::kF32;
+}
+
+// A scale or offset plane's bytes as the loader keeps them (f16 where the format's are).
+std::vector<std::byte> plane_bytes(const PlanarBlocks& planar, const std::vector<float>& values) {
+  if (!planar.scales_f16) {
+    auto bytes = std::as_bytes(std::span(values));
+    return {bytes.begin(), bytes.end()};
+  }
+  std::vector<uint16_t> narrow(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    narrow[i] = float_to_half(values[i]);
+    EXPECT_EQ(half_to_float(narrow[i]), values[i]) << "not an f16 number";
+  }
+  auto bytes = std::as_bytes(std::span(narrow));
+  return {bytes.begin(), bytes.end()};
+}
+
 // The planes of a rows x cols weight as arguments of `f`: codes (bytes or nibbles), scales,
 // offsets (when the format has them).
 models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& planar, int64_t rows,
@@ -46,10 +66,10 @@ models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& plan
   const int64_t groups = cols / planar.group_size;
   Value codes =
       f.argument("codes", TensorType(ElementType::kI8, {rows, cols * planar.code_bits / 8}));
-  Value scales = f.argument("scales", TensorType(ElementType::kF32, {rows, groups}));
+  Value scales = f.argument("scales", TensorType(scale_element(planar), {rows, groups}));
   std::optional<Value> offset_plane;
   if (!planar.offsets.empty()) {
-    offset_plane = f.argument("offsets", TensorType(ElementType::kF32, {rows, groups}));
+    offset_plane = f.argument("offsets", TensorType(scale_element(planar), {rows, groups}));
   }
   return models::Weight(codes, scales, offset_plane, planar.code_bits);
 }
@@ -76,9 +96,11 @@ std::vector<device::BufferPtr> upload_planes(device::Device& device, const Plana
   std::vector<device::BufferPtr> buffers;
   buffers.push_back(device.upload(bytes_of(planar.codes), ElementType::kI8,
                                   std::vector<int64_t>{rows, cols * planar.code_bits / 8}));
-  buffers.push_back(device.upload(bytes_of(planar.scales), ElementType::kF32, groups));
+  buffers.push_back(
+      device.upload(plane_bytes(planar, planar.scales), scale_element(planar), groups));
   if (!planar.offsets.empty()) {
-    buffers.push_back(device.upload(bytes_of(planar.offsets), ElementType::kF32, groups));
+    buffers.push_back(
+        device.upload(plane_bytes(planar, planar.offsets), scale_element(planar), groups));
   }
   return buffers;
 }
@@ -305,6 +327,10 @@ TEST(ResidentWeightSpecs, TheDefaultModelKeepsItsBlockFormatsAsPlanes) {
   EXPECT_EQ(by_name["l0_q_proj_nibbles"]->element, ElementType::kI8);
   EXPECT_EQ(by_name["l0_q_proj_nibbles"]->shape, (std::vector<int64_t>{576, 288}));
   EXPECT_EQ(by_name["l0_q_proj_scales"]->shape, (std::vector<int64_t>{576, 18}));
+  // Q4_1 and Q8_0 store their scales (and Q4_1 its minimums) as f16: kept so, exactly.
+  EXPECT_EQ(by_name["l0_q_proj_scales"]->element, ElementType::kF16);
+  EXPECT_EQ(by_name["l0_q_proj_offsets"]->element, ElementType::kF16);
+  EXPECT_EQ(by_name["embed_tokens_scales"]->element, ElementType::kF16);
   EXPECT_TRUE(by_name.count("l0_q_proj_offsets"));
   EXPECT_TRUE(by_name.count("embed_tokens_codes"));
   EXPECT_TRUE(by_name.count("embed_tokens_scales"));

@@ -19,8 +19,8 @@ struct PlanarOperands {
   stablehlo::Value codes;
   int code_bits = 8;
   int code_bias = 0;
-  stablehlo::Value scales;                  // f32 [N, K / group]
-  std::optional<stablehlo::Value> offsets;  // f32 [N, K / group], formats with a minimum
+  stablehlo::Value scales;                  // f32 or f16 [N, K / group]
+  std::optional<stablehlo::Value> offsets;  // as scales, formats with a minimum
 };
 
 class PlanarKernel {

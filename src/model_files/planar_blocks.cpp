@@ -201,9 +201,15 @@ bool planar_has_offsets(DType dtype) {
          dtype == DType::kQ5_K;
 }
 
+bool planar_scales_are_f16(DType dtype) {
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1 ||
+         dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
+}
+
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
   PlanarBlocks planar;
   planar.group_size = planar_group_size(dtype);
+  planar.scales_f16 = planar_scales_are_f16(dtype);
   const auto group = static_cast<std::size_t>(planar.group_size);
   planar.codes.resize(elements);
   planar.scales.resize(elements / group);

@@ -29,6 +29,10 @@ bool is_block_quantized(DType dtype);
 // Elements per scale: 16 for Q6_K, 32 for the others.
 int64_t planar_group_size(DType dtype);
 bool planar_has_offsets(DType dtype);
+// Whether the format's scales (and offsets) are f16 numbers as the file stores them (Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1: d and m), so that an f16 plane holds them exactly and the planes keep the
+// file's bytes; the K-quants' are products (d * sc, dmin * m) that need f32.
+bool planar_scales_are_f16(DType dtype);
 // Bits per stored code: 4 (nibbles) or 8 (one i8 per element).
 int planar_code_bits(DType dtype);
 // What is added to a nibble to give its code: the one rule both the packing and the graphs follow.
@@ -43,6 +47,7 @@ struct PlanarBlocks {
   std::vector<int8_t> codes;   // row-major like the tensor (a byte holds two nibbles)
   std::vector<float> scales;   // one per group
   std::vector<float> offsets;  // one per group; empty when the format has none
+  bool scales_f16 = false;     // every scale and offset is an f16 number (planar_scales_are_f16)
 };
 
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.

@@ -68,7 +68,7 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
     scales.shape = {spec.shape[0], groups};
-    scales.element = ElementType::kF32;
+    scales.element = planar_scales_are_f16(*stored) ? ElementType::kF16 : ElementType::kF32;
     scales.part = WeightPart::kScales;
     resident.push_back(codes);
     resident.push_back(scales);
@@ -119,9 +119,14 @@ Value dequantized_groups(const Weight& weight) {
   const int64_t group = weight.cols() / groups;
   const std::vector<int64_t> shape = {rows, groups, group};
   Value codes = convert(codes_by_group(weight), ElementType::kF32);
-  // Two roundings, as the gguf package: scale * code, then + offset (never fused).
-  Value values = broadcast_in_dim(*weight.scales, shape, {0, 1}) * codes;
-  if (weight.offsets) values = values + broadcast_in_dim(*weight.offsets, shape, {0, 1});
+  // f16 scales and offsets widen exactly; then two roundings, as the gguf package: scale * code,
+  // then + offset (never fused).
+  auto by_group = [&](Value plane) {
+    if (plane.element() != ElementType::kF32) plane = convert(plane, ElementType::kF32);
+    return broadcast_in_dim(plane, shape, {0, 1});
+  };
+  Value values = by_group(*weight.scales) * codes;
+  if (weight.offsets) values = values + by_group(*weight.offsets);
   return values;
 }
 

@@ -6,8 +6,10 @@
 //   <name>_codes    i8  [rows, cols]          codes
 //   <name>_nibbles  i8  [rows, cols / 2]      codes of the 4-bit formats, two per byte (in place
 //                                             of _codes; layout and bias: planar_blocks.h)
-//   <name>_scales   f32 [rows, cols / group]  per-group scales
-//   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum)
+//   <name>_scales   f32 [rows, cols / group]  per-group scales (f16 where the file stores them
+//                                             as f16: planar_scales_are_f16)
+//   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum; as the
+//                                             scales)
 //
 // and the graph forms scale * code (+ offset) in f32 where it uses the weight, the same values
 // transformers computes with after dequantizing the GGUF. Matrices stored as f16/bf16 stay

@@ -115,6 +115,15 @@ HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
   return result;
 }
 
+// A scale or offset plane in the spec's element type: f32, or f16 for the formats whose values
+// are f16 numbers (planar_scales_are_f16), which narrowing then keeps exactly.
+HostTensor plane_tensor(const WeightSpec& spec, const std::vector<float>& values) {
+  if (spec.element == ElementType::kF32) return host_tensor(spec, values);
+  std::vector<uint16_t> narrow(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) narrow[i] = float_to_half(values[i]);
+  return host_tensor(spec, narrow);
+}
+
 // The planes of a block-format weight: every spec of `planes` (codes, scales, offsets) from one
 // decomposition of the tensor.
 std::vector<HostTensor> prepare_planes(const ModelFiles& files,
@@ -149,10 +158,10 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
         result.push_back(host_tensor(spec, planar.codes));
         break;
       case WeightPart::kScales:
-        result.push_back(host_tensor(spec, planar.scales));
+        result.push_back(plane_tensor(spec, planar.scales));
         break;
       case WeightPart::kOffsets:
-        result.push_back(host_tensor(spec, planar.offsets));
+        result.push_back(plane_tensor(spec, planar.offsets));
         break;
       case WeightPart::kValues:
         break;

@@ -89,15 +89,19 @@ std::string executable_text(const std::string& name, const std::filesystem::path
 }
 
 // The functions of a planar product (xlacel_planar_matmul_workgroup).
+// Scales and offsets are f32 or f16 (`scale`: "f32" or "f16").
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
-                             int64_t group, bool offsets, int code_bits, int code_bias) {
+                             int64_t group, bool offsets, int code_bits, int code_bias,
+                             const std::string& scale) {
   const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
   const std::string offsets_view =
-      offsets ? "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
-                "memref<?xf32>{%ng}\n"
+      offsets ? fmt::format(
+                    "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
+                    "memref<?x{}>{{%ng}}\n",
+                    scale)
               : "";
   return fmt::format(
-      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
       func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{offsets_binding}, %x: !stream.binding, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
@@ -107,6 +111,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %has_offsets = arith.constant {has_offsets} : index
       %code_bits = arith.constant {code_bits} : index
       %code_bias = arith.constant {code_bias} : index
+      %scale_bits = arith.constant {scale_bits} : index
       %rows_per_workgroup = arith.constant {rows_per_workgroup} : index
       %codes_size = arith.constant {codes_size} : index
       %ng = arith.constant {ng} : index
@@ -114,10 +119,10 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %tn = arith.constant {tn} : index
       %workgroup = stream.dispatch.workgroup.id[0] : index
       %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%codes_size}}
-      %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?xf32>{{%ng}}
+      %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?x{scale}>{{%ng}}
 {offsets_view}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
       %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index) -> ()
+      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
       return
       }}
 )",
@@ -127,7 +132,8 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
       fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * (k / group)),
       fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("offsets_view", offsets_view),
-      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"));
+      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"), fmt::arg("scale", scale),
+      fmt::arg("scale_bits", scale == "f16" ? 16 : 32));
 }
 
 // The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
@@ -192,9 +198,12 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const int64_t group = k / weight.scales.shape()[1];
     const bool centred = weight.code_bits == 4 && weight.code_bias == -8 && !weight.offsets;
     const bool biased_right = weight.code_bias == 0 || centred;
-    if (!handles(rows, group, weight.code_bits) || !biased_right || x.shape()[1] != k ||
-        x.element() != ElementType::kF32 || weight.codes.element() != ElementType::kI8 ||
-        weight.scales.shape()[1] * group != k) {
+    const ElementType scale = weight.scales.element();
+    const bool scales_right = (scale == ElementType::kF32 || scale == ElementType::kF16) &&
+                              (!weight.offsets || weight.offsets->element() == scale);
+    if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right ||
+        x.shape()[1] != k || x.element() != ElementType::kF32 ||
+        weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
       throw Error(fmt::format(
           "planar kernel: cannot multiply {} by {}-bit codes {} (bias {}) with scales {}",
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
@@ -202,15 +211,16 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     }
     const bool offsets = weight.offsets.has_value();
     const std::string name =
-        fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}", rows, n, k, group,
-                    weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "");
+        fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}{}", rows, n, k, group,
+                    weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "",
+                    scale == ElementType::kF16 ? "_f16" : "");
     std::vector<Value> operands = {weight.codes, weight.scales};
     if (offsets) operands.push_back(*weight.offsets);
     operands.push_back(x);
-    return dispatch(
-        x, name, object_, n,
-        planar_functions(name, rows, n, k, group, offsets, weight.code_bits, weight.code_bias),
-        std::move(operands));
+    return dispatch(x, name, object_, n,
+                    planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
+                                     weight.code_bias, scale == ElementType::kF16 ? "f16" : "f32"),
+                    std::move(operands));
   }
 
   bool handles_wide(int64_t rows, ElementType element, int64_t k) const override {

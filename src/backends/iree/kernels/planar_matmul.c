@@ -1,12 +1,14 @@
-// A hand-written product of activation rows with a weight kept as planes (codes, f32 scales and
-// optional f32 offsets per group of 16 or 32 columns), linked into IREE's llvm-cpu executables as
+// A hand-written product of activation rows with a weight kept as planes (codes, scales and
+// optional offsets per group of 16 or 32 columns, f32 or f16), linked into IREE's llvm-cpu executables as
 // an external object (IREE's custom-dispatch extension point). The graph's pure StableHLO product
 // is the reference this is tested against; this exists because llvm-cpu reduces every 32-wide
 // group to a scalar and converts and scales each weight again per row.
 //
 // Codes come one per byte (i8), or two per byte (nibbles: per group of 32, byte j holds element
 // j in its low nibble and element j + 16 in its high nibble; the code is the nibble, less 8 when
-// the weight is centred). Nibbles halve the bytes a 4-bit format reads.
+// the weight is centred). Nibbles halve the bytes a 4-bit format reads. Scales and offsets are f16
+// where the format stores them so (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: widened exactly, so the weight
+// keeps the file's bytes), f32 where they are products (the K-quants' d * sc).
 //
 // Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
@@ -132,13 +134,23 @@ INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets) {
   return has_offsets ? vec_add(value, offset) : value;
 }
 
+// Value g of a scale or offset plane: f32, or f16 (half) widened exactly.
+INLINE float plane_value(const void* plane, size_t g, int half) {
+  return half ? _cvtsh_ss(((const uint16_t*)plane)[g]) : ((const float*)plane)[g];
+}
+
+// Where row `row` of a plane of `groups` values per row starts.
+INLINE const void* plane_row(const void* plane, size_t row, size_t groups, int half) {
+  return (const char*)plane + row * groups * (half ? 2 : 4);
+}
+
 // Group g of one weight row times one activation row, into one accumulator per vector.
-INLINE void group_times_one(const uint8_t* codes, const float* scales, const float* offsets,
-                            int has_offsets, enum CodeForm form, const float* x, size_t g,
-                            vec* acc) {
+INLINE void group_times_one(const uint8_t* codes, const void* scales, const void* offsets,
+                            int has_offsets, int half, enum CodeForm form, const float* x,
+                            size_t g, vec* acc) {
   const size_t vectors = vectors_per_group(form);
-  const vec scale = vec_broadcast(scales[g]);
-  const vec offset = has_offsets ? vec_broadcast(offsets[g]) : scale;
+  const vec scale = vec_broadcast(plane_value(scales, g, half));
+  const vec offset = has_offsets ? vec_broadcast(plane_value(offsets, g, half)) : scale;
   vec code[MAX_VECTORS_PER_GROUP];
   group_codes(codes, g, form, code);
   for (size_t v = 0; v < vectors; ++v) {
@@ -150,32 +162,36 @@ INLINE void group_times_one(const uint8_t* codes, const float* scales, const flo
 // One activation row: four independent accumulators (a chain of dependent FMAs would wait on
 // their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
 // once at the end.
-INLINE float row_times_one(const uint8_t* codes, const float* scales, const float* offsets,
-                           int has_offsets, enum CodeForm form, const float* x, size_t groups) {
+INLINE float row_times_one(const uint8_t* codes, const void* scales, const void* offsets,
+                           int has_offsets, int half, enum CodeForm form, const float* x,
+                           size_t groups) {
   const size_t vectors = vectors_per_group(form);
   const size_t step = MAX_VECTORS_PER_GROUP / vectors;
   vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
   size_t g = 0;
   for (; g + step <= groups; g += step) {
     for (size_t u = 0; u < step; ++u) {
-      group_times_one(codes, scales, offsets, has_offsets, form, x, g + u, acc + u * vectors);
+      group_times_one(codes, scales, offsets, has_offsets, half, form, x, g + u,
+                      acc + u * vectors);
     }
   }
-  for (; g < groups; ++g) group_times_one(codes, scales, offsets, has_offsets, form, x, g, acc);
+  for (; g < groups; ++g) {
+    group_times_one(codes, scales, offsets, has_offsets, half, form, x, g, acc);
+  }
   return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
 }
 
 // `rows` activation rows (x [rows, k]): each dequantized vector feeds one FMA per row, so the
 // rows' chains interleave.
-INLINE void row_times_many(const uint8_t* codes, const float* scales, const float* offsets,
-                           int has_offsets, enum CodeForm form, const float* x, size_t k,
-                           size_t rows, size_t groups, float* out, size_t out_stride) {
+INLINE void row_times_many(const uint8_t* codes, const void* scales, const void* offsets,
+                           int has_offsets, int half, enum CodeForm form, const float* x,
+                           size_t k, size_t rows, size_t groups, float* out, size_t out_stride) {
   const size_t vectors = vectors_per_group(form);
   vec acc[MAX_ACTIVATION_ROWS];
   for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
   for (size_t g = 0; g < groups; ++g) {
-    const vec scale = vec_broadcast(scales[g]);
-    const vec offset = has_offsets ? vec_broadcast(offsets[g]) : scale;
+    const vec scale = vec_broadcast(plane_value(scales, g, half));
+    const vec offset = has_offsets ? vec_broadcast(plane_value(offsets, g, half)) : scale;
     vec code[MAX_VECTORS_PER_GROUP];
     group_codes(codes, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
@@ -188,48 +204,77 @@ INLINE void row_times_many(const uint8_t* codes, const float* scales, const floa
 }
 
 // Planes of weight row `row` into the cache.
-INLINE void prefetch_row(const uint8_t* codes, const float* scales, const float* offsets,
-                         int has_offsets, size_t row, size_t row_bytes, size_t groups) {
+INLINE void prefetch_row(const uint8_t* codes, const void* scales, const void* offsets,
+                         int has_offsets, int half, size_t row, size_t row_bytes, size_t groups) {
   const uint8_t* c = codes + row * row_bytes;
   for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch((const char*)(c + b), _MM_HINT_T0);
-  const float* s = scales + row * groups;
-  const float* o = offsets + row * groups;
-  for (size_t g = 0; g < groups; g += 16) {
-    _mm_prefetch((const char*)(s + g), _MM_HINT_T0);
-    if (has_offsets) _mm_prefetch((const char*)(o + g), _MM_HINT_T0);
+  const char* s = (const char*)plane_row(scales, row, groups, half);
+  const char* o = (const char*)plane_row(offsets, row, groups, half);
+  const size_t plane_bytes = groups * (half ? 2 : 4);
+  for (size_t b = 0; b < plane_bytes; b += 64) {
+    _mm_prefetch(s + b, _MM_HINT_T0);
+    if (has_offsets) _mm_prefetch(o + b, _MM_HINT_T0);
   }
 }
 
-// Specialised on the constant row count, code form and offsets so that the loops above unroll
-// and the accumulators stay in registers. Weight rows [first, last) times `ROWS` rows of x.
-#define SPECIALISE(ROWS, FORM, OFFSETS)                                                          \
-  static void rows##ROWS##_##FORM##_offsets##OFFSETS(                                            \
-      const uint8_t* codes, const float* scales, const float* offsets, const float* x, float* y, \
-      size_t n, size_t k, size_t first, size_t last) {                                           \
-    const size_t group = vectors_per_group(FORM) * LANES;                                        \
-    const size_t groups = k / group;                                                             \
-    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k;     \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                           \
-    for (size_t row = first; row < last; ++row) {                                                \
-      if (row + ahead < n) {                                                                     \
-        prefetch_row(codes, scales, offsets, OFFSETS, row + ahead, row_bytes, groups);           \
-      }                                                                                          \
-      const uint8_t* c = codes + row * row_bytes;                                                \
-      const float* s = scales + row * groups;                                                    \
-      const float* o = OFFSETS ? offsets + row * groups : s;                                     \
-      if (ROWS == 1) {                                                                           \
-        y[row] = row_times_one(c, s, o, OFFSETS, FORM, x, groups);                               \
-      } else {                                                                                   \
-        row_times_many(c, s, o, OFFSETS, FORM, x, k, ROWS, groups, y + row, n);                  \
-      }                                                                                          \
-    }                                                                                            \
+// Specialised on the constant row count, code form, offsets and scale width so that the loops
+// above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
+// rows of x.
+#define SPECIALISE(ROWS, FORM, OFFSETS, HALF)                                                     \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_half##HALF(                                \
+      const uint8_t* codes, const void* scales, const void* offsets, const float* x, float* y,    \
+      size_t n, size_t k, size_t first, size_t last) {                                            \
+    const size_t group = vectors_per_group(FORM) * LANES;                                         \
+    const size_t groups = k / group;                                                              \
+    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k;      \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                            \
+    for (size_t row = first; row < last; ++row) {                                                 \
+      if (row + ahead < n) {                                                                      \
+        prefetch_row(codes, scales, offsets, OFFSETS, HALF, row + ahead, row_bytes, groups);      \
+      }                                                                                           \
+      const uint8_t* c = codes + row * row_bytes;                                                 \
+      const void* s = plane_row(scales, row, groups, HALF);                                       \
+      const void* o = OFFSETS ? plane_row(offsets, row, groups, HALF) : s;                        \
+      if (ROWS == 1) {                                                                            \
+        y[row] = row_times_one(c, s, o, OFFSETS, HALF, FORM, x, groups);                          \
+      } else {                                                                                    \
+        row_times_many(c, s, o, OFFSETS, HALF, FORM, x, k, ROWS, groups, y + row, n);             \
+      }                                                                                           \
+    }                                                                                             \
   }
-#define SPECIALISE_ROWS(ROWS)   \
-  SPECIALISE(ROWS, BYTES_16, 0) \
-  SPECIALISE(ROWS, BYTES_16, 1) \
-  SPECIALISE(ROWS, BYTES_32, 0) \
-  SPECIALISE(ROWS, BYTES_32, 1) \
-  SPECIALISE(ROWS, NIBBLES_32, 1) SPECIALISE(ROWS, NIBBLES_32_CENTRED, 0)
+// Every form with and without offsets and f16 scales, but nibbles: those have offsets exactly
+// when they are not centred.
+#define SPECIALISE_SCALES(ROWS, FORM, OFFSETS) \
+  SPECIALISE(ROWS, FORM, OFFSETS, 0) SPECIALISE(ROWS, FORM, OFFSETS, 1)
+#define SPECIALISE_ROWS(ROWS)                                                           \
+  SPECIALISE_SCALES(ROWS, BYTES_16, 0)                                                  \
+  SPECIALISE_SCALES(ROWS, BYTES_16, 1)                                                  \
+  SPECIALISE_SCALES(ROWS, BYTES_32, 0)                                                  \
+  SPECIALISE_SCALES(ROWS, BYTES_32, 1)                                                  \
+  SPECIALISE_SCALES(ROWS, NIBBLES_32, 1) SPECIALISE_SCALES(ROWS, NIBBLES_32_CENTRED, 0) \
+  /* One pass of ROWS rows of x, whatever the weight's form. */                         \
+  static void pass##ROWS(enum CodeForm form, int has_offsets, int half, const uint8_t* codes, \
+                         const void* scales, const void* offsets, const float* x, float* y,   \
+                         size_t n, size_t k, size_t first, size_t last) {                     \
+    PASS_FORM(ROWS, BYTES_16, 0)                                                        \
+    PASS_FORM(ROWS, BYTES_16, 1)                                                        \
+    PASS_FORM(ROWS, BYTES_32, 0)                                                        \
+    PASS_FORM(ROWS, BYTES_32, 1)                                                        \
+    PASS_FORM(ROWS, NIBBLES_32, 1)                                                      \
+    PASS_FORM(ROWS, NIBBLES_32_CENTRED, 0)                                              \
+  }
+// A switch, not a table of function pointers: the embedded library may hold no relocated data.
+#define PASS_FORM(ROWS, FORM, OFFSETS)                                                           \
+  if (form == FORM && has_offsets == OFFSETS) {                                                  \
+    if (half) {                                                                                  \
+      rows##ROWS##_##FORM##_offsets##OFFSETS##_half1(codes, scales, offsets, x, y, n, k, first,  \
+                                                     last);                                      \
+    } else {                                                                                     \
+      rows##ROWS##_##FORM##_offsets##OFFSETS##_half0(codes, scales, offsets, x, y, n, k, first,  \
+                                                     last);                                      \
+    }                                                                                            \
+    return;                                                                                      \
+  }
 SPECIALISE_ROWS(1)
 SPECIALISE_ROWS(2)
 SPECIALISE_ROWS(3)
@@ -268,14 +313,15 @@ INLINE size_t pass_rows(size_t left) {
 
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
-// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group].
-// `offsets` is read only when has_offsets (the emitter passes the scales again otherwise); group is
-// 16 or 32.
-void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const float, scales),
-                                    MEMREF(const float, offsets), MEMREF(const float, x),
+// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group]
+// of f32 (scale_bits 32) or f16 (scale_bits 16). `offsets` is read only when has_offsets (the
+// emitter passes the scales again otherwise); group is 16 or 32.
+void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const void, scales),
+                                    MEMREF(const void, offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                                    size_t rows_per_workgroup, size_t workgroup) {
+                                    size_t scale_bits, size_t rows_per_workgroup,
+                                    size_t workgroup) {
   (void)codes_allocated, (void)codes_size, (void)codes_stride;
   (void)scales_allocated, (void)scales_size, (void)scales_stride;
   (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
@@ -296,25 +342,17 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const f
   } else {
     return;  // the emitter emits only the forms above
   }
-  codes += codes_offset, scales += scales_offset, offsets += offsets_offset;
+  if (scale_bits != 16 && scale_bits != 32) return;
+  const int half = scale_bits == 16;
+  const size_t scale_bytes = half ? 2 : 4;
+  codes += codes_offset;
+  const char* scale_plane = (const char*)scales + scales_offset * scale_bytes;
+  const char* offset_plane = (const char*)offsets + offsets_offset * scale_bytes;
   x += x_offset, y += y_offset;
-  // A switch, not a table of function pointers: the embedded library may hold no relocated data.
-#define CASE(ROWS)                                                                                 \
-  case ROWS:                                                                                       \
-    if (form == BYTES_16 && has_offsets) {                                                         \
-      rows##ROWS##_BYTES_16_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
-    } else if (form == BYTES_16) {                                                                 \
-      rows##ROWS##_BYTES_16_offsets0(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
-    } else if (form == BYTES_32 && has_offsets) {                                                  \
-      rows##ROWS##_BYTES_32_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
-    } else if (form == BYTES_32) {                                                                 \
-      rows##ROWS##_BYTES_32_offsets0(codes, scales, offsets, x_pass, y_pass, n, k, first, last);   \
-    } else if (form == NIBBLES_32) {                                                               \
-      rows##ROWS##_NIBBLES_32_offsets1(codes, scales, offsets, x_pass, y_pass, n, k, first, last); \
-    } else {                                                                                       \
-      rows##ROWS##_NIBBLES_32_CENTRED_offsets0(codes, scales, offsets, x_pass, y_pass, n, k,       \
-                                               first, last);                                       \
-    }                                                                                              \
+#define CASE(ROWS)                                                                    \
+  case ROWS:                                                                          \
+    pass##ROWS(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x_pass, \
+               y_pass, n, k, first, last);                                            \
     break;
   FOR_EACH_PASS
 #undef CASE
