@@ -37,9 +37,10 @@ namespace fs = std::filesystem;
 using models::GraphKind;
 using models::WeightType;
 
-// meta-llama/Llama-3.2-1B's config.json, as tools/gpu/make_random_llama.py writes it. Every layer
-// emits the same dispatches, so 2 layers instead of 16 compile exactly the dispatch shapes of the
-// real model (layer 0 follows the embedding lookup, layer 1 a residual) at an eighth of the time.
+// meta-llama/Llama-3.2-1B's config.json, as tools/gpu/make_random_llama.py writes it, but with 2
+// layers instead of 16: every layer emits the same dispatches, so 2 compile exactly the dispatch
+// shapes of the real model (layer 0 follows the embedding lookup, layer 1 a residual), and the
+// compile time grows with the layers.
 constexpr const char* kConfig = R"({
   "architectures": ["LlamaForCausalLM"], "model_type": "llama",
   "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 2,
