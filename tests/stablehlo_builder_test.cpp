@@ -104,6 +104,7 @@ TEST(StablehloInference, DataMovement) {
             f32({2, 3, 4}));
   EXPECT_EQ(concatenate({x, x, slice(x, {0, 0, 0}, {2, 3, 1})}, 2).type(), f32({2, 3, 9}));
   EXPECT_EQ(take(table, ids).type(), f32({5, 7, 4}));
+  EXPECT_EQ(optimization_barrier(x).type(), f32({2, 3, 4}));
   // Per-row gather of 2-d starts: indices [5, 2] index dims (0, 1) of x, slices of 1x1x4.
   Value starts = reshape(slice(ids, {0, 0}, {5, 2}), {5, 2});
   GatherDimensions d{.offset_dims = {1},
@@ -125,6 +126,10 @@ TEST(StablehloInference, DataMovement) {
                       "collapsed_slice_dims = [0, 1], start_index_map = [0, 1], "
                       "index_vector_dim = 1>, indices_are_sorted = false, "
                       "slice_sizes = array<i64: 1, 1, 4>}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"stablehlo.optimization_barrier\"(%x) : (tensor<2x3x4xf32>) -> "
+                      "tensor<2x3x4xf32>"),
             std::string::npos)
       << text;
 }

@@ -243,6 +243,14 @@ std::vector<OpCase> op_cases() {
                                         .index_vector_dim = 1};
                      return {take(x[0], x[1]), gather(x[2], x[3], d, {1, 4, 2})};
                    }});
+  cases.push_back({"optimization_barrier",
+                   {{F({2, 3}), uniform(-1, 1, {2, 3})}, {I({4}), "[1, -2, 3, 7]"}},
+                   "out = (x0 + x0, x1)",
+                   0,
+                   0,
+                   [](Module&, Function&, const Args& x) -> Results {
+                     return {optimization_barrier(x[0] + x[0]), optimization_barrier(x[1])};
+                   }});
   cases.push_back(
       {"gather_batching",
        {{F({2, 3, 4}), uniform(-1, 1, {2, 3, 4})}, {I({2, 5, 1}), "rng.integers(0, 3, (2, 5, 1))"}},

@@ -137,11 +137,20 @@ Value dequantized(const Weight& weight) {
 }
 
 Value take_rows(const Weight& weight, Value ids) {
-  if (!weight.planar()) return dequantized(Weight(take(weight.values, ids)));
-  std::optional<Value> offsets;
-  if (weight.offsets) offsets = take(*weight.offsets, ids);
-  return dequantized(
-      Weight(take(weight.values, ids), take(*weight.scales, ids), offsets, weight.code_bits));
+  Value rows;
+  if (!weight.planar()) {
+    rows = dequantized(Weight(take(weight.values, ids)));
+  } else {
+    std::optional<Value> offsets;
+    if (weight.offsets) offsets = take(*weight.offsets, ids);
+    rows = dequantized(
+        Weight(take(weight.values, ids), take(*weight.scales, ids), offsets, weight.code_bits));
+  }
+  // The looked-up rows are computed on their own. IREE llvm-cpu would otherwise fuse the gather
+  // into its consumer, and where that reduces over the row (the first RMSNorm) it stages the
+  // gathered rows of a tile whole on the stack: 4 to 8 rows x cols f32, 64 KiB at hidden 2048
+  // (Llama-3.2-1B prefill), over its 32 KiB limit from hidden 1024 on with 32 or more rows.
+  return optimization_barrier(rows);
 }
 
 }  // namespace xlacel::models

@@ -310,4 +310,10 @@ Value take(Value table, Value indices) {
   return gather(table, indices, d, slice_sizes);
 }
 
+Value optimization_barrier(Value operand) {
+  constexpr std::string_view kOp = "stablehlo.optimization_barrier";
+  require(kOp, {&operand, 1});
+  return detail::emit(std::string(kOp), {operand}, {}, operand.type());
+}
+
 }  // namespace xlacel::stablehlo

@@ -1,6 +1,7 @@
 #pragma once
 // Ops that move data without arithmetic: reshape, broadcast_in_dim, transpose, slice,
-// dynamic_slice, dynamic_update_slice, concatenate, gather (and take, a gather helper).
+// dynamic_slice, dynamic_update_slice, concatenate, gather (and take, a gather helper), and
+// optimization_barrier.
 #include <vector>
 
 #include "stablehlo/function.h"
@@ -40,5 +41,9 @@ Value gather(Value operand, Value start_indices, const GatherDimensions& dimensi
 // numpy.take(table, indices, axis=0) for in-range indices (out-of-range ones clamp): rows of
 // `table` (an embedding lookup). Result shape: indices.shape + table.shape[1:].
 Value take(Value table, Value indices);
+
+// The operand unchanged, as a value compilers must compute before (and not fuse into) its users:
+// IREE makes it the result of its own dispatch (see models::take_rows for why that matters).
+Value optimization_barrier(Value operand);
 
 }  // namespace xlacel::stablehlo

@@ -1,0 +1,227 @@
+// The graphs of a model of Llama-3.2-1B's shape (hidden 2048, intermediate 8192, 32 heads, 8 KV
+// heads, head_dim 64, vocab 128256, tied embeddings, llama3 RoPE) compile, on IREE llvm-cpu
+// through the IREE device (the flags and the planar kernel xlacel uses, into a fresh compile
+// cache) and on XLA's PJRT CPU plugin. The tiny models of the other tests cannot catch a failure
+// that only appears at size: IREE once kept a 64 KiB tile of the embedding lookup on the stack at
+// hidden 2048 (over its 32 KiB limit, models::take_rows), which only real sizes showed.
+//
+// Only config.json is written: emitting and compiling need no weights. Formats the weights are
+// kept in (WeightType::kAuto) come from ModelConfig::stored_types, set here as a file of that
+// format would. One case per distinct set of dispatches; see cases() for which and why.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backends.h"
+#include "common/error.h"
+#include "device/device.h"
+#include "model_files/model_files.h"
+#include "models/architecture.h"
+#include "models/graph_options.h"
+#include "runtime_availability.h"
+#include "test_paths.h"
+
+namespace xlacel {
+namespace {
+
+namespace fs = std::filesystem;
+using models::GraphKind;
+using models::WeightType;
+
+// meta-llama/Llama-3.2-1B's config.json, as tools/gpu/make_random_llama.py writes it, but with 2
+// layers instead of 16: every layer emits the same dispatches, so 2 compile exactly the dispatch
+// shapes of the real model (layer 0 follows the embedding lookup, layer 1 a residual), and the
+// compile time grows with the layers.
+constexpr const char* kConfig = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 2,
+  "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+  "vocab_size": 128256, "tie_word_embeddings": true, "max_position_embeddings": 131072,
+  "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "hidden_act": "silu",
+  "attention_bias": false, "mlp_bias": false,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "bos_token_id": 128000, "eos_token_id": 128001
+})";
+
+// What the weights are kept as: a weight type, and for kAuto the format the file stores every
+// matrix in; `kernel`: whether IREE's hand-written product takes the products (where the CPU
+// runs it), or the graph's own StableHLO product (the fallback without AVX2, or
+// XLACEL_IREE_NO_PLANAR_KERNEL=1).
+struct Case {
+  std::string name;
+  WeightType weights;
+  std::optional<DType> stored;
+  bool kernel = true;
+};
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.name;
+}
+
+// f32/bf16/f16: every weight converted at load (--weights). auto: bf16 (HF directories, BF16
+// GGUF) and f16 kept narrow; the GGUF block formats as planes, one case per distinct plane layout
+// (code bits, offsets, group): Q8_0 (as Q5_0), Q4_0, Q4_1 (as Q4_K), Q5_1 (as Q5_K), Q6_K. With
+// the kernel the planes differ only in the embedding lookup and the kernel's call; without it also
+// in the dequantization feeding each product, so each layout is compiled both ways.
+std::vector<Case> cases() {
+  std::vector<Case> all = {{"f32", WeightType::kF32, std::nullopt},
+                           {"bf16", WeightType::kBF16, std::nullopt},
+                           {"f16", WeightType::kF16, std::nullopt}};
+  const std::vector<std::pair<std::string, DType>> stored = {
+      {"BF16", DType::kBF16}, {"F16", DType::kF16},   {"Q8_0", DType::kQ8_0},
+      {"Q4_0", DType::kQ4_0}, {"Q4_1", DType::kQ4_1}, {"Q5_1", DType::kQ5_1},
+      {"Q6_K", DType::kQ6_K}};
+  for (bool kernel : {true, false}) {
+    for (const auto& [name, dtype] : stored) {
+      all.push_back({fmt::format("auto_{}{}", name, kernel ? "" : "_no_kernel"), WeightType::kAuto,
+                     dtype, kernel});
+    }
+  }
+  return all;
+}
+
+// This process's scratch directory: ctest runs each test in a process of its own, perhaps several
+// at once, so each writes its config and compile cache apart (and removes them when done).
+fs::path process_dir() {
+  static const fs::path dir = [] {
+    fs::path path = testing::scratch_dir("large_graph_compile") / std::to_string(::getpid());
+    fs::remove_all(path);
+    fs::create_directories(path);
+    return path;
+  }();
+  return dir;
+}
+
+ModelConfig one_b_config(const std::optional<DType>& stored) {
+  const fs::path dir = process_dir() / "llama-3.2-1b";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << kConfig;
+  ModelConfig config = ModelFiles::open(dir.string()).config();
+  if (stored) {
+    // What ModelFiles records for a file storing every matrix so (vectors stay f32).
+    const models::Architecture& architecture = models::architecture_for(config);
+    for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
+      if (spec.shape.size() == 2 && !spec.rope_inv_freq)
+        config.stored_types[spec.hf_name] = *stored;
+    }
+  }
+  return config;
+}
+
+// The graphs the executor compiles for one sequence of generate/bench (capacity 512, first
+// window): a 64-token prefill chunk and one-row decode. With more rows than one, IREE without
+// the kernel, and XLA, take f32 weights in place of planes (Executor::graph_weights); one-slot
+// prefill keeps the planes (Executor::prefill_weights).
+std::vector<models::GraphOptions> graphs(WeightType weights) {
+  models::GraphOptions prefill{.kind = GraphKind::kPrefill,
+                               .bucket = 64,
+                               .capacity = 512,
+                               .weights = weights,
+                               .slots = 1,
+                               .window = 128};
+  models::GraphOptions decode{.kind = GraphKind::kDecode,
+                              .bucket = 1,
+                              .capacity = 512,
+                              .weights = weights,
+                              .slots = 1,
+                              .window = 128};
+  return {prefill, decode};
+}
+
+// Emits and compiles (into an empty cache) `options`' graphs of `config` on `device`.
+void compile_all(device::Device& device, const ModelConfig& config,
+                 std::vector<models::GraphOptions> options, const std::string& label) {
+  const models::Architecture& architecture = models::architecture_for(config);
+  std::vector<device::GraphSource> sources;
+  for (const models::GraphOptions& graph : options) {
+    const std::string name = models::graph_name(graph);
+    sources.push_back({name, architecture.emit(config, graph), models::module_name(graph.kind),
+                       fmt::format("llama-3.2-1b-{}.{}.mlir", label, name)});
+  }
+  std::vector<device::GraphLoad> loads;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    device.load(sources, loads);
+  } catch (const Error& e) {
+    ADD_FAILURE() << label << ": " << e.what();
+    return;
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(loads.size(), sources.size());
+  for (const device::GraphLoad& load : loads) {
+    EXPECT_FALSE(load.cached) << load.graph << " came from the cache, not the compiler";
+  }
+  std::cout << fmt::format("{} {}: {} graphs compiled in {:.1f} s\n", device.runtime(), label,
+                           loads.size(), took.count());
+}
+
+class IreeLargeGraphs : public ::testing::TestWithParam<Case> {
+ protected:
+  static void SetUpTestSuite() {
+    if (auto missing = testing::missing_runtime("iree", 1)) {
+      skip_reason_ = new std::string(*missing);
+      return;
+    }
+    device::DeviceOptions options;
+    options.threads = 1;
+    options.compile_cache_dir = process_dir() / "iree-cache";
+    device_ = backends::open_device("iree", options, {}).release();
+  }
+  static void TearDownTestSuite() {
+    delete device_;
+    device_ = nullptr;
+    delete skip_reason_;
+    skip_reason_ = nullptr;
+    fs::remove_all(process_dir());
+  }
+
+  static device::Device* device_;
+  static std::string* skip_reason_;
+};
+device::Device* IreeLargeGraphs::device_ = nullptr;
+std::string* IreeLargeGraphs::skip_reason_ = nullptr;
+
+TEST_P(IreeLargeGraphs, PrefillAndDecodeCompile) {
+  if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+  const Case& c = GetParam();
+  ModelConfig config = one_b_config(c.stored);
+  std::vector<models::GraphOptions> options = graphs(c.weights);
+  if (c.weights == WeightType::kAuto) {
+    const device::PlanarKernel* kernel = c.kernel ? device_->planar_kernel() : nullptr;
+    if (c.kernel && kernel == nullptr) {
+      GTEST_SKIP() << "this CPU does not run the planar kernel (the _no_kernel cases cover it)";
+    }
+    for (models::GraphOptions& graph : options) graph.planar_kernel = kernel;
+  }
+  compile_all(*device_, config, options, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Llama32_1B, IreeLargeGraphs, ::testing::ValuesIn(cases()),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+// XLA takes f32/bf16/f16 weights (kAuto: an f32 copy, the f32 graphs).
+TEST(XlaLargeGraphs, PrefillAndDecodeCompile) {
+  if (auto missing = testing::missing_runtime("xla", 1)) GTEST_SKIP() << *missing;
+  device::DeviceOptions options;
+  options.threads = 1;
+  options.compile_cache_dir = process_dir() / "xla-cache";
+  std::unique_ptr<device::Device> device = backends::open_device("xla", options, {});
+  for (WeightType weights : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
+    compile_all(*device, one_b_config(std::nullopt), graphs(weights),
+                models::weight_type_name(weights));
+  }
+  device.reset();
+  fs::remove_all(process_dir());
+}
+
+}  // namespace
+}  // namespace xlacel
