@@ -225,19 +225,28 @@ void run_bench(const BenchCommandOptions& options) {
   // Every run sends the same prompt: reusing the previous run's KV cache would skip its prefill.
   engine_options.scheduler.prefix_reuse = false;
 
-  // Cold compile into an empty cache of our own, then the same graphs from that cache.
-  std::filesystem::path cold_dir;
+  // Cold compile into an empty cache of our own, then the same graphs from that cache. The cache
+  // lives until the bench ends (declared before the engine, so removed after it): graphs compiled
+  // later (longer attention windows, batch sizes) go into it and link the kernel object it holds.
+  struct RemovedAtExit {
+    std::filesystem::path dir;
+    ~RemovedAtExit() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } cold_cache;
   std::optional<executor::LoadReport> cold_report;
   if (options.cold_compile) {
-    cold_dir = std::filesystem::temp_directory_path() /
-               fmt::format("xlacel-bench-{}", static_cast<long>(::getpid()));
+    const std::filesystem::path cold_dir =
+        std::filesystem::temp_directory_path() /
+        fmt::format("xlacel-bench-{}", static_cast<long>(::getpid()));
     std::filesystem::remove_all(cold_dir);
+    cold_cache.dir = cold_dir;
     engine_options.device.compile_cache_dir = cold_dir;
     cold_report =
         engine::Engine(open_model(options.runtime.model), engine_options).executor().load_report();
   }
   engine::Engine engine(std::move(model), std::move(text), engine_options);
-  if (!cold_dir.empty()) std::filesystem::remove_all(cold_dir);
   const executor::LoadReport report = engine.executor().load_report();  // before batch graphs
 
   run_requests(engine, prompt, 1, 2);  // warm-up: first calls pay one-time costs
