@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backends.h"
@@ -122,19 +123,17 @@ ModelConfig one_b_config(const std::optional<DType>& stored) {
 // the kernel, and XLA, take f32 weights in place of planes (Executor::graph_weights); one-slot
 // prefill keeps the planes (Executor::prefill_weights).
 std::vector<models::GraphOptions> graphs(WeightType weights) {
-  models::GraphOptions prefill{.kind = GraphKind::kPrefill,
-                               .bucket = 64,
-                               .capacity = 512,
-                               .weights = weights,
-                               .slots = 1,
-                               .window = 128};
-  models::GraphOptions decode{.kind = GraphKind::kDecode,
-                              .bucket = 1,
-                              .capacity = 512,
-                              .weights = weights,
-                              .slots = 1,
-                              .window = 128};
-  return {prefill, decode};
+  std::vector<models::GraphOptions> both;
+  for (auto [kind, bucket] :
+       {std::pair{GraphKind::kPrefill, int64_t{64}}, std::pair{GraphKind::kDecode, int64_t{1}}}) {
+    both.push_back({.kind = kind,
+                    .bucket = bucket,
+                    .capacity = 512,
+                    .weights = weights,
+                    .slots = 1,
+                    .window = 128});
+  }
+  return both;
 }
 
 // Emits and compiles (into an empty cache) `options`' graphs of `config` on `device`.

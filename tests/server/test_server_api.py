@@ -250,7 +250,7 @@ class ServerApiTest(unittest.TestCase):
 
     def test_cli_text_output_equals_its_json_text(self):
         """`generate` and `chat` print in text mode exactly the text their JSON reports."""
-        for content in MULTILINGUAL[:4]:
+        for content in (MULTILINGUAL[1], MULTILINGUAL[3]):  # Chinese; emoji
             with self.subTest(content=content):
                 expected = generate("--chat", content, "-n", "32")["text"]
                 printed = subprocess.run(
