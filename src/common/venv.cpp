@@ -1,5 +1,6 @@
 #include "common/venv.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <system_error>
@@ -64,21 +65,22 @@ std::vector<fs::path> venv_site_packages() {
 }
 
 std::optional<std::string> venv_package_version(std::string_view distribution) {
-  // pip names the directory <name>-<version>.dist-info with the name's runs of -_. as '_'.
-  std::string prefix;
-  for (char c : distribution) {
-    prefix +=
-        c == '-' || c == '.' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  prefix += '-';
+  // pip names the directory <name>-<version>.dist-info with the name's - and . as '_'; the
+  // comparison ignores case.
+  auto lowered = [](std::string_view text) {
+    std::string out;
+    for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::string prefix = lowered(distribution) + '-';
+  std::replace(prefix.begin(), prefix.end() - 1, '-', '_');
+  std::replace(prefix.begin(), prefix.end(), '.', '_');
   const std::string suffix = ".dist-info";
   for (const fs::path& site : venv_site_packages()) {
     std::error_code error;
     for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-      std::string name = it->path().filename().string();
-      std::string lowered;
-      for (char c : name) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lowered.starts_with(prefix) && lowered.ends_with(suffix)) {
+      const std::string name = it->path().filename().string();
+      if (lowered(name).starts_with(prefix) && name.ends_with(suffix)) {
         return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
       }
     }

@@ -115,12 +115,16 @@ HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
   return result;
 }
 
-// A scale or offset plane in the spec's element type: f32, or f16 for the formats whose values
-// are f16 numbers (planar_scales_are_f16), which narrowing then keeps exactly.
-HostTensor plane_tensor(const WeightSpec& spec, const std::vector<float>& values) {
+// f32 values as a host tensor of the spec's element type (f32, f16 or bf16). Exact where the
+// values are numbers of that type: f16/bf16 weights kept narrow by kAuto, and the scale and
+// offset planes of the formats that store them as f16 (planar_scales_are_f16).
+HostTensor in_element_type(const WeightSpec& spec, const std::vector<float>& values) {
   if (spec.element == ElementType::kF32) return host_tensor(spec, values);
   std::vector<uint16_t> narrow(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) narrow[i] = float_to_half(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
+                                                   : float_to_half(values[i]);
+  }
   return host_tensor(spec, narrow);
 }
 
@@ -158,10 +162,10 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
         result.push_back(host_tensor(spec, planar.codes));
         break;
       case WeightPart::kScales:
-        result.push_back(plane_tensor(spec, planar.scales));
+        result.push_back(in_element_type(spec, planar.scales));
         break;
       case WeightPart::kOffsets:
-        result.push_back(plane_tensor(spec, planar.offsets));
+        result.push_back(in_element_type(spec, planar.offsets));
         break;
       case WeightPart::kValues:
         break;
@@ -202,14 +206,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
   // F16/BF16 weights kept narrow by kAuto go through f32 and back: exact both ways.
-  std::vector<float> values = load_weight_f32(files, spec);
-  if (spec.element == ElementType::kF32) return host_tensor(spec, values);
-  std::vector<uint16_t> narrow(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
-                                                   : float_to_half(values[i]);
-  }
-  return host_tensor(spec, narrow);
+  return in_element_type(spec, load_weight_f32(files, spec));
 }
 
 void for_each_weight(const ModelFiles& files, WeightType type,

@@ -36,10 +36,11 @@ void send_json(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
-// Writes `data` as one chunk. Never called with nothing: httplib takes an empty write for the
-// end of the content and closes the response without its last chunk, which cuts the stream.
+// Writes `data` as one chunk; nothing at all for empty data, since httplib takes an empty write
+// for the end of the content and closes the response without its last chunk, which cuts the
+// stream (a token that ends inside a UTF-8 character adds no text yet).
 bool write(httplib::DataSink& sink, const std::string& data) {
-  return sink.write(data.data(), data.size());
+  return data.empty() || sink.write(data.data(), data.size());
 }
 
 // Why a write to a client failed, for the log.
@@ -358,7 +359,7 @@ void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Resp
         }
         std::string out;
         const bool last = stream_events(*flight, events, out);
-        if (!out.empty() && !write(sink, out)) {
+        if (!write(sink, out)) {
           if (!last) cancel_stream(*flight, write_failure(sink, out.size()));
           return false;
         }

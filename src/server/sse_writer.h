@@ -5,6 +5,7 @@
 // checked (and fuzzed) on its own: the text of the chunks, joined, is exactly the text of the
 // events, and it never yields an empty write (an empty write ends an httplib chunked response).
 #include <string>
+#include <utility>
 
 #include "engine/request.h"
 #include "server/openai_response.h"

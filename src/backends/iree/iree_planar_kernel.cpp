@@ -89,10 +89,11 @@ std::string executable_text(const std::string& name, const std::filesystem::path
 }
 
 // The functions of a planar product (xlacel_planar_matmul_workgroup).
-// Scales and offsets are f32 or f16 (`scale`: "f32" or "f16").
+// Scales and offsets are f16 when `half_scales`, else f32.
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
                              int64_t group, bool offsets, int code_bits, int code_bias,
-                             const std::string& scale) {
+                             bool half_scales) {
+  const std::string scale = half_scales ? "f16" : "f32";
   const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
   const std::string offsets_view =
       offsets ? fmt::format(
@@ -133,7 +134,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * (k / group)),
       fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("offsets_view", offsets_view),
       fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"), fmt::arg("scale", scale),
-      fmt::arg("scale_bits", scale == "f16" ? 16 : 32));
+      fmt::arg("scale_bits", half_scales ? 16 : 32));
 }
 
 // The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
@@ -219,7 +220,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     operands.push_back(x);
     return dispatch(x, name, object_, n,
                     planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
-                                     weight.code_bias, scale == ElementType::kF16 ? "f16" : "f32"),
+                                     weight.code_bias, scale == ElementType::kF16),
                     std::move(operands));
   }
 
