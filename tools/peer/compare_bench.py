@@ -18,13 +18,24 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.normpath(os.path.join(here, "../.."))
 
 
-def xlacel_rates(args):
+def xlacel_report(args):
+    """`xlacel bench --output-format json` on args.model (pp, tg, threads, backend, bench_args)."""
     command = [os.path.join(root, "build", "xlacel"), "bench", "-m", args.model, "--backend", args.backend,
                "--threads", str(args.threads), "--prompt-tokens", str(args.pp), "--gen-tokens", str(args.tg),
                "--no-cold-compile", "--output-format", "json", *args.bench_args]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    report = json.loads(out)
+    return json.loads(out)
+
+
+def xlacel_rates(args):
+    report = xlacel_report(args)
     return report["prompt_tokens_per_second"]["mean"], report["generation_tokens_per_second"]["mean"]
+
+
+def peer_bin_dir():
+    """llama.cpp's bin directory (built once from the pinned sdist by build_llama_cpp)."""
+    return subprocess.run([os.path.join(here, "build_llama_cpp")], check=True, capture_output=True,
+                          text=True).stdout.strip()
 
 
 def llama_rates(args, bin_dir):
@@ -49,8 +60,7 @@ def main():
     parser.add_argument("bench_args", nargs="*", help="extra xlacel bench flags (after --)")
     args = parser.parse_args()
 
-    bin_dir = subprocess.run([os.path.join(here, "build_llama_cpp")], check=True, capture_output=True,
-                             text=True).stdout.strip()
+    bin_dir = peer_bin_dir()
     xlacel_rates(args)  # warm the compile cache
     rates = {"xlacel": ([], []), "llama.cpp": ([], [])}
     for round_index in range(args.rounds):

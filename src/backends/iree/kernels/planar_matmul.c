@@ -57,6 +57,7 @@ typedef __m512 vec;
 #define vec_zero _mm512_setzero_ps
 #define vec_broadcast _mm512_set1_ps
 #define vec_load _mm512_loadu_ps
+#define vec_store _mm512_storeu_ps
 #define vec_add _mm512_add_ps
 #define vec_mul _mm512_mul_ps
 #define vec_fmadd _mm512_fmadd_ps
@@ -74,6 +75,7 @@ typedef __m256 vec;
 #define vec_zero _mm256_setzero_ps
 #define vec_broadcast _mm256_set1_ps
 #define vec_load _mm256_loadu_ps
+#define vec_store _mm256_storeu_ps
 #define vec_add _mm256_add_ps
 #define vec_mul _mm256_mul_ps
 #define vec_fmadd _mm256_fmadd_ps
@@ -311,53 +313,6 @@ INLINE size_t pass_rows(size_t left) {
     switch (pass) { PASS_CASES }                           \
   }
 
-// y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
-// [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
-// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group]
-// of f32 (scale_bits 32) or f16 (scale_bits 16). `offsets` is read only when has_offsets (the
-// emitter passes the scales again otherwise); group is 16 or 32.
-void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const void, scales),
-                                    MEMREF(const void, offsets), MEMREF(const float, x),
-                                    MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
-                                    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                                    size_t scale_bits, size_t rows_per_workgroup,
-                                    size_t workgroup) {
-  (void)codes_allocated, (void)codes_size, (void)codes_stride;
-  (void)scales_allocated, (void)scales_size, (void)scales_stride;
-  (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
-  (void)x_allocated, (void)x_size, (void)x_stride;
-  (void)y_allocated, (void)y_size, (void)y_stride;
-  const size_t first = workgroup * rows_per_workgroup;
-  size_t last = first + rows_per_workgroup;
-  if (last > n) last = n;
-  enum CodeForm form;
-  if (code_bits == 8 && group == 16 && code_bias == 0) {
-    form = BYTES_16;
-  } else if (code_bits == 8 && group == 32 && code_bias == 0) {
-    form = BYTES_32;
-  } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
-    form = NIBBLES_32;
-  } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
-    form = NIBBLES_32_CENTRED;
-  } else {
-    return;  // the emitter emits only the forms above
-  }
-  if (scale_bits != 16 && scale_bits != 32) return;
-  const int half = scale_bits == 16;
-  const size_t scale_bytes = half ? 2 : 4;
-  codes += codes_offset;
-  const char* scale_plane = (const char*)scales + scales_offset * scale_bytes;
-  const char* offset_plane = (const char*)offsets + offsets_offset * scale_bytes;
-  x += x_offset, y += y_offset;
-#define CASE(ROWS)                                                                    \
-  case ROWS:                                                                          \
-    pass##ROWS(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x_pass, \
-               y_pass, n, k, first, last);                                            \
-    break;
-  FOR_EACH_PASS
-#undef CASE
-}
-
 // Weights stored as 16-bit floats (f16 or bf16, kept narrow on the device), widened exactly to
 // f32 and multiplied like the planes above: half the bytes of an f32 copy, no scales.
 #if LANES == 16
@@ -427,6 +382,254 @@ SPECIALISE_WIDE_ROWS(8)
 SPECIALISE_WIDE_ROWS(16)
 #endif
 
+// Many activation rows (prefill): register-blocked panels. A pass of row_times_many loads an x
+// vector for every FMA, so cache bandwidth, not the FMA units, bounds it (~0.3 of the f32 peak
+// at 1B shape). Here BLOCK_W_ROWS weight rows are dequantized once per PANEL_COLUMNS columns
+// into a panel on the stack, and BLOCK_X_ROWS x BLOCK_W_ROWS accumulators stay in registers: an
+// x vector loaded feeds BLOCK_W_ROWS FMAs, a panel vector BLOCK_X_ROWS. The accumulators are
+// row_times_many's (per lane, along k, in the same order; lanes summed once at the end), kept
+// on the stack between panels, so the products are bit-identical whichever path takes a row.
+#if LANES == 16
+#define BLOCK_X_ROWS 4
+#define BLOCK_W_ROWS 6
+#define TILE_X_ROWS 32
+#else
+#define BLOCK_X_ROWS 3
+#define BLOCK_W_ROWS 4
+#define TILE_X_ROWS 64
+#endif
+// Columns per panel: BLOCK_W_ROWS rows of them stay in the first-level cache (4-6 KiB).
+#define PANEL_COLUMNS 256
+// Fewer x rows than this take passes: a panel's dequantized copy pays only over several rows.
+// (Overridable so that a benchmark can time passes against panels on the same rows.)
+#ifndef PANEL_MIN_ROWS
+#define PANEL_MIN_ROWS 8
+#endif
+
+// Where a panel's weights come from: planes (codes, scales, offsets) or 16-bit floats. Passed by
+// value to inlined functions from specialised callers, so its fields are constants there.
+struct WeightSource {
+  const uint8_t* codes;
+  const void* scales;
+  const void* offsets;
+  const uint16_t* wide;  // 16-bit floats, when not null (codes unused)
+  enum CodeForm form;
+  int has_offsets, half, bf16;
+};
+
+// Weight rows [row, row + BLOCK_W_ROWS), columns [first, first + columns) as f32 into panel
+// (row r at r * PANEL_COLUMNS), dequantized as everywhere above.
+INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first, size_t columns,
+                       float* panel) {
+  for (size_t r = 0; r < BLOCK_W_ROWS; ++r) {
+    float* out = panel + r * PANEL_COLUMNS;
+    if (w.wide != NULL) {
+      const uint16_t* values = w.wide + (row + r) * k + first;
+      for (size_t c = 0; c < columns; c += LANES) vec_store(out + c, load_wide(values + c, w.bf16));
+      continue;
+    }
+    const size_t vectors = vectors_per_group(w.form);
+    const size_t group = vectors * LANES, groups = k / group;
+    const size_t row_bytes = (w.form == NIBBLES_32 || w.form == NIBBLES_32_CENTRED) ? k / 2 : k;
+    const uint8_t* codes = w.codes + (row + r) * row_bytes;
+    const void* scales = plane_row(w.scales, row + r, groups, w.half);
+    const void* offsets = w.has_offsets ? plane_row(w.offsets, row + r, groups, w.half) : scales;
+    for (size_t g = first / group; g < (first + columns) / group; ++g) {
+      const vec scale = vec_broadcast(plane_value(scales, g, w.half));
+      const vec offset = w.has_offsets ? vec_broadcast(plane_value(offsets, g, w.half)) : scale;
+      vec code[MAX_VECTORS_PER_GROUP];
+      group_codes(codes, g, w.form, code);
+      for (size_t v = 0; v < vectors; ++v) {
+        vec_store(out + (g * group - first) + v * LANES,
+                  dequantize(code[v], scale, offset, w.has_offsets));
+      }
+    }
+  }
+}
+
+// acc [x_rows][BLOCK_W_ROWS] += x [x_rows, columns] (row stride k) times the panel's rows, per
+// lane.
+INLINE void block_product(const float* x, size_t k, const float* panel, size_t columns,
+                          size_t x_rows, vec* acc) {
+  vec a[BLOCK_X_ROWS][BLOCK_W_ROWS];
+  for (size_t t = 0; t < x_rows; ++t) {
+    for (size_t j = 0; j < BLOCK_W_ROWS; ++j) a[t][j] = acc[t * BLOCK_W_ROWS + j];
+  }
+  for (size_t c = 0; c < columns; c += LANES) {
+    vec xs[BLOCK_X_ROWS];
+    for (size_t t = 0; t < x_rows; ++t) xs[t] = vec_load(x + t * k + c);
+    for (size_t j = 0; j < BLOCK_W_ROWS; ++j) {
+      const vec w = vec_load(panel + j * PANEL_COLUMNS + c);
+      for (size_t t = 0; t < x_rows; ++t) a[t][j] = vec_fmadd(w, xs[t], a[t][j]);
+    }
+  }
+  for (size_t t = 0; t < x_rows; ++t) {
+    for (size_t j = 0; j < BLOCK_W_ROWS; ++j) acc[t * BLOCK_W_ROWS + j] = a[t][j];
+  }
+}
+#define SPECIALISE_BLOCK(X_ROWS)                                                               \
+  static void block_product##X_ROWS(const float* x, size_t k, const float* panel, size_t columns, \
+                                    vec* acc) {                                                \
+    block_product(x, k, panel, columns, X_ROWS, acc);                                          \
+  }
+SPECIALISE_BLOCK(1)
+SPECIALISE_BLOCK(2)
+SPECIALISE_BLOCK(3)
+#if BLOCK_X_ROWS == 4
+SPECIALISE_BLOCK(4)
+#endif
+
+// All `tile` x rows times one panel, BLOCK_X_ROWS at a time, into acc [tile][BLOCK_W_ROWS].
+INLINE void tile_product(const float* x, size_t k, const float* panel, size_t columns, size_t tile,
+                         vec* acc) {
+  size_t t = 0;
+  for (; t + BLOCK_X_ROWS <= tile; t += BLOCK_X_ROWS) {
+#if BLOCK_X_ROWS == 4
+    block_product4(x + t * k, k, panel, columns, acc + t * BLOCK_W_ROWS);
+#else
+    block_product3(x + t * k, k, panel, columns, acc + t * BLOCK_W_ROWS);
+#endif
+  }
+  const size_t left = tile - t;
+  if (left == 1) block_product1(x + t * k, k, panel, columns, acc + t * BLOCK_W_ROWS);
+  if (left == 2) block_product2(x + t * k, k, panel, columns, acc + t * BLOCK_W_ROWS);
+  if (left == 3) block_product3(x + t * k, k, panel, columns, acc + t * BLOCK_W_ROWS);
+}
+
+// y [rows, n] = x [rows, k] times weight rows [first, last) (a multiple of BLOCK_W_ROWS of them),
+// panel by panel; k a multiple of LANES and of the weight's group.
+INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows, size_t n,
+                   size_t k, size_t first, size_t last) {
+  float panel[BLOCK_W_ROWS * PANEL_COLUMNS];
+  vec acc[TILE_X_ROWS * BLOCK_W_ROWS];
+  for (size_t t0 = 0; t0 < rows; t0 += TILE_X_ROWS) {
+    const size_t tile = rows - t0 < TILE_X_ROWS ? rows - t0 : TILE_X_ROWS;
+    for (size_t row = first; row < last; row += BLOCK_W_ROWS) {
+      for (size_t i = 0; i < tile * BLOCK_W_ROWS; ++i) acc[i] = vec_zero();
+      for (size_t c = 0; c < k; c += PANEL_COLUMNS) {
+        const size_t columns = k - c < PANEL_COLUMNS ? k - c : PANEL_COLUMNS;
+        fill_panel(w, k, row, c, columns, panel);
+        tile_product(x + t0 * k + c, k, panel, columns, tile, acc);
+      }
+      for (size_t t = 0; t < tile; ++t) {
+        for (size_t j = 0; j < BLOCK_W_ROWS; ++j) {
+          y[(t0 + t) * n + row + j] = vec_sum(acc[t * BLOCK_W_ROWS + j]);
+        }
+      }
+    }
+  }
+}
+
+// Specialised per weight form, as the passes are.
+#define SPECIALISE_PANELS(FORM, OFFSETS, HALF)                                                  \
+  static void panels_##FORM##_offsets##OFFSETS##_half##HALF(                                    \
+      const uint8_t* codes, const void* scales, const void* offsets, const float* x, float* y, \
+      size_t rows, size_t n, size_t k, size_t first, size_t last) {                            \
+    const struct WeightSource w = {codes, scales, offsets, NULL, FORM, OFFSETS, HALF, 0};      \
+    panels(w, x, y, rows, n, k, first, last);                                                  \
+  }
+#define SPECIALISE_PANEL_SCALES(FORM, OFFSETS) \
+  SPECIALISE_PANELS(FORM, OFFSETS, 0) SPECIALISE_PANELS(FORM, OFFSETS, 1)
+SPECIALISE_PANEL_SCALES(BYTES_16, 0)
+SPECIALISE_PANEL_SCALES(BYTES_16, 1)
+SPECIALISE_PANEL_SCALES(BYTES_32, 0)
+SPECIALISE_PANEL_SCALES(BYTES_32, 1)
+SPECIALISE_PANEL_SCALES(NIBBLES_32, 1)
+SPECIALISE_PANEL_SCALES(NIBBLES_32_CENTRED, 0)
+
+#define PANEL_FORM(FORM, OFFSETS)                                                          \
+  if (form == FORM && has_offsets == OFFSETS) {                                            \
+    if (half) {                                                                            \
+      panels_##FORM##_offsets##OFFSETS##_half1(codes, scales, offsets, x, y, rows, n, k,   \
+                                               first, last);                               \
+    } else {                                                                               \
+      panels_##FORM##_offsets##OFFSETS##_half0(codes, scales, offsets, x, y, rows, n, k,   \
+                                               first, last);                               \
+    }                                                                                      \
+    return;                                                                                \
+  }
+static void planar_panels(enum CodeForm form, int has_offsets, int half, const uint8_t* codes,
+                          const void* scales, const void* offsets, const float* x, float* y,
+                          size_t rows, size_t n, size_t k, size_t first, size_t last) {
+  PANEL_FORM(BYTES_16, 0)
+  PANEL_FORM(BYTES_16, 1)
+  PANEL_FORM(BYTES_32, 0)
+  PANEL_FORM(BYTES_32, 1)
+  PANEL_FORM(NIBBLES_32, 1)
+  PANEL_FORM(NIBBLES_32_CENTRED, 0)
+}
+
+static void wide_panels_bf160(const uint16_t* values, const float* x, float* y, size_t rows,
+                              size_t n, size_t k, size_t first, size_t last) {
+  const struct WeightSource w = {NULL, NULL, NULL, values, BYTES_32, 0, 0, 0};
+  panels(w, x, y, rows, n, k, first, last);
+}
+static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, size_t rows,
+                              size_t n, size_t k, size_t first, size_t last) {
+  const struct WeightSource w = {NULL, NULL, NULL, values, BYTES_32, 0, 0, 1};
+  panels(w, x, y, rows, n, k, first, last);
+}
+
+// The first row at or after which a workgroup's rows [first, last) are left to passes: with
+// PANEL_MIN_ROWS x rows or more, all but the last (last - first) % BLOCK_W_ROWS go in panels.
+INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
+  if (rows < PANEL_MIN_ROWS || last <= first) return first;
+  return first + (last - first) / BLOCK_W_ROWS * BLOCK_W_ROWS;
+}
+
+// y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
+// [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
+// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group]
+// of f32 (scale_bits 32) or f16 (scale_bits 16). `offsets` is read only when has_offsets (the
+// emitter passes the scales again otherwise); group is 16 or 32.
+void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const void, scales),
+                                    MEMREF(const void, offsets), MEMREF(const float, x),
+                                    MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
+                                    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
+                                    size_t scale_bits, size_t rows_per_workgroup,
+                                    size_t workgroup) {
+  (void)codes_allocated, (void)codes_size, (void)codes_stride;
+  (void)scales_allocated, (void)scales_size, (void)scales_stride;
+  (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
+  (void)x_allocated, (void)x_size, (void)x_stride;
+  (void)y_allocated, (void)y_size, (void)y_stride;
+  size_t first = workgroup * rows_per_workgroup;
+  size_t last = first + rows_per_workgroup;
+  if (last > n) last = n;
+  enum CodeForm form;
+  if (code_bits == 8 && group == 16 && code_bias == 0) {
+    form = BYTES_16;
+  } else if (code_bits == 8 && group == 32 && code_bias == 0) {
+    form = BYTES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
+    form = NIBBLES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
+    form = NIBBLES_32_CENTRED;
+  } else {
+    return;  // the emitter emits only the forms above
+  }
+  if (scale_bits != 16 && scale_bits != 32) return;
+  const int half = scale_bits == 16;
+  const size_t scale_bytes = half ? 2 : 4;
+  codes += codes_offset;
+  const char* scale_plane = (const char*)scales + scales_offset * scale_bytes;
+  const char* offset_plane = (const char*)offsets + offsets_offset * scale_bytes;
+  x += x_offset, y += y_offset;
+  const size_t panels_end = panel_rows_end(rows, first, last);
+  if (panels_end > first) {
+    planar_panels(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x, y, rows, n, k,
+                  first, panels_end);
+  }
+  first = panels_end;
+#define CASE(ROWS)                                                                    \
+  case ROWS:                                                                          \
+    pass##ROWS(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x_pass, \
+               y_pass, n, k, first, last);                                            \
+    break;
+  FOR_EACH_PASS
+#undef CASE
+}
+
 // y [rows, n] = x [rows, k] times the weight values [n, k] (f16, or bf16 when bf16 is 1)
 // transposed, for weight rows [workgroup * rows_per_workgroup, +rows_per_workgroup); k is a
 // multiple of 16.
@@ -436,11 +639,20 @@ void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const f
   (void)values_allocated, (void)values_size, (void)values_stride;
   (void)x_allocated, (void)x_size, (void)x_stride;
   (void)y_allocated, (void)y_size, (void)y_stride;
-  const size_t first = workgroup * rows_per_workgroup;
+  size_t first = workgroup * rows_per_workgroup;
   size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
   if (k % 16 != 0) return;  // the emitter emits only such shapes
   values += values_offset, x += x_offset, y += y_offset;
+  const size_t panels_end = panel_rows_end(rows, first, last);
+  if (panels_end > first) {
+    if (bf16) {
+      wide_panels_bf161(values, x, y, rows, n, k, first, panels_end);
+    } else {
+      wide_panels_bf160(values, x, y, rows, n, k, first, panels_end);
+    }
+  }
+  first = panels_end;
 #define CASE(ROWS)                                                        \
   case ROWS:                                                              \
     if (bf16) {                                                           \

@@ -1,0 +1,182 @@
+"""The 1B benchmark: Llama-3.2-1B-shaped GGUF files made as a new user would make them, each
+measured against llama.cpp on the same file and threads, in alternating rounds.
+
+  .venv/bin/python tools/peer/bench_1b.py [--formats Q4_K_M,Q4_0,Q8_0,BF16] [--pp 512] [--tg 128]
+      [--rounds 3] [--threads 2] [--backend iree] [--check-exact]
+
+The files (cached in ~/.cache/xlacel/bench-1b): tools/gpu/make_random_llama.py --preset
+llama-3.2-1b writes an HF directory of seeded random weights in bf16; llama.cpp's own
+convert_hf_to_gguf.py turns it into a BF16 GGUF and its llama-quantize into the other formats
+(both from the pinned llama-cpp-python sdist, tools/peer/build_llama_cpp). Per file, one table
+row: prompt (pp) and generation (tg) tok/s of both engines (median of the rounds) and their
+ratio; resident MiB against the file's MiB; the bytes a decode step reads and the fraction of
+the measured read-bandwidth limit that decode reaches; prefill's FLOP rate against numpy's f32
+GEMM (OpenBLAS) on the same threads, at the shape of the model's products.
+
+--check-exact also compares xlacel's greedy tokens with HF transformers' on 2 prompts x 16
+tokens for the Q4_K_M file (transformers dequantizes the GGUF; it is given the HF directory's
+config, since its GGUF loader drops Llama 3's RoPE frequency factors, which xlacel applies)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import compare_bench
+
+here = compare_bench.here
+root = compare_bench.root
+cache = os.path.join(os.environ.get("XLACEL_CACHE", os.path.expanduser("~/.cache/xlacel")), "bench-1b")
+python = os.path.join(root, ".venv", "bin", "python")
+MiB = 1024 * 1024
+
+
+def run(command, **kwargs):
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True, **kwargs)
+
+
+def llama_cpp_sources(bin_dir):
+    return os.path.normpath(os.path.join(bin_dir, "..", "..", "vendor", "llama.cpp"))
+
+
+def make_files(formats, bin_dir):
+    """The GGUF file of each format, made once."""
+    hf = os.path.join(cache, "hf")
+    if not os.path.exists(os.path.join(hf, "model.safetensors")):
+        run([python, os.path.join(root, "tools", "gpu", "make_random_llama.py"), hf, "--preset", "llama-3.2-1b"])
+    llama_cpp = llama_cpp_sources(bin_dir)
+    bf16 = os.path.join(cache, "llama-1b-BF16.gguf")
+    if not os.path.exists(bf16):
+        # The converter's own gguf package (gguf-py) comes first on its path; it needs torch and
+        # transformers, which the venv has for the HF oracle.
+        run([python, os.path.join(llama_cpp, "convert_hf_to_gguf.py"), hf, "--outtype", "bf16",
+             "--outfile", bf16 + ".part"])
+        os.replace(bf16 + ".part", bf16)
+    files = {}
+    for name in formats:
+        path = os.path.join(cache, f"llama-1b-{name}.gguf")
+        if name != "BF16" and not os.path.exists(path):
+            run([os.path.join(bin_dir, "llama-quantize"), bf16, path + ".part", name],
+                stdout=subprocess.DEVNULL)
+            os.replace(path + ".part", path)
+        files[name] = path
+    return hf, files
+
+
+def product_flops_per_token(hf):
+    """2 x the weights of a layer's products x layers: the FLOPs a prompt token costs in products
+    (the lm_head runs for the last token only; attention's are left out)."""
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    h, i = c["hidden_size"], c["intermediate_size"]
+    head_dim = c.get("head_dim", h // c["num_attention_heads"])
+    q = c["num_attention_heads"] * head_dim
+    kv = c["num_key_value_heads"] * head_dim
+    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i
+    return 2 * per_layer * c["num_hidden_layers"]
+
+
+def gemm_rate(threads, rows, hf):
+    """numpy's f32 GEMM (OpenBLAS) on `threads` threads: rows x hidden times hidden x intermediate,
+    the shape of the model's largest products; best of 5, FLOP/s."""
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    code = f"""
+import time, numpy as np
+a = np.random.rand({rows}, {c["hidden_size"]}).astype(np.float32)
+b = np.random.rand({c["hidden_size"]}, {c["intermediate_size"]}).astype(np.float32)
+best = 1e9
+for _ in range(5):
+    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+print(2 * a.shape[0] * a.shape[1] * b.shape[1] / best)
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    return float(subprocess.run([python, "-c", code], check=True, capture_output=True, text=True,
+                                env=env).stdout)
+
+
+def check_exact(hf, path, llama_cpp):
+    """xlacel's greedy tokens against transformers' on the GGUF file, 2 prompts x 16 tokens."""
+    code = r"""
+import json, sys, torch, transformers
+hf, directory, name = sys.argv[1:4]
+config = transformers.AutoConfig.from_pretrained(hf)
+model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, config=config,
+                                                          torch_dtype=torch.float32)
+for ids in json.loads(sys.argv[4]):
+    out = model.generate(torch.tensor([ids]), max_new_tokens=16, min_new_tokens=16, do_sample=False)
+    print(" ".join(str(t) for t in out[0, len(ids):].tolist()))
+"""
+    prompts = [[128000, 791, 6864, 315, 9822, 374], [128000, 40, 1093, 311, 1373, 922, 279, 1917, 25]]
+    env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))  # transformers reads GGUF through it
+    hf_lines = subprocess.run([python, "-c", code, hf, os.path.dirname(path), os.path.basename(path),
+                               json.dumps(prompts)], check=True, capture_output=True, text=True,
+                              env=env).stdout.split("\n")
+    same = 0
+    for ids, want in zip(prompts, hf_lines):
+        out = subprocess.run([os.path.join(root, "build", "xlacel"), "generate", "-m", path, "--prompt-ids",
+                              " ".join(map(str, ids)), "-n", "16", "--ignore-eos", "--output-format", "json"],
+                             check=True, capture_output=True, text=True).stdout
+        got = " ".join(str(t) for t in json.loads(out)["output_ids"])
+        print(f"prompt {ids}: HF {want}\n{'':>{len(str(ids)) + 8}}xlacel {got}")
+        same += got == want.strip()
+    return same, len(prompts)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--formats", default="Q4_K_M,Q4_0,Q8_0,BF16")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pp", type=int, default=512)
+    parser.add_argument("--tg", type=int, default=128)
+    parser.add_argument("--backend", default="iree")
+    parser.add_argument("--check-exact", action="store_true")
+    args = parser.parse_args()
+    args.bench_args = []
+
+    bin_dir = compare_bench.peer_bin_dir()
+    hf, files = make_files(args.formats.split(","), bin_dir)
+    gemm = gemm_rate(args.threads, args.pp, hf)
+    flops = product_flops_per_token(hf)
+    rows = []
+    for name, path in files.items():
+        args.model = path
+        compare_bench.xlacel_report(args)  # warm the compile cache
+        pp = {"xlacel": [], "llama.cpp": []}
+        tg = {"xlacel": [], "llama.cpp": []}
+        report = None
+        for round_index in range(args.rounds):
+            report = compare_bench.xlacel_report(args)
+            pp["xlacel"].append(report["prompt_tokens_per_second"]["mean"])
+            tg["xlacel"].append(report["generation_tokens_per_second"]["mean"])
+            peer_pp, peer_tg = compare_bench.llama_rates(args, bin_dir)
+            pp["llama.cpp"].append(peer_pp)
+            tg["llama.cpp"].append(peer_tg)
+            print(f"{name} round {round_index + 1}: xlacel pp {pp['xlacel'][-1]:.1f} tg {tg['xlacel'][-1]:.2f}"
+                  f" | llama.cpp pp {peer_pp:.1f} tg {peer_tg:.2f}", flush=True)
+        median = {engine: (statistics.median(pp[engine]), statistics.median(tg[engine])) for engine in pp}
+        read = sum(report["decode_bytes_per_token"].values())
+        rows.append((name, os.path.getsize(path) / MiB, report["weight_bytes"] / MiB, median, read / MiB,
+                     report["decode_fraction_of_limit"], median["xlacel"][0] * flops / gemm))
+    print(f"\nLlama-3.2-1B shape, random weights, {args.threads} threads, xlacel --backend {args.backend}, "
+          f"pp{args.pp} / tg{args.tg}, median of {args.rounds} alternating rounds; "
+          f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s")
+    print("| file | file MiB | resident MiB | resident/file | xlacel pp | llama.cpp pp | pp ratio | pp / f32 GEMM "
+          "| xlacel tg | llama.cpp tg | tg ratio | MiB read/token | tg / bandwidth limit |")
+    print("|" + "---|" * 13)
+    for name, file_mib, resident_mib, m, read_mib, fraction, of_gemm in rows:
+        x, peer = m["xlacel"], m["llama.cpp"]
+        print(f"| {name} | {file_mib:.0f} | {resident_mib:.0f} | {resident_mib / file_mib:.2f} | {x[0]:.1f} "
+              f"| {peer[0]:.1f} | {x[0] / peer[0]:.2f}x | {of_gemm:.2f} | {x[1]:.2f} | {peer[1]:.2f} "
+              f"| {x[1] / peer[1]:.2f}x | {read_mib:.0f} | {fraction:.2f} |")
+    if args.check_exact and "Q4_K_M" in files:
+        same, total = check_exact(hf, files["Q4_K_M"], llama_cpp_sources(bin_dir))
+        print(f"Q4_K_M greedy vs HF: {same}/{total} prompts token-exact")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
