@@ -39,17 +39,8 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
   return std::as_bytes(std::span(values));
 }
 
-// The element type of a weight's scale and offset planes, as the loader keeps them.
-ElementType scale_element(const PlanarBlocks& planar) {
-  return planar.scales_f16 ? ElementType::kF16 : ElementType::kF32;
-}
-
-// A scale or offset plane's bytes as the loader keeps them (f16 where the format's are).
-std::vector<std::byte> plane_bytes(const PlanarBlocks& planar, const std::vector<float>& values) {
-  if (!planar.scales_f16) {
-    auto bytes = std::as_bytes(std::span(values));
-    return {bytes.begin(), bytes.end()};
-  }
+// f32 values as f16 bytes, each exactly.
+std::vector<std::byte> half_bytes(const std::vector<float>& values) {
   std::vector<uint16_t> narrow(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     narrow[i] = float_to_half(values[i]);
@@ -59,19 +50,60 @@ std::vector<std::byte> plane_bytes(const PlanarBlocks& planar, const std::vector
   return {bytes.begin(), bytes.end()};
 }
 
-// The planes of a rows x cols weight as arguments of `f`: codes (bytes or nibbles), scales,
-// offsets (when the format has them).
+template <typename T>
+std::vector<std::byte> byte_copy(const std::vector<T>& values) {
+  auto bytes = std::as_bytes(std::span(values));
+  return {bytes.begin(), bytes.end()};
+}
+
+// One plane of a weight as the loader keeps it.
+struct Plane {
+  std::string name;
+  ElementType element;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+// The planes of a rows x cols weight in argument order, as the loader keeps them: codes (bytes
+// or nibbles), scales, offsets (formats with a minimum), and the two-level formats' f16 factors
+// of each.
+std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t cols) {
+  const std::vector<int64_t> groups = {rows, cols / planar.group_size};
+  const std::vector<int64_t> supers = {rows, cols / kSuperGroupSize};
+  const bool two_level = !planar.super_scales.empty();
+  auto factors = [&](const char* name, const std::vector<float>& values,
+                     const std::vector<int8_t>& codes) -> Plane {
+    if (two_level) return {name, ElementType::kI8, groups, byte_copy(codes)};
+    if (planar.scales_f16) return {name, ElementType::kF16, groups, half_bytes(values)};
+    return {name, ElementType::kF32, groups, byte_copy(values)};
+  };
+  std::vector<Plane> planes = {
+      {"codes", ElementType::kI8, {rows, cols * planar.code_bits / 8}, byte_copy(planar.codes)},
+      factors("scales", planar.scales, planar.scale_codes)};
+  if (!planar.offsets.empty()) {
+    planes.push_back(factors("offsets", planar.offsets, planar.offset_codes));
+  }
+  if (two_level) {
+    planes.push_back({"super_scales", ElementType::kF16, supers, half_bytes(planar.super_scales)});
+  }
+  if (two_level && !planar.offsets.empty()) {
+    planes.push_back(
+        {"super_offsets", ElementType::kF16, supers, half_bytes(planar.super_offsets)});
+  }
+  return planes;
+}
+
+// The planes of a rows x cols weight as arguments of `f` (planes_of's order).
 models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& planar, int64_t rows,
                                 int64_t cols) {
-  const int64_t groups = cols / planar.group_size;
-  Value codes =
-      f.argument("codes", TensorType(ElementType::kI8, {rows, cols * planar.code_bits / 8}));
-  Value scales = f.argument("scales", TensorType(scale_element(planar), {rows, groups}));
-  std::optional<Value> offset_plane;
-  if (!planar.offsets.empty()) {
-    offset_plane = f.argument("offsets", TensorType(scale_element(planar), {rows, groups}));
+  std::map<std::string, Value> arguments;
+  for (const Plane& plane : planes_of(planar, rows, cols)) {
+    arguments.emplace("w_" + plane.name,
+                      f.argument(plane.name, TensorType(plane.element, plane.shape)));
   }
-  return models::Weight(codes, scales, offset_plane, planar.code_bits);
+  if (planar.code_bits == 4) arguments.emplace("w_nibbles", arguments.at("w_codes"));
+  if (planar.code_bits == 4) arguments.erase("w_codes");
+  return models::resident_weight(arguments, "w", /*widen=*/true);
 }
 
 // A module over one planar weight of `rows` x `cols`: results dequantized(w) f32 [rows, cols],
@@ -88,19 +120,12 @@ std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols
   return module.to_text();
 }
 
-// The planes of a rows x cols weight on the device, in argument order: codes, scales, offsets
-// (when the format has them).
+// The planes of a rows x cols weight on the device, in argument order.
 std::vector<device::BufferPtr> upload_planes(device::Device& device, const PlanarBlocks& planar,
                                              int64_t rows, int64_t cols) {
-  const std::vector<int64_t> groups = {rows, cols / planar.group_size};
   std::vector<device::BufferPtr> buffers;
-  buffers.push_back(device.upload(bytes_of(planar.codes), ElementType::kI8,
-                                  std::vector<int64_t>{rows, cols * planar.code_bits / 8}));
-  buffers.push_back(
-      device.upload(plane_bytes(planar, planar.scales), scale_element(planar), groups));
-  if (!planar.offsets.empty()) {
-    buffers.push_back(
-        device.upload(plane_bytes(planar, planar.offsets), scale_element(planar), groups));
+  for (const Plane& plane : planes_of(planar, rows, cols)) {
+    buffers.push_back(device.upload(plane.bytes, plane.element, plane.shape));
   }
   return buffers;
 }

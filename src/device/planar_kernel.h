@@ -19,8 +19,11 @@ struct PlanarOperands {
   stablehlo::Value codes;
   int code_bits = 8;
   int code_bias = 0;
-  stablehlo::Value scales;                  // f32 or f16 [N, K / group]
+  stablehlo::Value scales;                  // f32 or f16 [N, K / group], or i8 (two-level)
   std::optional<stablehlo::Value> offsets;  // as scales, formats with a minimum
+  // Two-level scales and offsets (models/resident_weight.h): their f16 factors [N, K / 256].
+  std::optional<stablehlo::Value> super_scales;
+  std::optional<stablehlo::Value> super_offsets;
 };
 
 class PlanarKernel {

@@ -22,11 +22,16 @@ uint8_t byte_at(const std::byte* p, std::size_t i) {
   return static_cast<uint8_t>(p[i]);
 }
 
-// Where one block's planes go: its codes, and its groups' scales and offsets.
+// Where one block's planes go: its codes, and its groups' scales and offsets; for the
+// two-level formats also the factors of each (planar_blocks.h).
 struct BlockOut {
   int8_t* codes;
   float* scales;
   float* offsets;  // null for formats without a minimum
+  int8_t* scale_codes = nullptr;
+  float* super_scale = nullptr;
+  int8_t* offset_codes = nullptr;
+  float* super_offset = nullptr;
 };
 
 // 32-element blocks: low nibbles give elements 0..15, high nibbles 16..31.
@@ -93,12 +98,16 @@ void k_scale_min(const std::byte* scales, int index, uint8_t& scale, uint8_t& mi
 void k_quant(const std::byte* block, const std::byte* qh, const std::byte* qs, BlockOut out) {
   float d = load_half(block);
   float dmin = load_half(block + 2);
+  *out.super_scale = d;
+  *out.super_offset = -dmin;  // -(dmin * m) == (-dmin) * m, -0 included
   const std::byte* scales = block + 4;
   for (int sub = 0; sub < 8; ++sub) {
     uint8_t scale, min;
     k_scale_min(scales, sub, scale, min);
     out.scales[sub] = d * static_cast<float>(scale);
     out.offsets[sub] = -(dmin * static_cast<float>(min));
+    out.scale_codes[sub] = static_cast<int8_t>(scale);
+    out.offset_codes[sub] = static_cast<int8_t>(min);
     int shift = (sub % 2) * 4;
     for (int l = 0; l < 32; ++l) {
       int q = (byte_at(qs, static_cast<std::size_t>((sub / 2) * 32 + l)) >> shift) & 0x0F;
@@ -124,8 +133,10 @@ void q6_k(const std::byte* block, BlockOut out) {
   const std::byte* qh = block + 128;
   const std::byte* scales = block + 192;
   float d = load_half(block + 208);
+  *out.super_scale = d;
   for (int group = 0; group < 16; ++group) {
-    out.scales[group] = d * static_cast<float>(static_cast<int8_t>(byte_at(scales, group)));
+    out.scale_codes[group] = static_cast<int8_t>(byte_at(scales, group));
+    out.scales[group] = d * static_cast<float>(out.scale_codes[group]);
   }
   for (int row = 0; row < 8; ++row) {
     int half = row / 4, k = row % 4;
@@ -206,6 +217,10 @@ bool planar_scales_are_f16(DType dtype) {
          dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
 }
 
+bool planar_scales_are_two_level(DType dtype) {
+  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+}
+
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
   PlanarBlocks planar;
   planar.group_size = planar_group_size(dtype);
@@ -218,10 +233,31 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   const std::size_t block_elements = dtype_block_elements(dtype);
   const std::size_t block_bytes = dtype_block_bytes(dtype);
   const std::size_t groups_per_block = block_elements / group;
+  const bool two_level = planar_scales_are_two_level(dtype);
+  // Factors of the two-level formats; the offsets' are written (and then dropped) for Q6_K too.
+  std::vector<float> super_offsets;
+  if (two_level) {
+    planar.scale_codes.resize(elements / group);
+    planar.offset_codes.resize(elements / group);
+    planar.super_scales.resize(elements / block_elements);
+    super_offsets.resize(elements / block_elements);
+  }
   for (std::size_t b = 0; b * block_elements < elements; ++b) {
-    fn(in.data() + b * block_bytes,
-       {planar.codes.data() + b * block_elements, planar.scales.data() + b * groups_per_block,
-        planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block});
+    BlockOut out{planar.codes.data() + b * block_elements,
+                 planar.scales.data() + b * groups_per_block,
+                 planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
+    if (two_level) {
+      out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
+      out.super_scale = planar.super_scales.data() + b;
+      out.offset_codes = planar.offset_codes.data() + b * groups_per_block;
+      out.super_offset = super_offsets.data() + b;
+    }
+    fn(in.data() + b * block_bytes, out);
+  }
+  if (two_level && !planar.offsets.empty()) {
+    planar.super_offsets = std::move(super_offsets);
+  } else {
+    planar.offset_codes.clear();
   }
   if (planar_code_bits(dtype) == 4) {
     planar.code_bits = 4;

@@ -31,8 +31,16 @@ int64_t planar_group_size(DType dtype);
 bool planar_has_offsets(DType dtype);
 // Whether the format's scales (and offsets) are f16 numbers as the file stores them (Q8_0, Q4_0,
 // Q4_1, Q5_0, Q5_1: d and m), so that an f16 plane holds them exactly and the planes keep the
-// file's bytes; the K-quants' are products (d * sc, dmin * m) that need f32.
+// file's bytes.
 bool planar_scales_are_f16(DType dtype);
+// Whether the format's scales (and offsets) are products of an f16 per super-block of 256 and a
+// small integer per group (the K-quants: d * sc, -(dmin * m)). Such planes are kept as the file
+// keeps them, i8 per group and f16 per 256 elements, and multiplied where they are used: the
+// product (11 by at most 8 significant bits) is exact in f32, so it is the value the gguf
+// package forms.
+bool planar_scales_are_two_level(DType dtype);
+// Elements per super-block of the two-level formats.
+inline constexpr int64_t kSuperGroupSize = 256;
 // Bits per stored code: 4 (nibbles) or 8 (one i8 per element).
 int planar_code_bits(DType dtype);
 // What is added to a nibble to give its code: the one rule both the packing and the graphs follow.
@@ -48,6 +56,13 @@ struct PlanarBlocks {
   std::vector<float> scales;   // one per group
   std::vector<float> offsets;  // one per group; empty when the format has none
   bool scales_f16 = false;     // every scale and offset is an f16 number (planar_scales_are_f16)
+  // Two-level formats (planar_scales_are_two_level) only, else empty: scales[g] is
+  // super_scales[g / (256 / group_size)] * scale_codes[g], offsets[g] likewise (super_offsets
+  // holds -dmin, so the product is the offset's sign and all).
+  std::vector<int8_t> scale_codes;
+  std::vector<float> super_scales;  // f16 numbers
+  std::vector<int8_t> offset_codes;
+  std::vector<float> super_offsets;  // f16 numbers
 };
 
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.

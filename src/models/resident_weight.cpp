@@ -65,18 +65,33 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
     codes.stored = *stored;
+    const bool two_level = planar_scales_are_two_level(*stored);
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
     scales.shape = {spec.shape[0], groups};
-    scales.element = planar_scales_are_f16(*stored) ? ElementType::kF16 : ElementType::kF32;
+    scales.element = two_level                        ? ElementType::kI8
+                     : planar_scales_are_f16(*stored) ? ElementType::kF16
+                                                      : ElementType::kF32;
     scales.part = WeightPart::kScales;
+    WeightSpec super_scales = scales;
+    super_scales.name = spec.name + "_super_scales";
+    super_scales.shape = {spec.shape[0], spec.shape[1] / kSuperGroupSize};
+    super_scales.element = ElementType::kF16;
+    super_scales.part = WeightPart::kSuperScales;
     resident.push_back(codes);
     resident.push_back(scales);
+    if (two_level) resident.push_back(super_scales);
     if (planar_has_offsets(*stored)) {
       WeightSpec offsets = scales;
       offsets.name = spec.name + "_offsets";
       offsets.part = WeightPart::kOffsets;
       resident.push_back(offsets);
+      if (two_level) {
+        WeightSpec super_offsets = super_scales;
+        super_offsets.name = spec.name + "_super_offsets";
+        super_offsets.part = WeightPart::kSuperOffsets;
+        resident.push_back(super_offsets);
+      }
     }
   }
   return resident;
@@ -101,16 +116,22 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
     weight.kernel = kernel;
     return weight;
   }
-  auto offsets = arguments.find(name + "_offsets");
-  Weight weight(codes->second, arguments.at(name + "_scales"),
-                offsets == arguments.end() ? std::nullopt : std::optional<Value>(offsets->second),
+  auto optional_argument = [&](const std::string& suffix) -> std::optional<Value> {
+    auto found = arguments.find(name + suffix);
+    if (found == arguments.end()) return std::nullopt;
+    return found->second;
+  };
+  Weight weight(codes->second, arguments.at(name + "_scales"), optional_argument("_offsets"),
                 nibbles ? 4 : 8);
+  weight.super_scales = optional_argument("_super_scales");
+  weight.super_offsets = optional_argument("_super_offsets");
   weight.kernel = kernel;
   return weight;
 }
 
 device::PlanarOperands planar_operands(const Weight& weight) {
-  return {weight.values, weight.code_bits, weight.code_bias, *weight.scales, weight.offsets};
+  return {weight.values,  weight.code_bits,    weight.code_bias,    *weight.scales,
+          weight.offsets, weight.super_scales, weight.super_offsets};
 }
 
 Value dequantized_groups(const Weight& weight) {
@@ -119,14 +140,21 @@ Value dequantized_groups(const Weight& weight) {
   const int64_t group = weight.cols() / groups;
   const std::vector<int64_t> shape = {rows, groups, group};
   Value codes = convert(codes_by_group(weight), ElementType::kF32);
-  // f16 scales and offsets widen exactly; then two roundings, as the gguf package: scale * code,
+  // f16 scales and offsets widen exactly, two-level ones multiply out exactly (each factor's
+  // significant bits fit f32's together); then two roundings, as the gguf package: scale * code,
   // then + offset (never fused).
-  auto by_group = [&](Value plane) {
+  auto by_group = [&](Value plane, const std::optional<Value>& super) {
     if (plane.element() != ElementType::kF32) plane = convert(plane, ElementType::kF32);
+    if (super) {
+      const int64_t supers = super->shape()[1];
+      Value factor = broadcast_in_dim(convert(*super, ElementType::kF32),
+                                      {rows, supers, groups / supers}, {0, 1});
+      plane = reshape(factor, {rows, groups}) * plane;
+    }
     return broadcast_in_dim(plane, shape, {0, 1});
   };
-  Value values = by_group(*weight.scales) * codes;
-  if (weight.offsets) values = values + by_group(*weight.offsets);
+  Value values = by_group(*weight.scales, weight.super_scales) * codes;
+  if (weight.offsets) values = values + by_group(*weight.offsets, weight.super_offsets);
   return values;
 }
 
@@ -141,10 +169,15 @@ Value take_rows(const Weight& weight, Value ids) {
   if (!weight.planar()) {
     rows = dequantized(Weight(take(weight.values, ids)));
   } else {
-    std::optional<Value> offsets;
-    if (weight.offsets) offsets = take(*weight.offsets, ids);
-    rows = dequantized(
-        Weight(take(weight.values, ids), take(*weight.scales, ids), offsets, weight.code_bits));
+    auto taken = [&](const std::optional<Value>& plane) -> std::optional<Value> {
+      if (!plane) return std::nullopt;
+      return take(*plane, ids);
+    };
+    Weight looked_up(take(weight.values, ids), take(*weight.scales, ids), taken(weight.offsets),
+                     weight.code_bits);
+    looked_up.super_scales = taken(weight.super_scales);
+    looked_up.super_offsets = taken(weight.super_offsets);
+    rows = dequantized(looked_up);
   }
   // The looked-up rows are computed on their own. IREE llvm-cpu would otherwise fuse the gather
   // into its consumer, and where that reduces over the row (the first RMSNorm) it stages the

@@ -11,6 +11,11 @@
 //   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum; as the
 //                                             scales)
 //
+// The K-quants' scales and offsets are two-level (planar_scales_are_two_level): _scales and
+// _offsets are then i8 [rows, cols / group], and their f16 factors per 256 elements are two more
+// arguments, <name>_super_scales and <name>_super_offsets, f16 [rows, cols / 256]; the graph
+// multiplies the two (exactly) to the f32 scale or offset.
+//
 // and the graph forms scale * code (+ offset) in f32 where it uses the weight, the same values
 // transformers computes with after dequantizing the GGUF. Matrices stored as f16/bf16 stay
 // narrow and are widened in the graph; f32 stays f32. Vectors (norms, biases) are f32.
@@ -29,6 +34,9 @@ struct Weight {
   stablehlo::Value values;  // any float type; for planes, the codes i8 [rows, cols]
   std::optional<stablehlo::Value> scales;
   std::optional<stablehlo::Value> offsets;
+  // Two-level planes: the f16 factors per 256 elements of the i8 scales and offsets.
+  std::optional<stablehlo::Value> super_scales;
+  std::optional<stablehlo::Value> super_offsets;
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
   // The runtime's product for planes and 16-bit float values, where it has one
   // (GraphOptions::planar_kernel).

@@ -46,7 +46,8 @@ namespace xlacel::models {
 
 // Which part of a file tensor an argument holds: the values, or one plane of a GGML block
 // format kept resident (model_files/planar_blocks.h, models/resident_weight.h).
-enum class WeightPart { kValues, kCodes, kScales, kOffsets };
+// The two-level formats add the f16 factors per 256 elements of their i8 scales and offsets.
+enum class WeightPart { kValues, kCodes, kScales, kOffsets, kSuperScales, kSuperOffsets };
 
 struct WeightSpec {
   std::string name;                // argument name: "l3_q_proj" ("l3_q_proj_scales" for a plane)

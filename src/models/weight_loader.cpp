@@ -116,8 +116,9 @@ HostTensor host_tensor(const WeightSpec& spec, const std::vector<T>& values) {
 }
 
 // f32 values as a host tensor of the spec's element type (f32, f16 or bf16). Exact where the
-// values are numbers of that type: f16/bf16 weights kept narrow by kAuto, and the scale and
-// offset planes of the formats that store them as f16 (planar_scales_are_f16).
+// values are numbers of that type: f16/bf16 weights kept narrow by kAuto, the scale and offset
+// planes of the formats that store them as f16 (planar_scales_are_f16), and the two-level
+// formats' factors per super-block.
 HostTensor in_element_type(const WeightSpec& spec, const std::vector<float>& values) {
   if (spec.element == ElementType::kF32) return host_tensor(spec, values);
   std::vector<uint16_t> narrow(values.size());
@@ -147,14 +148,23 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   }
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+  const int64_t rows = codes.shape[0];
   const int64_t groups = scales.shape[1];
-  take_source_rows(files, codes, planar.codes, codes.shape[0], codes.shape[1]);
-  take_source_rows(files, codes, planar.scales, codes.shape[0], groups);
-  if (!planar.offsets.empty())
-    take_source_rows(files, codes, planar.offsets, codes.shape[0], groups);
-  unpermute(files, tensor, planar.codes, codes.shape[1]);
-  unpermute(files, tensor, planar.scales, groups);
-  if (!planar.offsets.empty()) unpermute(files, tensor, planar.offsets, groups);
+  const int64_t supers = columns / kSuperGroupSize;
+  // Each plane's rows as the argument's: a fused tensor's rows taken, a permuted one's restored.
+  auto as_argument_rows = [&](auto& plane, int64_t per_row) {
+    if (plane.empty()) return;
+    take_source_rows(files, codes, plane, rows, per_row);
+    unpermute(files, tensor, plane, per_row);
+  };
+  as_argument_rows(planar.codes, codes.shape[1]);
+  as_argument_rows(planar.scales, groups);
+  as_argument_rows(planar.offsets, groups);
+  as_argument_rows(planar.scale_codes, groups);
+  as_argument_rows(planar.offset_codes, groups);
+  as_argument_rows(planar.super_scales, supers);
+  as_argument_rows(planar.super_offsets, supers);
+  const bool two_level = !planar.super_scales.empty();
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
     switch (spec.part) {
@@ -162,10 +172,18 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
         result.push_back(host_tensor(spec, planar.codes));
         break;
       case WeightPart::kScales:
-        result.push_back(in_element_type(spec, planar.scales));
+        result.push_back(two_level ? host_tensor(spec, planar.scale_codes)
+                                   : in_element_type(spec, planar.scales));
         break;
       case WeightPart::kOffsets:
-        result.push_back(in_element_type(spec, planar.offsets));
+        result.push_back(two_level ? host_tensor(spec, planar.offset_codes)
+                                   : in_element_type(spec, planar.offsets));
+        break;
+      case WeightPart::kSuperScales:
+        result.push_back(in_element_type(spec, planar.super_scales));
+        break;
+      case WeightPart::kSuperOffsets:
+        result.push_back(in_element_type(spec, planar.super_offsets));
         break;
       case WeightPart::kValues:
         break;
@@ -220,8 +238,8 @@ void for_each_weight(const ModelFiles& files, WeightType type,
     }
     // A block-format weight: its codes spec and the plane specs that follow it.
     std::size_t end = i + 1;
-    while (end < specs.size() &&
-           (specs[end].part == WeightPart::kScales || specs[end].part == WeightPart::kOffsets)) {
+    while (end < specs.size() && specs[end].part != WeightPart::kValues &&
+           specs[end].part != WeightPart::kCodes) {
       ++end;
     }
     for (const HostTensor& plane : prepare_planes(files, std::span(specs).subspan(i, end - i))) {

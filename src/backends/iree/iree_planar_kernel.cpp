@@ -88,22 +88,37 @@ std::string executable_text(const std::string& name, const std::filesystem::path
       fmt::arg("functions", functions));
 }
 
-// The functions of a planar product (xlacel_planar_matmul_workgroup).
-// Scales and offsets are f16 when `half_scales`, else f32.
+// The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
+// of `scale` (f32, f16, or i8 when `two_level`: then with their f16 factors per 256 elements).
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
                              int64_t group, bool offsets, int code_bits, int code_bias,
-                             bool half_scales) {
-  const std::string scale = half_scales ? "f16" : "f32";
-  const std::string offsets_binding = offsets ? ", %offsets: !stream.binding" : "";
-  const std::string offsets_view =
-      offsets ? fmt::format(
-                    "      %mo = stream.binding.subspan %offsets[%c0] : !stream.binding -> "
-                    "memref<?x{}>{{%ng}}\n",
-                    scale)
-              : "";
+                             ElementType scale_element, bool two_level) {
+  const std::string scale(stablehlo::to_string(scale_element));
+  // Planes a weight lacks are passed as another of the same type (the scales, or the super
+  // scales for the super offsets).
+  const std::string super = two_level ? "f16" : scale;
+  auto view = [](const char* binding, const char* memref, const std::string& type,
+                 const char* size) {
+    return fmt::format(
+        "      %{} = stream.binding.subspan %{}[%c0] : !stream.binding -> memref<?x{}>{{%{}}}\n",
+        memref, binding, type, size);
+  };
+  std::string bindings, views;
+  if (offsets) {
+    bindings += ", %offsets: !stream.binding";
+    views += view("offsets", "mo", scale, "ng");
+  }
+  if (two_level) {
+    bindings += ", %supers: !stream.binding";
+    views += view("supers", "mss", super, "ns");
+  }
+  if (two_level && offsets) {
+    bindings += ", %super_offsets: !stream.binding";
+    views += view("super_offsets", "mso", super, "ns");
+  }
   return fmt::format(
-      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{offsets_binding}, %x: !stream.binding, %y: !stream.binding) {{
+      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{bindings}, %x: !stream.binding, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
       %n = arith.constant {n} : index
@@ -116,25 +131,31 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %rows_per_workgroup = arith.constant {rows_per_workgroup} : index
       %codes_size = arith.constant {codes_size} : index
       %ng = arith.constant {ng} : index
+      %ns = arith.constant {ns} : index
       %tk = arith.constant {tk} : index
       %tn = arith.constant {tn} : index
       %workgroup = stream.dispatch.workgroup.id[0] : index
       %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%codes_size}}
       %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?x{scale}>{{%ng}}
-{offsets_view}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
+{views}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
       %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
+      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
       return
       }}
 )",
-      fmt::arg("name", name), fmt::arg("offsets_binding", offsets_binding), fmt::arg("rows", rows),
+      fmt::arg("name", name), fmt::arg("bindings", bindings), fmt::arg("rows", rows),
       fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
       fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
       fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
       fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * (k / group)),
-      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("offsets_view", offsets_view),
-      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"), fmt::arg("scale", scale),
-      fmt::arg("scale_bits", half_scales ? 16 : 32));
+      fmt::arg("ns", n * (k / 256)), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n),
+      fmt::arg("views", views), fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
+      fmt::arg("supers_memref", two_level ? "%mss" : "%ms"),
+      fmt::arg("super_offsets_memref", !two_level ? "%ms"
+                                       : offsets  ? "%mso"
+                                                  : "%mss"),
+      fmt::arg("scale", scale), fmt::arg("super", super),
+      fmt::arg("scale_bits", stablehlo::bit_width(scale_element)));
 }
 
 // The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
@@ -200,8 +221,14 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const bool centred = weight.code_bits == 4 && weight.code_bias == -8 && !weight.offsets;
     const bool biased_right = weight.code_bias == 0 || centred;
     const ElementType scale = weight.scales.element();
-    const bool scales_right = (scale == ElementType::kF32 || scale == ElementType::kF16) &&
-                              (!weight.offsets || weight.offsets->element() == scale);
+    const bool two_level = weight.super_scales.has_value();
+    const bool offsets = weight.offsets.has_value();
+    const bool scales_right =
+        (two_level ? scale == ElementType::kI8 && k % 256 == 0 &&
+                         weight.super_scales->element() == ElementType::kF16 &&
+                         offsets == weight.super_offsets.has_value()
+                   : scale == ElementType::kF32 || scale == ElementType::kF16) &&
+        (!offsets || weight.offsets->element() == scale);
     if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right ||
         x.shape()[1] != k || x.element() != ElementType::kF32 ||
         weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
@@ -210,17 +237,17 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    const bool offsets = weight.offsets.has_value();
-    const std::string name =
-        fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}{}", rows, n, k, group,
-                    weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "",
-                    scale == ElementType::kF16 ? "_f16" : "");
+    const std::string name = fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", rows, n,
+                                         k, group, weight.code_bits, centred ? "_centred" : "",
+                                         offsets ? "_offsets" : "", stablehlo::to_string(scale));
     std::vector<Value> operands = {weight.codes, weight.scales};
     if (offsets) operands.push_back(*weight.offsets);
+    if (two_level) operands.push_back(*weight.super_scales);
+    if (two_level && offsets) operands.push_back(*weight.super_offsets);
     operands.push_back(x);
     return dispatch(x, name, object_, n,
                     planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
-                                     weight.code_bias, scale == ElementType::kF16),
+                                     weight.code_bias, scale, two_level),
                     std::move(operands));
   }
 

@@ -1,5 +1,5 @@
 // A hand-written product of activation rows with a weight kept as planes (codes, scales and
-// optional offsets per group of 16 or 32 columns, f32 or f16), linked into IREE's llvm-cpu executables as
+// optional offsets per group of 16 or 32 columns), linked into IREE's llvm-cpu executables as
 // an external object (IREE's custom-dispatch extension point). The graph's pure StableHLO product
 // is the reference this is tested against; this exists because llvm-cpu reduces every 32-wide
 // group to a scalar and converts and scales each weight again per row.
@@ -8,7 +8,9 @@
 // j in its low nibble and element j + 16 in its high nibble; the code is the nibble, less 8 when
 // the weight is centred). Nibbles halve the bytes a 4-bit format reads. Scales and offsets are f16
 // where the format stores them so (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: widened exactly, so the weight
-// keeps the file's bytes), f32 where they are products (the K-quants' d * sc).
+// keeps the file's bytes), f32 where they are products, or two-level as the K-quants store them:
+// an i8 per group times an f16 per 256 elements, multiplied here (exact in f32: the value the
+// gguf package forms), so those weights keep the file's bytes too.
 //
 // Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
@@ -136,23 +138,65 @@ INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets) {
   return has_offsets ? vec_add(value, offset) : value;
 }
 
-// Value g of a scale or offset plane: f32, or f16 (half) widened exactly.
-INLINE float plane_value(const void* plane, size_t g, int half) {
-  return half ? _cvtsh_ss(((const uint16_t*)plane)[g]) : ((const float*)plane)[g];
+// How a weight's scales and offsets are stored.
+enum ScaleForm {
+  SCALES_F32,
+  SCALES_F16,
+  SCALES_TWO_LEVEL,  // i8 per group, times an f16 per SUPER_GROUP elements
+};
+#define SUPER_GROUP 256
+
+// A weight's scale and offset planes (of the whole weight, or from one row on); the super
+// planes only for SCALES_TWO_LEVEL, offsets only for formats with offsets.
+struct Planes {
+  const void* scales;
+  const void* offsets;
+  const uint16_t* super_scales;
+  const uint16_t* super_offsets;
+};
+
+INLINE size_t scale_bytes(enum ScaleForm form) {
+  return form == SCALES_F32 ? 4 : form == SCALES_F16 ? 2 : 1;
 }
 
-// Where row `row` of a plane of `groups` values per row starts.
-INLINE const void* plane_row(const void* plane, size_t row, size_t groups, int half) {
-  return (const char*)plane + row * groups * (half ? 2 : 4);
+// Value g of a scale or offset plane (groups of `group` elements): f32, f16 widened exactly, or
+// an i8 times its super-block's f16 (both exact in f32, and so is their product).
+INLINE float plane_value(const void* plane, const uint16_t* super, size_t g, size_t group,
+                         enum ScaleForm form) {
+  if (form == SCALES_F32) return ((const float*)plane)[g];
+  if (form == SCALES_F16) return _cvtsh_ss(((const uint16_t*)plane)[g]);
+  return _cvtsh_ss(super[g / (SUPER_GROUP / group)]) * (float)((const int8_t*)plane)[g];
+}
+
+// The planes from weight row `row` on, `groups` groups per row.
+INLINE struct Planes planes_row(struct Planes p, size_t row, size_t groups, size_t group,
+                                enum ScaleForm form) {
+  const size_t bytes = row * groups * scale_bytes(form);
+  const size_t supers = row * groups / (SUPER_GROUP / group);
+  struct Planes out = {(const char*)p.scales + bytes, (const char*)p.offsets + bytes,
+                       p.super_scales, p.super_offsets};
+  if (form == SCALES_TWO_LEVEL) {
+    out.super_scales = p.super_scales + supers;
+    out.super_offsets = p.super_offsets + supers;
+  }
+  return out;
+}
+
+// Group g's scale and offset (the scale again where there is no offset) as vectors.
+INLINE void group_factors(struct Planes p, size_t g, size_t group, enum ScaleForm form,
+                          int has_offsets, vec* scale, vec* offset) {
+  *scale = vec_broadcast(plane_value(p.scales, p.super_scales, g, group, form));
+  *offset =
+      has_offsets ? vec_broadcast(plane_value(p.offsets, p.super_offsets, g, group, form)) : *scale;
 }
 
 // Group g of one weight row times one activation row, into one accumulator per vector.
-INLINE void group_times_one(const uint8_t* codes, const void* scales, const void* offsets,
-                            int has_offsets, int half, enum CodeForm form, const float* x,
-                            size_t g, vec* acc) {
+INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
+                            enum ScaleForm scale_form, enum CodeForm form, const float* x, size_t g,
+                            vec* acc) {
   const size_t vectors = vectors_per_group(form);
-  const vec scale = vec_broadcast(plane_value(scales, g, half));
-  const vec offset = has_offsets ? vec_broadcast(plane_value(offsets, g, half)) : scale;
+  vec scale, offset;
+  group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
   vec code[MAX_VECTORS_PER_GROUP];
   group_codes(codes, g, form, code);
   for (size_t v = 0; v < vectors; ++v) {
@@ -164,8 +208,8 @@ INLINE void group_times_one(const uint8_t* codes, const void* scales, const void
 // One activation row: four independent accumulators (a chain of dependent FMAs would wait on
 // their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
 // once at the end.
-INLINE float row_times_one(const uint8_t* codes, const void* scales, const void* offsets,
-                           int has_offsets, int half, enum CodeForm form, const float* x,
+INLINE float row_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
+                           enum ScaleForm scale_form, enum CodeForm form, const float* x,
                            size_t groups) {
   const size_t vectors = vectors_per_group(form);
   const size_t step = MAX_VECTORS_PER_GROUP / vectors;
@@ -173,27 +217,26 @@ INLINE float row_times_one(const uint8_t* codes, const void* scales, const void*
   size_t g = 0;
   for (; g + step <= groups; g += step) {
     for (size_t u = 0; u < step; ++u) {
-      group_times_one(codes, scales, offsets, has_offsets, half, form, x, g + u,
-                      acc + u * vectors);
+      group_times_one(codes, p, has_offsets, scale_form, form, x, g + u, acc + u * vectors);
     }
   }
   for (; g < groups; ++g) {
-    group_times_one(codes, scales, offsets, has_offsets, half, form, x, g, acc);
+    group_times_one(codes, p, has_offsets, scale_form, form, x, g, acc);
   }
   return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
 }
 
 // `rows` activation rows (x [rows, k]): each dequantized vector feeds one FMA per row, so the
 // rows' chains interleave.
-INLINE void row_times_many(const uint8_t* codes, const void* scales, const void* offsets,
-                           int has_offsets, int half, enum CodeForm form, const float* x,
-                           size_t k, size_t rows, size_t groups, float* out, size_t out_stride) {
+INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offsets,
+                           enum ScaleForm scale_form, enum CodeForm form, const float* x, size_t k,
+                           size_t rows, size_t groups, float* out, size_t out_stride) {
   const size_t vectors = vectors_per_group(form);
   vec acc[MAX_ACTIVATION_ROWS];
   for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
   for (size_t g = 0; g < groups; ++g) {
-    const vec scale = vec_broadcast(plane_value(scales, g, half));
-    const vec offset = has_offsets ? vec_broadcast(plane_value(offsets, g, half)) : scale;
+    vec scale, offset;
+    group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
     vec code[MAX_VECTORS_PER_GROUP];
     group_codes(codes, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
@@ -206,76 +249,83 @@ INLINE void row_times_many(const uint8_t* codes, const void* scales, const void*
 }
 
 // Planes of weight row `row` into the cache.
-INLINE void prefetch_row(const uint8_t* codes, const void* scales, const void* offsets,
-                         int has_offsets, int half, size_t row, size_t row_bytes, size_t groups) {
+INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
+                         enum ScaleForm scale_form, size_t row, size_t row_bytes, size_t groups,
+                         size_t group) {
   const uint8_t* c = codes + row * row_bytes;
   for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch((const char*)(c + b), _MM_HINT_T0);
-  const char* s = (const char*)plane_row(scales, row, groups, half);
-  const char* o = (const char*)plane_row(offsets, row, groups, half);
-  const size_t plane_bytes = groups * (half ? 2 : 4);
+  const struct Planes r = planes_row(p, row, groups, group, scale_form);
+  const size_t plane_bytes = groups * scale_bytes(scale_form);
   for (size_t b = 0; b < plane_bytes; b += 64) {
-    _mm_prefetch(s + b, _MM_HINT_T0);
-    if (has_offsets) _mm_prefetch(o + b, _MM_HINT_T0);
+    _mm_prefetch((const char*)r.scales + b, _MM_HINT_T0);
+    if (has_offsets) _mm_prefetch((const char*)r.offsets + b, _MM_HINT_T0);
+  }
+  // A row's super factors (2 bytes per 256 elements) share lines with the next rows'.
+  if (scale_form == SCALES_TWO_LEVEL) {
+    _mm_prefetch((const char*)r.super_scales, _MM_HINT_T0);
+    if (has_offsets) _mm_prefetch((const char*)r.super_offsets, _MM_HINT_T0);
   }
 }
 
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
 // above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
 // rows of x.
-#define SPECIALISE(ROWS, FORM, OFFSETS, HALF)                                                     \
-  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_half##HALF(                                \
-      const uint8_t* codes, const void* scales, const void* offsets, const float* x, float* y,    \
-      size_t n, size_t k, size_t first, size_t last) {                                            \
-    const size_t group = vectors_per_group(FORM) * LANES;                                         \
-    const size_t groups = k / group;                                                              \
-    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k;      \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                            \
-    for (size_t row = first; row < last; ++row) {                                                 \
-      if (row + ahead < n) {                                                                      \
-        prefetch_row(codes, scales, offsets, OFFSETS, HALF, row + ahead, row_bytes, groups);      \
-      }                                                                                           \
-      const uint8_t* c = codes + row * row_bytes;                                                 \
-      const void* s = plane_row(scales, row, groups, HALF);                                       \
-      const void* o = OFFSETS ? plane_row(offsets, row, groups, HALF) : s;                        \
-      if (ROWS == 1) {                                                                            \
-        y[row] = row_times_one(c, s, o, OFFSETS, HALF, FORM, x, groups);                          \
-      } else {                                                                                    \
-        row_times_many(c, s, o, OFFSETS, HALF, FORM, x, k, ROWS, groups, y + row, n);             \
-      }                                                                                           \
-    }                                                                                             \
+#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                              \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                             \
+      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,   \
+      size_t first, size_t last) {                                                           \
+    const size_t group = vectors_per_group(FORM) * LANES;                                    \
+    const size_t groups = k / group;                                                         \
+    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k; \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                       \
+    for (size_t row = first; row < last; ++row) {                                            \
+      if (row + ahead < n) {                                                                 \
+        prefetch_row(codes, p, OFFSETS, SCALES, row + ahead, row_bytes, groups, group);      \
+      }                                                                                      \
+      const uint8_t* c = codes + row * row_bytes;                                            \
+      const struct Planes r = planes_row(p, row, groups, group, SCALES);                     \
+      if (ROWS == 1) {                                                                       \
+        y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);                      \
+      } else {                                                                               \
+        row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n);         \
+      }                                                                                      \
+    }                                                                                        \
   }
-// Every form with and without offsets and f16 scales, but nibbles: those have offsets exactly
-// when they are not centred.
+// Every form with and without offsets and each scale form, but nibbles: those have offsets
+// exactly when they are not centred.
 #define SPECIALISE_SCALES(ROWS, FORM, OFFSETS) \
-  SPECIALISE(ROWS, FORM, OFFSETS, 0) SPECIALISE(ROWS, FORM, OFFSETS, 1)
-#define SPECIALISE_ROWS(ROWS)                                                           \
-  SPECIALISE_SCALES(ROWS, BYTES_16, 0)                                                  \
-  SPECIALISE_SCALES(ROWS, BYTES_16, 1)                                                  \
-  SPECIALISE_SCALES(ROWS, BYTES_32, 0)                                                  \
-  SPECIALISE_SCALES(ROWS, BYTES_32, 1)                                                  \
-  SPECIALISE_SCALES(ROWS, NIBBLES_32, 1) SPECIALISE_SCALES(ROWS, NIBBLES_32_CENTRED, 0) \
-  /* One pass of ROWS rows of x, whatever the weight's form. */                         \
-  static void pass##ROWS(enum CodeForm form, int has_offsets, int half, const uint8_t* codes, \
-                         const void* scales, const void* offsets, const float* x, float* y,   \
-                         size_t n, size_t k, size_t first, size_t last) {                     \
-    PASS_FORM(ROWS, BYTES_16, 0)                                                        \
-    PASS_FORM(ROWS, BYTES_16, 1)                                                        \
-    PASS_FORM(ROWS, BYTES_32, 0)                                                        \
-    PASS_FORM(ROWS, BYTES_32, 1)                                                        \
-    PASS_FORM(ROWS, NIBBLES_32, 1)                                                      \
-    PASS_FORM(ROWS, NIBBLES_32_CENTRED, 0)                                              \
+  SPECIALISE(ROWS, FORM, OFFSETS, SCALES_F32)  \
+  SPECIALISE(ROWS, FORM, OFFSETS, SCALES_F16) SPECIALISE(ROWS, FORM, OFFSETS, SCALES_TWO_LEVEL)
+#define SPECIALISE_ROWS(ROWS)                                                                 \
+  SPECIALISE_SCALES(ROWS, BYTES_16, 0)                                                        \
+  SPECIALISE_SCALES(ROWS, BYTES_16, 1)                                                        \
+  SPECIALISE_SCALES(ROWS, BYTES_32, 0)                                                        \
+  SPECIALISE_SCALES(ROWS, BYTES_32, 1)                                                        \
+  SPECIALISE_SCALES(ROWS, NIBBLES_32, 1)                                                      \
+  SPECIALISE_SCALES(ROWS, NIBBLES_32_CENTRED,                                                 \
+                    0) /* One pass of ROWS rows of x, whatever the weight's form. */          \
+      static void pass##ROWS(enum CodeForm form, int has_offsets, enum ScaleForm scales,      \
+                             const uint8_t* codes, struct Planes p, const float* x, float* y, \
+                             size_t n, size_t k, size_t first, size_t last) {                 \
+    PASS_FORM(ROWS, BYTES_16, 0)                                                              \
+    PASS_FORM(ROWS, BYTES_16, 1)                                                              \
+    PASS_FORM(ROWS, BYTES_32, 0)                                                              \
+    PASS_FORM(ROWS, BYTES_32, 1)                                                              \
+    PASS_FORM(ROWS, NIBBLES_32, 1)                                                            \
+    PASS_FORM(ROWS, NIBBLES_32_CENTRED, 0)                                                    \
   }
 // A switch, not a table of function pointers: the embedded library may hold no relocated data.
-#define PASS_FORM(ROWS, FORM, OFFSETS)                                                           \
-  if (form == FORM && has_offsets == OFFSETS) {                                                  \
-    if (half) {                                                                                  \
-      rows##ROWS##_##FORM##_offsets##OFFSETS##_half1(codes, scales, offsets, x, y, n, k, first,  \
-                                                     last);                                      \
-    } else {                                                                                     \
-      rows##ROWS##_##FORM##_offsets##OFFSETS##_half0(codes, scales, offsets, x, y, n, k, first,  \
-                                                     last);                                      \
-    }                                                                                            \
-    return;                                                                                      \
+#define PASS_FORM(ROWS, FORM, OFFSETS)                                                        \
+  if (form == FORM && has_offsets == OFFSETS) {                                               \
+    if (scales == SCALES_F32) {                                                               \
+      rows##ROWS##_##FORM##_offsets##OFFSETS##_SCALES_F32(codes, p, x, y, n, k, first, last); \
+    } else if (scales == SCALES_F16) {                                                        \
+      rows##ROWS##_##FORM##_offsets##OFFSETS##_SCALES_F16(codes, p, x, y, n, k, first, last); \
+    } else {                                                                                  \
+      rows##ROWS##_##FORM##_offsets##OFFSETS##_SCALES_TWO_LEVEL(codes, p, x, y, n, k, first,  \
+                                                                last);                        \
+    }                                                                                         \
+    return;                                                                                   \
   }
 SPECIALISE_ROWS(1)
 SPECIALISE_ROWS(2)
@@ -410,11 +460,12 @@ SPECIALISE_WIDE_ROWS(16)
 // value to inlined functions from specialised callers, so its fields are constants there.
 struct WeightSource {
   const uint8_t* codes;
-  const void* scales;
-  const void* offsets;
+  struct Planes planes;
   const uint16_t* wide;  // 16-bit floats, when not null (codes unused)
   enum CodeForm form;
-  int has_offsets, half, bf16;
+  int has_offsets;
+  enum ScaleForm scales;
+  int bf16;
 };
 
 // Weight rows [row, row + BLOCK_W_ROWS), columns [first, first + columns) as f32 into panel
@@ -432,11 +483,10 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
     const size_t group = vectors * LANES, groups = k / group;
     const size_t row_bytes = (w.form == NIBBLES_32 || w.form == NIBBLES_32_CENTRED) ? k / 2 : k;
     const uint8_t* codes = w.codes + (row + r) * row_bytes;
-    const void* scales = plane_row(w.scales, row + r, groups, w.half);
-    const void* offsets = w.has_offsets ? plane_row(w.offsets, row + r, groups, w.half) : scales;
+    const struct Planes planes = planes_row(w.planes, row + r, groups, group, w.scales);
     for (size_t g = first / group; g < (first + columns) / group; ++g) {
-      const vec scale = vec_broadcast(plane_value(scales, g, w.half));
-      const vec offset = w.has_offsets ? vec_broadcast(plane_value(offsets, g, w.half)) : scale;
+      vec scale, offset;
+      group_factors(planes, g, group, w.scales, w.has_offsets, &scale, &offset);
       vec code[MAX_VECTORS_PER_GROUP];
       group_codes(codes, g, w.form, code);
       for (size_t v = 0; v < vectors; ++v) {
@@ -467,10 +517,10 @@ INLINE void block_product(const float* x, size_t k, const float* panel, size_t c
     for (size_t j = 0; j < BLOCK_W_ROWS; ++j) acc[t * BLOCK_W_ROWS + j] = a[t][j];
   }
 }
-#define SPECIALISE_BLOCK(X_ROWS)                                                               \
+#define SPECIALISE_BLOCK(X_ROWS)                                                                  \
   static void block_product##X_ROWS(const float* x, size_t k, const float* panel, size_t columns, \
-                                    vec* acc) {                                                \
-    block_product(x, k, panel, columns, X_ROWS, acc);                                          \
+                                    vec* acc) {                                                   \
+    block_product(x, k, panel, columns, X_ROWS, acc);                                             \
   }
 SPECIALISE_BLOCK(1)
 SPECIALISE_BLOCK(2)
@@ -498,8 +548,8 @@ INLINE void tile_product(const float* x, size_t k, const float* panel, size_t co
 
 // y [rows, n] = x [rows, k] times weight rows [first, last) (a multiple of BLOCK_W_ROWS of them),
 // panel by panel; k a multiple of LANES and of the weight's group.
-INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows, size_t n,
-                   size_t k, size_t first, size_t last) {
+INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows, size_t n, size_t k,
+                   size_t first, size_t last) {
   float panel[BLOCK_W_ROWS * PANEL_COLUMNS];
   vec acc[TILE_X_ROWS * BLOCK_W_ROWS];
   for (size_t t0 = 0; t0 < rows; t0 += TILE_X_ROWS) {
@@ -521,15 +571,16 @@ INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows,
 }
 
 // Specialised per weight form, as the passes are.
-#define SPECIALISE_PANELS(FORM, OFFSETS, HALF)                                                  \
-  static void panels_##FORM##_offsets##OFFSETS##_half##HALF(                                    \
-      const uint8_t* codes, const void* scales, const void* offsets, const float* x, float* y, \
-      size_t rows, size_t n, size_t k, size_t first, size_t last) {                            \
-    const struct WeightSource w = {codes, scales, offsets, NULL, FORM, OFFSETS, HALF, 0};      \
-    panels(w, x, y, rows, n, k, first, last);                                                  \
+#define SPECIALISE_PANELS(FORM, OFFSETS, SCALES)                                              \
+  static void panels_##FORM##_offsets##OFFSETS##_##SCALES(                                    \
+      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t rows, size_t n, \
+      size_t k, size_t first, size_t last) {                                                  \
+    const struct WeightSource w = {codes, p, NULL, FORM, OFFSETS, SCALES, 0};                 \
+    panels(w, x, y, rows, n, k, first, last);                                                 \
   }
 #define SPECIALISE_PANEL_SCALES(FORM, OFFSETS) \
-  SPECIALISE_PANELS(FORM, OFFSETS, 0) SPECIALISE_PANELS(FORM, OFFSETS, 1)
+  SPECIALISE_PANELS(FORM, OFFSETS, SCALES_F32) \
+  SPECIALISE_PANELS(FORM, OFFSETS, SCALES_F16) SPECIALISE_PANELS(FORM, OFFSETS, SCALES_TWO_LEVEL)
 SPECIALISE_PANEL_SCALES(BYTES_16, 0)
 SPECIALISE_PANEL_SCALES(BYTES_16, 1)
 SPECIALISE_PANEL_SCALES(BYTES_32, 0)
@@ -537,19 +588,20 @@ SPECIALISE_PANEL_SCALES(BYTES_32, 1)
 SPECIALISE_PANEL_SCALES(NIBBLES_32, 1)
 SPECIALISE_PANEL_SCALES(NIBBLES_32_CENTRED, 0)
 
-#define PANEL_FORM(FORM, OFFSETS)                                                          \
-  if (form == FORM && has_offsets == OFFSETS) {                                            \
-    if (half) {                                                                            \
-      panels_##FORM##_offsets##OFFSETS##_half1(codes, scales, offsets, x, y, rows, n, k,   \
-                                               first, last);                               \
-    } else {                                                                               \
-      panels_##FORM##_offsets##OFFSETS##_half0(codes, scales, offsets, x, y, rows, n, k,   \
-                                               first, last);                               \
-    }                                                                                      \
-    return;                                                                                \
+#define PANEL_FORM(FORM, OFFSETS)                                                             \
+  if (form == FORM && has_offsets == OFFSETS) {                                               \
+    if (scales == SCALES_F32) {                                                               \
+      panels_##FORM##_offsets##OFFSETS##_SCALES_F32(codes, p, x, y, rows, n, k, first, last); \
+    } else if (scales == SCALES_F16) {                                                        \
+      panels_##FORM##_offsets##OFFSETS##_SCALES_F16(codes, p, x, y, rows, n, k, first, last); \
+    } else {                                                                                  \
+      panels_##FORM##_offsets##OFFSETS##_SCALES_TWO_LEVEL(codes, p, x, y, rows, n, k, first,  \
+                                                          last);                              \
+    }                                                                                         \
+    return;                                                                                   \
   }
-static void planar_panels(enum CodeForm form, int has_offsets, int half, const uint8_t* codes,
-                          const void* scales, const void* offsets, const float* x, float* y,
+static void planar_panels(enum CodeForm form, int has_offsets, enum ScaleForm scales,
+                          const uint8_t* codes, struct Planes p, const float* x, float* y,
                           size_t rows, size_t n, size_t k, size_t first, size_t last) {
   PANEL_FORM(BYTES_16, 0)
   PANEL_FORM(BYTES_16, 1)
@@ -561,12 +613,14 @@ static void planar_panels(enum CodeForm form, int has_offsets, int half, const u
 
 static void wide_panels_bf160(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
-  const struct WeightSource w = {NULL, NULL, NULL, values, BYTES_32, 0, 0, 0};
+  const struct WeightSource w = {NULL, {NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32,
+                                 0};
   panels(w, x, y, rows, n, k, first, last);
 }
 static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
-  const struct WeightSource w = {NULL, NULL, NULL, values, BYTES_32, 0, 0, 1};
+  const struct WeightSource w = {NULL, {NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32,
+                                 1};
   panels(w, x, y, rows, n, k, first, last);
 }
 
@@ -580,10 +634,12 @@ INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
 // [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group]
-// of f32 (scale_bits 32) or f16 (scale_bits 16). `offsets` is read only when has_offsets (the
-// emitter passes the scales again otherwise); group is 16 or 32.
+// of f32 (scale_bits 32), f16 (16) or i8 (8: two-level, their factors in super_scales and
+// super_offsets, f16 [n, k / 256]). `offsets` is read only when has_offsets and the super planes
+// only when two-level (the emitter passes the scales again otherwise); group is 16 or 32.
 void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const void, scales),
-                                    MEMREF(const void, offsets), MEMREF(const float, x),
+                                    MEMREF(const void, offsets), MEMREF(const uint16_t, supers),
+                                    MEMREF(const uint16_t, super_offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
                                     size_t scale_bits, size_t rows_per_workgroup,
@@ -591,6 +647,8 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const v
   (void)codes_allocated, (void)codes_size, (void)codes_stride;
   (void)scales_allocated, (void)scales_size, (void)scales_stride;
   (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
+  (void)supers_allocated, (void)supers_size, (void)supers_stride;
+  (void)super_offsets_allocated, (void)super_offsets_size, (void)super_offsets_stride;
   (void)x_allocated, (void)x_size, (void)x_stride;
   (void)y_allocated, (void)y_size, (void)y_stride;
   size_t first = workgroup * rows_per_workgroup;
@@ -608,23 +666,32 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const v
   } else {
     return;  // the emitter emits only the forms above
   }
-  if (scale_bits != 16 && scale_bits != 32) return;
-  const int half = scale_bits == 16;
-  const size_t scale_bytes = half ? 2 : 4;
+  enum ScaleForm scale_form;
+  if (scale_bits == 32) {
+    scale_form = SCALES_F32;
+  } else if (scale_bits == 16) {
+    scale_form = SCALES_F16;
+  } else if (scale_bits == 8) {
+    scale_form = SCALES_TWO_LEVEL;
+  } else {
+    return;
+  }
+  const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
-  const char* scale_plane = (const char*)scales + scales_offset * scale_bytes;
-  const char* offset_plane = (const char*)offsets + offsets_offset * scale_bytes;
+  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
+                                (const char*)offsets + offsets_offset * bytes,
+                                supers + supers_offset, super_offsets + super_offsets_offset};
   x += x_offset, y += y_offset;
   const size_t panels_end = panel_rows_end(rows, first, last);
   if (panels_end > first) {
-    planar_panels(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x, y, rows, n, k,
-                  first, panels_end);
+    planar_panels(form, has_offsets != 0, scale_form, codes, planes, x, y, rows, n, k, first,
+                  panels_end);
   }
   first = panels_end;
-#define CASE(ROWS)                                                                    \
-  case ROWS:                                                                          \
-    pass##ROWS(form, has_offsets != 0, half, codes, scale_plane, offset_plane, x_pass, \
-               y_pass, n, k, first, last);                                            \
+#define CASE(ROWS)                                                                             \
+  case ROWS:                                                                                   \
+    pass##ROWS(form, has_offsets != 0, scale_form, codes, planes, x_pass, y_pass, n, k, first, \
+               last);                                                                          \
     break;
   FOR_EACH_PASS
 #undef CASE
