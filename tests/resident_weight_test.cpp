@@ -65,8 +65,8 @@ struct Plane {
 };
 
 // The planes of a rows x cols weight in argument order, as the loader keeps them: codes (bytes
-// or nibbles), scales, offsets (formats with a minimum), and the two-level formats' f16 factors
-// of each.
+// or nibbles), the high bits of 5- and 6-bit codes, scales, offsets (formats with a minimum), and
+// the two-level formats' f16 factors of each.
 std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t cols) {
   const std::vector<int64_t> groups = {rows, cols / planar.group_size};
   const std::vector<int64_t> supers = {rows, cols / kSuperGroupSize};
@@ -77,9 +77,16 @@ std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t c
     if (planar.scales_f16) return {name, ElementType::kF16, groups, half_bytes(values)};
     return {name, ElementType::kF32, groups, byte_copy(values)};
   };
+  const int64_t code_bytes = planar.code_bits == 8 ? cols : cols / 2;
   std::vector<Plane> planes = {
-      {"codes", ElementType::kI8, {rows, cols * planar.code_bits / 8}, byte_copy(planar.codes)},
-      factors("scales", planar.scales, planar.scale_codes)};
+      {"codes", ElementType::kI8, {rows, code_bytes}, byte_copy(planar.codes)}};
+  if (!planar.high_bits.empty()) {
+    planes.push_back({"high_bits",
+                      ElementType::kI8,
+                      {rows, high_bits_row_bytes(planar.code_bits, cols)},
+                      byte_copy(planar.high_bits)});
+  }
+  planes.push_back(factors("scales", planar.scales, planar.scale_codes));
   if (!planar.offsets.empty()) {
     planes.push_back(factors("offsets", planar.offsets, planar.offset_codes));
   }
@@ -101,8 +108,10 @@ models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& plan
     arguments.emplace("w_" + plane.name,
                       f.argument(plane.name, TensorType(plane.element, plane.shape)));
   }
-  if (planar.code_bits == 4) arguments.emplace("w_nibbles", arguments.at("w_codes"));
-  if (planar.code_bits == 4) arguments.erase("w_codes");
+  if (planar.code_bits < 8) {
+    arguments.emplace("w_nibbles", arguments.at("w_codes"));
+    arguments.erase("w_codes");
+  }
   return models::resident_weight(arguments, "w", /*widen=*/true);
 }
 

@@ -14,8 +14,8 @@ namespace xlacel::device {
 
 // A weight [N, K] kept as planes, as values of the graph being emitted.
 struct PlanarOperands {
-  // i8 [N, K] (code_bits 8), or i8 [N, K / 2] nibbles (code_bits 4: two codes per byte, each the
-  // nibble plus code_bias; layout in model_files/planar_blocks.h).
+  // i8 [N, K] (code_bits 8), or i8 [N, K / 2] nibbles (code_bits 4 to 6: the low 4 bits of two
+  // codes per byte, high_bits above; plus code_bias; layout in model_files/planar_blocks.h).
   stablehlo::Value codes;
   int code_bits = 8;
   int code_bias = 0;
@@ -24,6 +24,8 @@ struct PlanarOperands {
   // Two-level scales and offsets (models/resident_weight.h): their f16 factors [N, K / 256].
   std::optional<stablehlo::Value> super_scales;
   std::optional<stablehlo::Value> super_offsets;
+  // code_bits 5 and 6: the bits above each nibble, i8 [N, K * (code_bits - 4) / 8].
+  std::optional<stablehlo::Value> high_bits;
 };
 
 class PlanarKernel {

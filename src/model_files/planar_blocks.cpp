@@ -174,15 +174,29 @@ BlockFn block_fn(DType dtype) {
   }
 }
 
-// `codes` (one per element, groups of 32) as nibbles: see planar_blocks.h.
+// The low 4 bits of `codes` (one per element, less `bias`) as nibbles: see planar_blocks.h.
 std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
   std::vector<int8_t> packed(codes.size() / 2);
   for (std::size_t g = 0; g < codes.size() / 32; ++g) {
     for (std::size_t j = 0; j < 16; ++j) {
-      const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias);
-      const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias);
+      const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias) & 0x0F;
+      const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias) & 0x0F;
       packed[g * 16 + j] = static_cast<int8_t>(low | (high << 4));
     }
+  }
+  return packed;
+}
+
+// `codes` (one per element) above their nibble: per 32 elements a little-endian word of
+// `bits` bits each (planar_blocks.h).
+std::vector<int8_t> pack_high_bits(const std::vector<int8_t>& codes, int bias, int bits) {
+  std::vector<int8_t> packed(codes.size() * static_cast<std::size_t>(bits) / 8);
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const auto high = static_cast<unsigned>(static_cast<uint8_t>(codes[i] - bias) >> 4);
+    const std::size_t bit =
+        (i / 32) * 32 * static_cast<std::size_t>(bits) + (i % 32) * static_cast<std::size_t>(bits);
+    packed[bit / 8] =
+        static_cast<int8_t>(static_cast<uint8_t>(packed[bit / 8]) | high << (bit % 8));
   }
   return packed;
 }
@@ -190,7 +204,14 @@ std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
 int code_at(const PlanarBlocks& planar, std::size_t i) {
   if (planar.code_bits == 8) return planar.codes[i];
   const auto byte = static_cast<uint8_t>(planar.codes[(i / 32) * 16 + i % 16]);
-  return (i % 32 < 16 ? byte & 0x0F : byte >> 4) + planar.code_bias;
+  int packed = i % 32 < 16 ? byte & 0x0F : byte >> 4;
+  if (planar.code_bits > 4) {
+    const auto bits = static_cast<std::size_t>(planar.code_bits - 4);
+    const std::size_t bit = (i / 32) * 32 * bits + (i % 32) * bits;
+    const auto high = static_cast<uint8_t>(planar.high_bits[bit / 8]) >> (bit % 8);
+    packed |= (high & ((1 << bits) - 1)) << 4;
+  }
+  return packed + planar.code_bias;
 }
 
 }  // namespace
@@ -204,7 +225,20 @@ int64_t planar_group_size(DType dtype) {
 }
 
 int planar_code_bits(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ4_K ? 4 : 8;
+  switch (dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ4_K:
+      return 4;
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ5_K:
+      return 5;
+    case DType::kQ6_K:
+      return 6;
+    default:
+      return 8;
+  }
 }
 
 bool planar_has_offsets(DType dtype) {
@@ -259,9 +293,11 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   } else {
     planar.offset_codes.clear();
   }
-  if (planar_code_bits(dtype) == 4) {
-    planar.code_bits = 4;
-    planar.code_bias = nibble_code_bias(!planar.offsets.empty());
+  const int bits = planar_code_bits(dtype);
+  if (bits < 8) {
+    planar.code_bits = bits;
+    planar.code_bias = packed_code_bias(bits, !planar.offsets.empty());
+    if (bits > 4) planar.high_bits = pack_high_bits(planar.codes, planar.code_bias, bits - 4);
     planar.codes = pack_nibbles(planar.codes, planar.code_bias);
   }
   return planar;

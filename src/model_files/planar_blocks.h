@@ -12,10 +12,13 @@
 // a + (-b) in IEEE arithmetic. Formats without a minimum have no offset plane, because adding
 // +0 would turn a -0 value into +0.
 //
-// The 4-bit formats (Q4_0, Q4_1, Q4_K) keep two codes per byte ("nibbles"), which halves the
-// bytes a product reads: per group of 32, byte j holds element j's nibble in its low half and
-// element j + 16's in its high half, and the code is the nibble plus a bias (-8 for Q4_0, the
-// one 4-bit format without a minimum: its codes are centred; 0 for the others).
+// The 4-, 5- and 6-bit formats keep the low 4 bits of two codes per byte ("nibbles"), which
+// halves the bytes a product reads: per 32 elements, byte j holds element j's nibble in its low
+// half and element j + 16's in its high half. The 5- and 6-bit formats (Q5_0, Q5_1, Q5_K, Q6_K)
+// keep the bits above in a second plane ("high bits"), as their files do: per 32 elements one
+// little-endian word of 32 (5-bit) or 64 (6-bit) bits, element e's at bit e or 2e. The code is
+// the packed value plus a bias: 0 for formats with a minimum, else minus half the range (-8, -16
+// or -32: the codes are centred).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -41,21 +44,27 @@ bool planar_scales_are_f16(DType dtype);
 bool planar_scales_are_two_level(DType dtype);
 // Elements per super-block of the two-level formats.
 inline constexpr int64_t kSuperGroupSize = 256;
-// Bits per stored code: 4 (nibbles) or 8 (one i8 per element).
+// Bits per stored code: 4, 5 or 6 (nibbles, and high bits above 4), or 8 (one i8 per element).
 int planar_code_bits(DType dtype);
-// What is added to a nibble to give its code: the one rule both the packing and the graphs follow.
-inline int nibble_code_bias(bool has_offsets) {
-  return has_offsets ? 0 : -8;
+// What is added to a packed value to give its code: the one rule both the packing and the graphs
+// follow.
+inline int packed_code_bias(int code_bits, bool has_offsets) {
+  return code_bits == 8 || has_offsets ? 0 : -(1 << (code_bits - 1));
+}
+// Bytes of the high-bits plane per row of `cols` elements (0 for 4- and 8-bit codes).
+inline int64_t high_bits_row_bytes(int code_bits, int64_t cols) {
+  return code_bits == 5 || code_bits == 6 ? cols * (code_bits - 4) / 8 : 0;
 }
 
 struct PlanarBlocks {
   int64_t group_size = 32;
-  int code_bits = 8;           // 8: one i8 code per element; 4: nibbles, as above
-  int code_bias = 0;           // nibbles only: added to each nibble
-  std::vector<int8_t> codes;   // row-major like the tensor (a byte holds two nibbles)
-  std::vector<float> scales;   // one per group
-  std::vector<float> offsets;  // one per group; empty when the format has none
-  bool scales_f16 = false;     // every scale and offset is an f16 number (planar_scales_are_f16)
+  int code_bits = 8;              // 8: one i8 code per element; 4, 5, 6: nibbles, as above
+  int code_bias = 0;              // packed codes only: added to each packed value
+  std::vector<int8_t> codes;      // row-major like the tensor (a byte holds two nibbles)
+  std::vector<int8_t> high_bits;  // 5- and 6-bit codes: their bits above the nibble, as above
+  std::vector<float> scales;      // one per group
+  std::vector<float> offsets;     // one per group; empty when the format has none
+  bool scales_f16 = false;        // every scale and offset is an f16 number (planar_scales_are_f16)
   // Two-level formats (planar_scales_are_two_level) only, else empty: scales[g] is
   // super_scales[g / (256 / group_size)] * scale_codes[g], offsets[g] likewise (super_offsets
   // holds -dmin, so the product is the offset's sign and all).

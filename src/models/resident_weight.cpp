@@ -17,20 +17,39 @@ std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& sp
   return std::nullopt;
 }
 
+// The high bits of 5- and 6-bit codes, each shifted above its nibble: i8 [rows, cols / 32, 32]
+// from the plane's per-32 words (model_files/planar_blocks.h).
+Value high_bits_by_32(const Weight& weight) {
+  const int64_t rows = weight.rows(), blocks = weight.cols() / 32;
+  const int bits = weight.code_bits - 4;
+  const int64_t per_byte = 8 / bits;
+  const std::vector<int64_t> shape = {rows, blocks, 32 / per_byte, per_byte};
+  Value bytes =
+      broadcast_in_dim(reshape(*weight.high_bits, {rows, blocks, 32 / per_byte}), shape, {0, 1, 2});
+  Block& b = bytes.block();
+  // Element s of a byte sits at bit s * bits.
+  Value shifts = iota(b, bytes.type(), 3) * constant(b, bytes.type(), bits);
+  Value high =
+      logical_and(shift_right_logical(bytes, shifts), constant(b, bytes.type(), (1 << bits) - 1));
+  return reshape(high * constant(b, bytes.type(), 16), {rows, blocks, 32});
+}
+
 // The codes of a planar weight by group, i8 [rows, cols / group, group].
 Value codes_by_group(const Weight& weight) {
   const int64_t rows = weight.rows();
   const int64_t groups = weight.scales->shape()[1];
   const int64_t group = weight.cols() / groups;
   if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
-  // Nibbles (model_files/planar_blocks.h): byte j of a group holds elements j and j + 16.
-  Value packed = reshape(weight.values, {rows, groups, group / 2});
+  // Nibbles (model_files/planar_blocks.h): byte j of 32 elements' 16 holds elements j and j + 16.
+  const int64_t blocks = weight.cols() / 32;
+  Value packed = reshape(weight.values, {rows, blocks, 16});
   Block& b = packed.block();
   Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
   Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
   Value codes = concatenate({low, high}, 2);
-  if (weight.code_bias == 0) return codes;
-  return codes + constant(b, codes.type(), weight.code_bias);
+  if (weight.high_bits) codes = codes + high_bits_by_32(weight);
+  if (weight.code_bias != 0) codes = codes + constant(b, codes.type(), weight.code_bias);
+  return reshape(codes, {rows, groups, group});
 }
 
 }  // namespace
@@ -58,13 +77,18 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
       continue;
     }
     const int64_t groups = spec.shape[1] / planar_group_size(*stored);
-    const bool nibbles = planar_code_bits(*stored) == 4;
+    const int code_bits = planar_code_bits(*stored);
+    const bool nibbles = code_bits < 8;
     WeightSpec codes = spec;
     codes.name += nibbles ? "_nibbles" : "_codes";
     if (nibbles) codes.shape[1] /= 2;
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
     codes.stored = *stored;
+    WeightSpec high_bits = codes;
+    high_bits.name = spec.name + "_high_bits";
+    high_bits.shape[1] = high_bits_row_bytes(code_bits, spec.shape[1]);
+    high_bits.part = WeightPart::kHighBits;
     const bool two_level = planar_scales_are_two_level(*stored);
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
@@ -79,6 +103,7 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     super_scales.element = ElementType::kF16;
     super_scales.part = WeightPart::kSuperScales;
     resident.push_back(codes);
+    if (high_bits.shape[1] > 0) resident.push_back(high_bits);
     resident.push_back(scales);
     if (two_level) resident.push_back(super_scales);
     if (planar_has_offsets(*stored)) {
@@ -103,7 +128,7 @@ Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane
       offsets(offset_plane),
       widen(true),
       code_bits(bits),
-      code_bias(bits == 4 ? nibble_code_bias(offset_plane.has_value()) : 0) {}
+      code_bias(packed_code_bias(bits, offset_plane.has_value())) {}
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
                        bool widen, const device::PlanarKernel* kernel) {
@@ -121,8 +146,15 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
     if (found == arguments.end()) return std::nullopt;
     return found->second;
   };
+  // 5- and 6-bit codes: a high-bits plane of 1 or 2 bits per element beside the nibbles.
+  const std::optional<Value> high_bits = optional_argument("_high_bits");
+  const int64_t cols = codes->second.shape()[1] * 2;
+  const int code_bits = !nibbles    ? 8
+                        : high_bits ? 4 + static_cast<int>(high_bits->shape()[1] * 8 / cols)
+                                    : 4;
   Weight weight(codes->second, arguments.at(name + "_scales"), optional_argument("_offsets"),
-                nibbles ? 4 : 8);
+                code_bits);
+  weight.high_bits = high_bits;
   weight.super_scales = optional_argument("_super_scales");
   weight.super_offsets = optional_argument("_super_offsets");
   weight.kernel = kernel;
@@ -130,8 +162,8 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
 }
 
 device::PlanarOperands planar_operands(const Weight& weight) {
-  return {weight.values,  weight.code_bits,    weight.code_bias,    *weight.scales,
-          weight.offsets, weight.super_scales, weight.super_offsets};
+  return {weight.values,  weight.code_bits,    weight.code_bias,     *weight.scales,
+          weight.offsets, weight.super_scales, weight.super_offsets, weight.high_bits};
 }
 
 Value dequantized_groups(const Weight& weight) {
@@ -176,6 +208,7 @@ Value take_rows(const Weight& weight, Value ids) {
     Weight looked_up(take(weight.values, ids), take(*weight.scales, ids), taken(weight.offsets),
                      weight.code_bits);
     looked_up.super_scales = taken(weight.super_scales);
+    looked_up.high_bits = taken(weight.high_bits);
     looked_up.super_offsets = taken(weight.super_offsets);
     rows = dequantized(looked_up);
   }

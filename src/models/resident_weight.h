@@ -4,8 +4,11 @@
 // planes (model_files/planar_blocks.h):
 //
 //   <name>_codes    i8  [rows, cols]          codes
-//   <name>_nibbles  i8  [rows, cols / 2]      codes of the 4-bit formats, two per byte (in place
-//                                             of _codes; layout and bias: planar_blocks.h)
+//   <name>_nibbles  i8  [rows, cols / 2]      codes of the 4- to 6-bit formats, the low 4 bits of
+//                                             two per byte (in place of _codes; layout and bias:
+//                                             planar_blocks.h)
+//   <name>_high_bits i8 [rows, cols * b / 8]  5- and 6-bit formats: the b = 1 or 2 bits above
+//                                             each nibble
 //   <name>_scales   f32 [rows, cols / group]  per-group scales (f16 where the file stores them
 //                                             as f16: planar_scales_are_f16)
 //   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum; as the
@@ -37,21 +40,24 @@ struct Weight {
   // Two-level planes: the f16 factors per 256 elements of the i8 scales and offsets.
   std::optional<stablehlo::Value> super_scales;
   std::optional<stablehlo::Value> super_offsets;
+  // 5- and 6-bit codes: the bits above each nibble, i8 [rows, cols * (code_bits - 4) / 8].
+  std::optional<stablehlo::Value> high_bits;
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
   // The runtime's product for planes and 16-bit float values, where it has one
   // (GraphOptions::planar_kernel).
   const device::PlanarKernel* kernel = nullptr;
-  int code_bits = 8;  // planes: 4 when `values` holds nibbles
+  int code_bits = 8;  // planes: 4, 5 or 6 when `values` holds nibbles
   int code_bias = 0;  // nibbles: added to each one
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
-  // Planes; `code_bits` 4: the codes are nibbles, biased as model_files/planar_blocks.h says.
+  // Planes; `code_bits` 4 to 6: the codes are nibbles (and high bits), biased as
+  // model_files/planar_blocks.h says.
   Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets,
          int code_bits = 8);
 
   bool planar() const { return scales.has_value(); }
   int64_t rows() const { return values.shape()[0]; }
-  int64_t cols() const { return values.shape()[1] * (code_bits == 4 ? 2 : 1); }
+  int64_t cols() const { return values.shape()[1] * (code_bits < 8 ? 2 : 1); }
 };
 
 // The weight `name` from a graph's arguments (with its planes, if the signature has them);

@@ -46,8 +46,17 @@ namespace xlacel::models {
 
 // Which part of a file tensor an argument holds: the values, or one plane of a GGML block
 // format kept resident (model_files/planar_blocks.h, models/resident_weight.h).
-// The two-level formats add the f16 factors per 256 elements of their i8 scales and offsets.
-enum class WeightPart { kValues, kCodes, kScales, kOffsets, kSuperScales, kSuperOffsets };
+// The two-level formats add the f16 factors per 256 elements of their i8 scales and offsets;
+// the 5- and 6-bit formats the high bits of their codes.
+enum class WeightPart {
+  kValues,
+  kCodes,
+  kScales,
+  kOffsets,
+  kSuperScales,
+  kSuperOffsets,
+  kHighBits
+};
 
 struct WeightSpec {
   std::string name;                // argument name: "l3_q_proj" ("l3_q_proj_scales" for a plane)

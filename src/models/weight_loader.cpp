@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 
@@ -134,7 +135,9 @@ HostTensor in_element_type(const WeightSpec& spec, const std::vector<float>& val
 std::vector<HostTensor> prepare_planes(const ModelFiles& files,
                                        std::span<const WeightSpec> planes) {
   const WeightSpec& codes = planes.front();
-  const WeightSpec& scales = planes[1];
+  const WeightSpec& scales = *std::find_if(planes.begin(), planes.end(), [](const WeightSpec& s) {
+    return s.part == WeightPart::kScales;
+  });
   // The codes plane's shape is in bytes (nibbles hold two codes); the file's is in elements.
   const int64_t columns = scales.shape[1] * planar_group_size(codes.stored);
   TensorView tensor = find_weight_tensor(files, codes, {codes.shape[0], columns});
@@ -164,6 +167,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   as_argument_rows(planar.offset_codes, groups);
   as_argument_rows(planar.super_scales, supers);
   as_argument_rows(planar.super_offsets, supers);
+  as_argument_rows(planar.high_bits, high_bits_row_bytes(planar.code_bits, columns));
   const bool two_level = !planar.super_scales.empty();
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
@@ -184,6 +188,9 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
         break;
       case WeightPart::kSuperOffsets:
         result.push_back(in_element_type(spec, planar.super_offsets));
+        break;
+      case WeightPart::kHighBits:
+        result.push_back(host_tensor(spec, planar.high_bits));
         break;
       case WeightPart::kValues:
         break;

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "compile_cache/atomic_file.h"
 #include "compile_cache/hash.h"
+#include "model_files/planar_blocks.h"
 #include "stablehlo/foreign.h"
 #include "stablehlo/module.h"
 
@@ -103,7 +104,13 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
         "      %{} = stream.binding.subspan %{}[%c0] : !stream.binding -> memref<?x{}>{{%{}}}\n",
         memref, binding, type, size);
   };
-  std::string bindings, views;
+  // Bindings in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers].
+  std::string high_binding, bindings, views;
+  const bool high_bits = code_bits == 5 || code_bits == 6;
+  if (high_bits) {
+    high_binding = ", %highs: !stream.binding";
+    views += view("highs", "mh", "i8", "nh");
+  }
   if (offsets) {
     bindings += ", %offsets: !stream.binding";
     views += view("offsets", "mo", scale, "ng");
@@ -117,8 +124,8 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
     views += view("super_offsets", "mso", super, "ns");
   }
   return fmt::format(
-      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%codes: !stream.binding, %scales: !stream.binding{bindings}, %x: !stream.binding, %y: !stream.binding) {{
+      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%codes: !stream.binding{high_binding}, %scales: !stream.binding{bindings}, %x: !stream.binding, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
       %n = arith.constant {n} : index
@@ -132,6 +139,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %codes_size = arith.constant {codes_size} : index
       %ng = arith.constant {ng} : index
       %ns = arith.constant {ns} : index
+      %nh = arith.constant {nh} : index
       %tk = arith.constant {tk} : index
       %tn = arith.constant {tn} : index
       %workgroup = stream.dispatch.workgroup.id[0] : index
@@ -139,17 +147,20 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?x{scale}>{{%ng}}
 {views}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
       %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @xlacel_planar_matmul_workgroup(%mc, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
+      func.call @xlacel_planar_matmul_workgroup(%mc, {highs_memref}, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
       return
       }}
 )",
-      fmt::arg("name", name), fmt::arg("bindings", bindings), fmt::arg("rows", rows),
-      fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
-      fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
-      fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
-      fmt::arg("codes_size", n * k * code_bits / 8), fmt::arg("ng", n * (k / group)),
-      fmt::arg("ns", n * (k / 256)), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n),
-      fmt::arg("views", views), fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
+      fmt::arg("name", name), fmt::arg("high_binding", high_binding),
+      fmt::arg("bindings", bindings), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
+      fmt::arg("group", group), fmt::arg("has_offsets", offsets ? 1 : 0),
+      fmt::arg("code_bits", code_bits), fmt::arg("code_bias", code_bias),
+      fmt::arg("rows_per_workgroup", workgroup_rows(n)),
+      fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
+      fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
+      fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"), fmt::arg("ns", n * (k / 256)),
+      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("views", views),
+      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
       fmt::arg("supers_memref", two_level ? "%mss" : "%ms"),
       fmt::arg("super_offsets_memref", !two_level ? "%ms"
                                        : offsets  ? "%mso"
@@ -210,16 +221,20 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
   // per call (pp128 ~520 against ~350 tok/s), without writing an f32 copy of every weight per
   // chunk.
   bool handles(int64_t rows, int64_t group, int code_bits) const override {
-    return rows >= 1 && ((group == 16 && code_bits == 8) || group == 32);
+    return rows >= 1 && ((group == 16 && code_bits == 6) || (group == 32 && code_bits != 6));
   }
 
   Value multiply(Value x, const device::PlanarOperands& weight) const override {
     const int64_t rows = x.shape()[0];
     const int64_t n = weight.codes.shape()[0];
-    const int64_t k = weight.codes.shape()[1] * 8 / weight.code_bits;
+    const bool packed = weight.code_bits < 8;
+    const int64_t k = weight.codes.shape()[1] * (packed ? 2 : 1);
     const int64_t group = k / weight.scales.shape()[1];
-    const bool centred = weight.code_bits == 4 && weight.code_bias == -8 && !weight.offsets;
+    const bool centred =
+        packed && !weight.offsets && weight.code_bias == packed_code_bias(weight.code_bits, false);
     const bool biased_right = weight.code_bias == 0 || centred;
+    const bool highs_right =
+        weight.high_bits.has_value() == (weight.code_bits == 5 || weight.code_bits == 6);
     const ElementType scale = weight.scales.element();
     const bool two_level = weight.super_scales.has_value();
     const bool offsets = weight.offsets.has_value();
@@ -229,7 +244,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
                          offsets == weight.super_offsets.has_value()
                    : scale == ElementType::kF32 || scale == ElementType::kF16) &&
         (!offsets || weight.offsets->element() == scale);
-    if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right ||
+    if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right || !highs_right ||
         x.shape()[1] != k || x.element() != ElementType::kF32 ||
         weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
       throw Error(fmt::format(
@@ -240,7 +255,9 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const std::string name = fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", rows, n,
                                          k, group, weight.code_bits, centred ? "_centred" : "",
                                          offsets ? "_offsets" : "", stablehlo::to_string(scale));
-    std::vector<Value> operands = {weight.codes, weight.scales};
+    std::vector<Value> operands = {weight.codes};
+    if (weight.high_bits) operands.push_back(*weight.high_bits);
+    operands.push_back(weight.scales);
     if (offsets) operands.push_back(*weight.offsets);
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);

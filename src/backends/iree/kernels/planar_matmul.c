@@ -45,10 +45,12 @@
 
 // How a weight's codes are stored (the specialisations below).
 enum CodeForm {
-  BYTES_16,            // i8, groups of 16 (Q6_K)
-  BYTES_32,            // i8, groups of 32
-  NIBBLES_32,          // nibbles, code = nibble (Q4_1, Q4_K: formats with offsets)
-  NIBBLES_32_CENTRED,  // nibbles, code = nibble - 8 (Q4_0)
+  BYTES_32,                  // i8, groups of 32 (Q8_0)
+  NIBBLES_32,                // nibbles, code = nibble (Q4_1, Q4_K: formats with offsets)
+  NIBBLES_32_CENTRED,        // nibbles, code = nibble - 8 (Q4_0)
+  NIBBLES_HIGH1_32,          // nibbles and a high bit, code = 5 bits (Q5_1, Q5_K)
+  NIBBLES_HIGH1_32_CENTRED,  // as NIBBLES_HIGH1_32, less 16 (Q5_0)
+  NIBBLES_HIGH2_16_CENTRED,  // nibbles and 2 high bits, less 32, groups of 16 (Q6_K)
 };
 
 // The vector width: built once for AVX2 (8 lanes) and once for AVX-512 (16 lanes); the runtime
@@ -100,36 +102,93 @@ INLINE __m128i load_codes(const uint8_t* p) {
 #define MAX_VECTORS_PER_GROUP 4
 
 INLINE size_t vectors_per_group(enum CodeForm form) {
-  return (form == BYTES_16 ? 16 : 32) / LANES;
+  return (form == NIBBLES_HIGH2_16_CENTRED ? 16 : 32) / LANES;
 }
 
-// Group g of a weight row's codes, as f32 vectors of consecutive elements.
-INLINE void group_codes(const uint8_t* codes, size_t g, enum CodeForm form,
+// Bits above the nibble per code (the high-bits plane), and bytes of codes and of high bits per
+// weight row of k columns.
+INLINE size_t high_bits_per_code(enum CodeForm form) {
+  if (form == NIBBLES_HIGH1_32 || form == NIBBLES_HIGH1_32_CENTRED) return 1;
+  return form == NIBBLES_HIGH2_16_CENTRED ? 2 : 0;
+}
+INLINE size_t code_row_bytes(enum CodeForm form, size_t k) {
+  return form == BYTES_32 ? k : k / 2;
+}
+INLINE size_t high_row_bytes(enum CodeForm form, size_t k) {
+  return k * high_bits_per_code(form) / 8;
+}
+
+// Sixteen elements' high bits, each moved to bit 4 and up of its byte: elements [first, first +
+// 16) of a 32-element block whose `bits`-bit fields lie in the little-endian word at `word`
+// (element e at bit e * bits). Each byte of the word is copied to the lanes it holds and the
+// lane's field tested bit by bit.
+INLINE __m128i high_bits16(const uint8_t* word, size_t first, size_t bits) {
+  if (bits == 1) {
+    int32_t w;
+    __builtin_memcpy(&w, word, 4);
+    const __m128i index =
+        _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                     _mm_set1_epi8((char)(first / 8)));
+    const __m128i bytes = _mm_shuffle_epi8(_mm_cvtsi32_si128(w), index);
+    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    const __m128i set = _mm_cmpeq_epi8(_mm_and_si128(bytes, bit), bit);
+    return _mm_and_si128(set, _mm_set1_epi8(0x10));
+  }
+  const __m128i index = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                     _mm_set1_epi8((char)(first / 4)));
+  const __m128i bytes = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i*)word), index);
+  const __m128i low = _mm_setr_epi8(1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64);
+  const __m128i high = _mm_add_epi8(low, low);
+  const __m128i bit4 = _mm_cmpeq_epi8(_mm_and_si128(bytes, low), low);
+  const __m128i bit5 = _mm_cmpeq_epi8(_mm_and_si128(bytes, high), high);
+  return _mm_or_si128(_mm_and_si128(bit4, _mm_set1_epi8(0x10)),
+                      _mm_and_si128(bit5, _mm_set1_epi8(0x20)));
+}
+
+// Sixteen i8 codes as f32 vectors of consecutive elements (one or two).
+INLINE void widen16(__m128i codes, vec* out) {
+#if LANES == 16
+  out[0] = widen(codes);
+#else
+  out[0] = widen(codes);
+  out[1] = widen(_mm_unpackhi_epi64(codes, codes));
+#endif
+}
+
+// Group g of a weight row's codes (`highs`: the row's high bits, for the forms with them), as
+// f32 vectors of consecutive elements.
+INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, enum CodeForm form,
                         vec out[MAX_VECTORS_PER_GROUP]) {
-  if (form == BYTES_16 || form == BYTES_32) {
+  if (form == BYTES_32) {
     const size_t vectors = vectors_per_group(form);
     for (size_t v = 0; v < vectors; ++v)
       out[v] = widen(load_codes(codes + (g * vectors + v) * LANES));
     return;
   }
   const __m128i mask = _mm_set1_epi8(0x0F);
+  if (form == NIBBLES_HIGH2_16_CENTRED) {
+    // Groups of 16: group g is one half (low or high nibbles) of 32-element block g / 2.
+    const size_t block = g / 2, half = g % 2;
+    const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + block * 16));
+    __m128i nibbles = _mm_and_si128(half ? _mm_srli_epi16(packed, 4) : packed, mask);
+    __m128i code = _mm_or_si128(nibbles, high_bits16(highs + block * 8, half * 16, 2));
+    widen16(_mm_sub_epi8(code, _mm_set1_epi8(32)), out);
+    return;
+  }
   const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + g * 16));
   __m128i low = _mm_and_si128(packed, mask);                      // elements 0..15
   __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);  // elements 16..31
-  if (form == NIBBLES_32_CENTRED) {
-    const __m128i eight = _mm_set1_epi8(8);
-    low = _mm_sub_epi8(low, eight);
-    high = _mm_sub_epi8(high, eight);
+  if (high_bits_per_code(form) == 1) {
+    low = _mm_or_si128(low, high_bits16(highs + g * 4, 0, 1));
+    high = _mm_or_si128(high, high_bits16(highs + g * 4, 16, 1));
   }
-#if LANES == 16
-  out[0] = widen(low);
-  out[1] = widen(high);
-#else
-  out[0] = widen(low);
-  out[1] = widen(_mm_unpackhi_epi64(low, low));
-  out[2] = widen(high);
-  out[3] = widen(_mm_unpackhi_epi64(high, high));
-#endif
+  const int bias = form == NIBBLES_32_CENTRED ? 8 : form == NIBBLES_HIGH1_32_CENTRED ? 16 : 0;
+  if (bias != 0) {
+    low = _mm_sub_epi8(low, _mm_set1_epi8((char)bias));
+    high = _mm_sub_epi8(high, _mm_set1_epi8((char)bias));
+  }
+  widen16(low, out);
+  widen16(high, out + 16 / LANES);
 }
 
 // scale * code (+ offset), each step rounded to f32.
@@ -153,6 +212,7 @@ struct Planes {
   const void* offsets;
   const uint16_t* super_scales;
   const uint16_t* super_offsets;
+  const uint8_t* high_bits;  // the codes' bits above their nibble (forms with them)
 };
 
 INLINE size_t scale_bytes(enum ScaleForm form) {
@@ -170,11 +230,11 @@ INLINE float plane_value(const void* plane, const uint16_t* super, size_t g, siz
 
 // The planes from weight row `row` on, `groups` groups per row.
 INLINE struct Planes planes_row(struct Planes p, size_t row, size_t groups, size_t group,
-                                enum ScaleForm form) {
+                                enum ScaleForm form, size_t high_bytes) {
   const size_t bytes = row * groups * scale_bytes(form);
   const size_t supers = row * groups / (SUPER_GROUP / group);
   struct Planes out = {(const char*)p.scales + bytes, (const char*)p.offsets + bytes,
-                       p.super_scales, p.super_offsets};
+                       p.super_scales, p.super_offsets, p.high_bits + row * high_bytes};
   if (form == SCALES_TWO_LEVEL) {
     out.super_scales = p.super_scales + supers;
     out.super_offsets = p.super_offsets + supers;
@@ -198,7 +258,7 @@ INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offse
   vec scale, offset;
   group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
   vec code[MAX_VECTORS_PER_GROUP];
-  group_codes(codes, g, form, code);
+  group_codes(codes, p.high_bits, g, form, code);
   for (size_t v = 0; v < vectors; ++v) {
     const vec w = dequantize(code[v], scale, offset, has_offsets);
     acc[v] = vec_fmadd(w, vec_load(x + (g * vectors + v) * LANES), acc[v]);
@@ -238,7 +298,7 @@ INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offset
     vec scale, offset;
     group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
     vec code[MAX_VECTORS_PER_GROUP];
-    group_codes(codes, g, form, code);
+    group_codes(codes, p.high_bits, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
       const vec w = dequantize(code[v], scale, offset, has_offsets);
       const size_t at = (g * vectors + v) * LANES;
@@ -250,11 +310,15 @@ INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offset
 
 // Planes of weight row `row` into the cache.
 INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
-                         enum ScaleForm scale_form, size_t row, size_t row_bytes, size_t groups,
-                         size_t group) {
+                         enum ScaleForm scale_form, enum CodeForm form, size_t row, size_t k) {
+  const size_t row_bytes = code_row_bytes(form, k), high_bytes = high_row_bytes(form, k);
+  const size_t group = vectors_per_group(form) * LANES, groups = k / group;
   const uint8_t* c = codes + row * row_bytes;
   for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch((const char*)(c + b), _MM_HINT_T0);
-  const struct Planes r = planes_row(p, row, groups, group, scale_form);
+  const struct Planes r = planes_row(p, row, groups, group, scale_form, high_bytes);
+  for (size_t b = 0; b < high_bytes; b += 64) {
+    _mm_prefetch((const char*)r.high_bits + b, _MM_HINT_T0);
+  }
   const size_t plane_bytes = groups * scale_bytes(scale_form);
   for (size_t b = 0; b < plane_bytes; b += 64) {
     _mm_prefetch((const char*)r.scales + b, _MM_HINT_T0);
@@ -270,49 +334,47 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
 // above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
 // rows of x.
-#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                              \
-  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                             \
-      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,   \
-      size_t first, size_t last) {                                                           \
-    const size_t group = vectors_per_group(FORM) * LANES;                                    \
-    const size_t groups = k / group;                                                         \
-    const size_t row_bytes = (FORM == NIBBLES_32 || FORM == NIBBLES_32_CENTRED) ? k / 2 : k; \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                       \
-    for (size_t row = first; row < last; ++row) {                                            \
-      if (row + ahead < n) {                                                                 \
-        prefetch_row(codes, p, OFFSETS, SCALES, row + ahead, row_bytes, groups, group);      \
-      }                                                                                      \
-      const uint8_t* c = codes + row * row_bytes;                                            \
-      const struct Planes r = planes_row(p, row, groups, group, SCALES);                     \
-      if (ROWS == 1) {                                                                       \
-        y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);                      \
-      } else {                                                                               \
-        row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n);         \
-      }                                                                                      \
-    }                                                                                        \
+#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                                   \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                                  \
+      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,        \
+      size_t first, size_t last) {                                                                \
+    const size_t group = vectors_per_group(FORM) * LANES;                                         \
+    const size_t groups = k / group;                                                              \
+    const size_t row_bytes = code_row_bytes(FORM, k);                                             \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                            \
+    for (size_t row = first; row < last; ++row) {                                                 \
+      if (row + ahead < n) prefetch_row(codes, p, OFFSETS, SCALES, FORM, row + ahead, k);         \
+      const uint8_t* c = codes + row * row_bytes;                                                 \
+      const struct Planes r = planes_row(p, row, groups, group, SCALES, high_row_bytes(FORM, k)); \
+      if (ROWS == 1) {                                                                            \
+        y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);                           \
+      } else {                                                                                    \
+        row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n);              \
+      }                                                                                           \
+    }                                                                                             \
   }
-// Every form with and without offsets and each scale form, but nibbles: those have offsets
-// exactly when they are not centred.
+// A form with each scale form.
 #define SPECIALISE_SCALES(ROWS, FORM, OFFSETS) \
   SPECIALISE(ROWS, FORM, OFFSETS, SCALES_F32)  \
   SPECIALISE(ROWS, FORM, OFFSETS, SCALES_F16) SPECIALISE(ROWS, FORM, OFFSETS, SCALES_TWO_LEVEL)
-#define SPECIALISE_ROWS(ROWS)                                                                 \
-  SPECIALISE_SCALES(ROWS, BYTES_16, 0)                                                        \
-  SPECIALISE_SCALES(ROWS, BYTES_16, 1)                                                        \
-  SPECIALISE_SCALES(ROWS, BYTES_32, 0)                                                        \
-  SPECIALISE_SCALES(ROWS, BYTES_32, 1)                                                        \
-  SPECIALISE_SCALES(ROWS, NIBBLES_32, 1)                                                      \
-  SPECIALISE_SCALES(ROWS, NIBBLES_32_CENTRED,                                                 \
-                    0) /* One pass of ROWS rows of x, whatever the weight's form. */          \
-      static void pass##ROWS(enum CodeForm form, int has_offsets, enum ScaleForm scales,      \
-                             const uint8_t* codes, struct Planes p, const float* x, float* y, \
-                             size_t n, size_t k, size_t first, size_t last) {                 \
-    PASS_FORM(ROWS, BYTES_16, 0)                                                              \
-    PASS_FORM(ROWS, BYTES_16, 1)                                                              \
-    PASS_FORM(ROWS, BYTES_32, 0)                                                              \
-    PASS_FORM(ROWS, BYTES_32, 1)                                                              \
-    PASS_FORM(ROWS, NIBBLES_32, 1)                                                            \
-    PASS_FORM(ROWS, NIBBLES_32_CENTRED, 0)                                                    \
+// The code forms and whether each has offsets (nibbles have them exactly when not centred),
+// as FORM(f, offsets, arg) for each.
+#define FOR_EACH_FORM(FORM, ARG)         \
+  FORM(BYTES_32, 0, ARG)                 \
+  FORM(NIBBLES_32, 1, ARG)               \
+  FORM(NIBBLES_32_CENTRED, 0, ARG)       \
+  FORM(NIBBLES_HIGH1_32, 1, ARG)         \
+  FORM(NIBBLES_HIGH1_32_CENTRED, 0, ARG) \
+  FORM(NIBBLES_HIGH2_16_CENTRED, 0, ARG)
+#define SPECIALISE_FORM(FORM, OFFSETS, ROWS) SPECIALISE_SCALES(ROWS, FORM, OFFSETS)
+#define PASS_FORM_OF(FORM, OFFSETS, ROWS) PASS_FORM(ROWS, FORM, OFFSETS)
+// Every form's passes of ROWS rows, and one pass of ROWS rows whatever the weight's form.
+#define SPECIALISE_ROWS(ROWS)                                                             \
+  FOR_EACH_FORM(SPECIALISE_FORM, ROWS)                                                    \
+  static void pass##ROWS(enum CodeForm form, int has_offsets, enum ScaleForm scales,      \
+                         const uint8_t* codes, struct Planes p, const float* x, float* y, \
+                         size_t n, size_t k, size_t first, size_t last) {                 \
+    FOR_EACH_FORM(PASS_FORM_OF, ROWS)                                                     \
   }
 // A switch, not a table of function pointers: the embedded library may hold no relocated data.
 #define PASS_FORM(ROWS, FORM, OFFSETS)                                                        \
@@ -481,14 +543,14 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
     }
     const size_t vectors = vectors_per_group(w.form);
     const size_t group = vectors * LANES, groups = k / group;
-    const size_t row_bytes = (w.form == NIBBLES_32 || w.form == NIBBLES_32_CENTRED) ? k / 2 : k;
-    const uint8_t* codes = w.codes + (row + r) * row_bytes;
-    const struct Planes planes = planes_row(w.planes, row + r, groups, group, w.scales);
+    const uint8_t* codes = w.codes + (row + r) * code_row_bytes(w.form, k);
+    const struct Planes planes =
+        planes_row(w.planes, row + r, groups, group, w.scales, high_row_bytes(w.form, k));
     for (size_t g = first / group; g < (first + columns) / group; ++g) {
       vec scale, offset;
       group_factors(planes, g, group, w.scales, w.has_offsets, &scale, &offset);
       vec code[MAX_VECTORS_PER_GROUP];
-      group_codes(codes, g, w.form, code);
+      group_codes(codes, planes.high_bits, g, w.form, code);
       for (size_t v = 0; v < vectors; ++v) {
         vec_store(out + (g * group - first) + v * LANES,
                   dequantize(code[v], scale, offset, w.has_offsets));
@@ -581,12 +643,8 @@ INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows,
 #define SPECIALISE_PANEL_SCALES(FORM, OFFSETS) \
   SPECIALISE_PANELS(FORM, OFFSETS, SCALES_F32) \
   SPECIALISE_PANELS(FORM, OFFSETS, SCALES_F16) SPECIALISE_PANELS(FORM, OFFSETS, SCALES_TWO_LEVEL)
-SPECIALISE_PANEL_SCALES(BYTES_16, 0)
-SPECIALISE_PANEL_SCALES(BYTES_16, 1)
-SPECIALISE_PANEL_SCALES(BYTES_32, 0)
-SPECIALISE_PANEL_SCALES(BYTES_32, 1)
-SPECIALISE_PANEL_SCALES(NIBBLES_32, 1)
-SPECIALISE_PANEL_SCALES(NIBBLES_32_CENTRED, 0)
+#define SPECIALISE_PANEL_FORM(FORM, OFFSETS, ARG) SPECIALISE_PANEL_SCALES(FORM, OFFSETS)
+FOR_EACH_FORM(SPECIALISE_PANEL_FORM, 0)
 
 #define PANEL_FORM(FORM, OFFSETS)                                                             \
   if (form == FORM && has_offsets == OFFSETS) {                                               \
@@ -603,24 +661,20 @@ SPECIALISE_PANEL_SCALES(NIBBLES_32_CENTRED, 0)
 static void planar_panels(enum CodeForm form, int has_offsets, enum ScaleForm scales,
                           const uint8_t* codes, struct Planes p, const float* x, float* y,
                           size_t rows, size_t n, size_t k, size_t first, size_t last) {
-  PANEL_FORM(BYTES_16, 0)
-  PANEL_FORM(BYTES_16, 1)
-  PANEL_FORM(BYTES_32, 0)
-  PANEL_FORM(BYTES_32, 1)
-  PANEL_FORM(NIBBLES_32, 1)
-  PANEL_FORM(NIBBLES_32_CENTRED, 0)
+#define PANEL_FORM_OF(FORM, OFFSETS, ARG) PANEL_FORM(FORM, OFFSETS)
+  FOR_EACH_FORM(PANEL_FORM_OF, 0)
 }
 
 static void wide_panels_bf160(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
-  const struct WeightSource w = {NULL, {NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32,
-                                 0};
+  const struct WeightSource w = {
+      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 0};
   panels(w, x, y, rows, n, k, first, last);
 }
 static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
-  const struct WeightSource w = {NULL, {NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32,
-                                 1};
+  const struct WeightSource w = {
+      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 1};
   panels(w, x, y, rows, n, k, first, last);
 }
 
@@ -633,18 +687,22 @@ INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
 
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
-// [n, k / 2] nibbles (code_bits 4, group 32; code_bias 0 or -8), scales and offsets [n, k / group]
+// [n, k / 2] nibbles (code_bits 4 to 6; code_bias 0, or minus half the range), with, for 5 and
+// 6 bits, the bits above the nibbles in highs [n, k * (code_bits - 4) / 8] (group 16 for 6 bits,
+// else 32), scales and offsets [n, k / group]
 // of f32 (scale_bits 32), f16 (16) or i8 (8: two-level, their factors in super_scales and
 // super_offsets, f16 [n, k / 256]). `offsets` is read only when has_offsets and the super planes
 // only when two-level (the emitter passes the scales again otherwise); group is 16 or 32.
-void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const void, scales),
-                                    MEMREF(const void, offsets), MEMREF(const uint16_t, supers),
+void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
+                                    MEMREF(const void, scales), MEMREF(const void, offsets),
+                                    MEMREF(const uint16_t, supers),
                                     MEMREF(const uint16_t, super_offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
                                     size_t scale_bits, size_t rows_per_workgroup,
                                     size_t workgroup) {
   (void)codes_allocated, (void)codes_size, (void)codes_stride;
+  (void)highs_allocated, (void)highs_size, (void)highs_stride;
   (void)scales_allocated, (void)scales_size, (void)scales_stride;
   (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
   (void)supers_allocated, (void)supers_size, (void)supers_stride;
@@ -655,14 +713,18 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const v
   size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
   enum CodeForm form;
-  if (code_bits == 8 && group == 16 && code_bias == 0) {
-    form = BYTES_16;
-  } else if (code_bits == 8 && group == 32 && code_bias == 0) {
+  if (code_bits == 8 && group == 32 && code_bias == 0 && !has_offsets) {
     form = BYTES_32;
   } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
     form = NIBBLES_32;
   } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
     form = NIBBLES_32_CENTRED;
+  } else if (code_bits == 5 && group == 32 && code_bias == 0 && has_offsets) {
+    form = NIBBLES_HIGH1_32;
+  } else if (code_bits == 5 && group == 32 && code_bias == -16 && !has_offsets) {
+    form = NIBBLES_HIGH1_32_CENTRED;
+  } else if (code_bits == 6 && group == 16 && code_bias == -32 && !has_offsets) {
+    form = NIBBLES_HIGH2_16_CENTRED;
   } else {
     return;  // the emitter emits only the forms above
   }
@@ -678,9 +740,9 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const v
   }
   const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
-  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
-                                (const char*)offsets + offsets_offset * bytes,
-                                supers + supers_offset, super_offsets + super_offsets_offset};
+  const struct Planes planes = {
+      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
   x += x_offset, y += y_offset;
   const size_t panels_end = panel_rows_end(rows, first, last);
   if (panels_end > first) {
