@@ -78,6 +78,23 @@ def run_case(model, tok, byte_decoder, prompt, steps, frequency, presence, bias)
     return ids, records
 
 
+def dump(reference):
+    """JSON with one line per case field and per step."""
+    def compact(value):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    cases = []
+    for case in reference["cases"]:
+        fields = [f'  {json.dumps(k)}: {compact(v)}' for k, v in case.items() if k != "steps"]
+        steps = ",\n".join(f"   {compact(step)}" for step in case["steps"])
+        fields.append(f'  "steps": [\n{steps}\n  ]')
+        cases.append(" {\n" + ",\n".join(fields) + "\n }")
+    head = [f"{json.dumps(k)}: {compact(v)}" for k, v in reference.items() if k != "cases"]
+    text = "{\n" + ",\n".join(head) + ',\n"cases": [\n' + ",\n".join(cases) + "\n]}\n"
+    assert json.loads(text) == reference
+    return text
+
+
 def main():
     model_path = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_MODEL
     torch.set_num_threads(1)
@@ -107,8 +124,7 @@ def main():
         "top": TOP,
         "cases": cases,
     }
-    lines = json.dumps(reference, ensure_ascii=False, indent=1)
-    OUT.write_text(lines + "\n", encoding="utf-8")
+    OUT.write_text(dump(reference), encoding="utf-8")
     print(f"wrote {OUT}")
 
 
