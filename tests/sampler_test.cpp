@@ -1,17 +1,21 @@
 // The host sampler against transformers' logits processors (tests/data/session, from
-// tools/reference/sampling.py) and a frequency check of its draws; and the two measurement
-// helpers in common/ (memory bandwidth, resident set size).
+// tools/reference/sampling.py) and a frequency check of its draws; OpenAI's logit_bias and
+// frequency/presence penalties against a direct reference of their formula; log-probabilities
+// against a direct log-softmax; and the two measurement helpers in common/ (memory bandwidth,
+// resident set size).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -19,6 +23,7 @@
 #include "common/memory_bandwidth.h"
 #include "common/process_stats.h"
 #include "engine/sampler.h"
+#include "engine/token_logprobs.h"
 #include "expect_error.h"
 #include "test_paths.h"
 
@@ -53,6 +58,21 @@ TEST(SamplingOptions, ValidateNamesTheOption) {
   EXPECT_EQ(message([](SamplingOptions& o) { o.temperature = std::nanf(""); }),
             "temperature must be a finite number >= 0 (0: greedy), got nan");
 
+  EXPECT_EQ(message([](SamplingOptions& o) { o.frequency_penalty = 2.5f; }),
+            "frequency_penalty must be in [-2, 2], got 2.5");
+  EXPECT_EQ(message([](SamplingOptions& o) { o.presence_penalty = -3; }),
+            "presence_penalty must be in [-2, 2], got -3");
+  EXPECT_EQ(message([](SamplingOptions& o) {
+              o.logit_bias = {{5, 101.0f}};
+            }),
+            "logit_bias of token 5 must be in [-100, 100], got 101");
+  EXPECT_EQ(message([](SamplingOptions& o) {
+              o.logit_bias = {{-1, 1.0f}};
+            }),
+            "logit_bias token id must be >= 0, got -1");
+  EXPECT_EQ(message([](SamplingOptions& o) { o.top_logprobs = 21; }),
+            "top_logprobs must be in [0, 20], got 21");
+
   SamplingOptions bad;
   bad.min_p = -0.5f;
   expect_error([&] { Sampler sampler(bad); }, "min_p must be in [0, 1], got -0.5");
@@ -67,6 +87,17 @@ TEST(SamplingOptions, OnlyPlainGreedyKeepsTheArgmaxOnTheDevice) {
   options = {};
   options.temperature = 0.5f;
   EXPECT_TRUE(options.needs_logits());
+  // Each of OpenAI's options needs the logits on the host, even when greedy.
+  const auto greedy_with = [](auto change) {
+    SamplingOptions greedy;
+    change(greedy);
+    return greedy.needs_logits();
+  };
+  EXPECT_TRUE(greedy_with([](SamplingOptions& o) { o.frequency_penalty = 0.5f; }));
+  EXPECT_TRUE(greedy_with([](SamplingOptions& o) { o.presence_penalty = -0.5f; }));
+  EXPECT_TRUE(greedy_with([](SamplingOptions& o) { o.logit_bias = {{3, 1.0f}}; }));
+  EXPECT_TRUE(greedy_with([](SamplingOptions& o) { o.logprobs = true; }));
+  EXPECT_FALSE(greedy_with([](SamplingOptions& o) { o.top_logprobs = 5; }));  // without logprobs
 }
 
 TEST(Sampler, GreedyTiesGoToTheLowerId) {
@@ -248,6 +279,126 @@ TEST(Sampler, FastOnAFullVocabulary) {
                 per_call * 1e3);
     EXPECT_LT(per_call, 0.02);  // generous: decode steps take milliseconds
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI's adjustments and log-probabilities
+
+// log_softmax(logits)[id], directly: log(exp(x_id) / sum exp(x_j)) in long double.
+double reference_logprob(const std::vector<float>& logits, int32_t id) {
+  long double total = 0;
+  for (float x : logits) total += std::exp(static_cast<long double>(x));
+  return static_cast<double>(std::log(std::exp(static_cast<long double>(logits[id])) / total));
+}
+
+TEST(TokenLogprobs, EqualTheLogSoftmaxWithTheBestFirstAndTiesToTheLowerId) {
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, -30.0f};
+  const TokenLogprobs result = token_logprobs(logits, 4, 4);
+  EXPECT_EQ(result.chosen.id, 4);
+  EXPECT_NEAR(result.chosen.logprob, reference_logprob(logits, 4), 1e-12);
+  ASSERT_EQ(result.top.size(), 4u);
+  const std::vector<int32_t> order = {1, 3, 4, 0};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(result.top[i].id, order[i]);
+    EXPECT_NEAR(result.top[i].logprob, reference_logprob(logits, order[i]), 1e-12);
+  }
+  EXPECT_TRUE(token_logprobs(logits, 1, 0).top.empty());
+  EXPECT_EQ(token_logprobs(logits, 1, 50).top.size(), logits.size());
+}
+
+TEST(TokenLogprobs, ImpossibleTokensAreMinusInfinityAndNeverListed) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> logits = {-inf, 1.0f, std::nanf(""), 1.0f};
+  const TokenLogprobs result = token_logprobs(logits, 0, 4);
+  EXPECT_EQ(result.chosen.logprob, -std::numeric_limits<double>::infinity());
+  ASSERT_EQ(result.top.size(), 2u);
+  EXPECT_EQ(result.top[0].id, 1);
+  EXPECT_EQ(result.top[1].id, 3);
+  EXPECT_NEAR(result.top[0].logprob, std::log(0.5), 1e-12);
+  const std::vector<float> none = {-inf, std::nanf("")};
+  EXPECT_EQ(token_logprobs(none, 1, 2).chosen.logprob, -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(token_logprobs(none, 1, 2).top.empty());
+}
+
+// OpenAI's documented formula, applied step by step as a reference: bias, then
+// logit[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty over the tokens generated.
+struct PenaltyReference {
+  float frequency = 0;
+  float presence = 0;
+  std::map<int32_t, float> bias;
+  std::map<int32_t, int> counts;
+
+  std::vector<float> adjusted(std::vector<float> logits) const {
+    for (const auto& [id, b] : bias) logits[static_cast<std::size_t>(id)] += b;
+    for (const auto& [id, c] : counts) {
+      logits[static_cast<std::size_t>(id)] -=
+          static_cast<float>(c) * frequency + (c > 0 ? presence : 0.0f);
+    }
+    return logits;
+  }
+};
+
+TEST(Sampler, FrequencyPresenceAndBiasFollowOpenAisFormula) {
+  for (const auto& [frequency, presence] : {std::pair{0.6f, 0.3f}, std::pair{-0.8f, 0.0f},
+                                            std::pair{0.0f, 1.7f}, std::pair{2.0f, -2.0f}}) {
+    SCOPED_TRACE(::testing::Message() << "frequency " << frequency << " presence " << presence);
+    SamplingOptions options;  // greedy: the draw is the argmax of the adjusted logits
+    options.frequency_penalty = frequency;
+    options.presence_penalty = presence;
+    options.logit_bias = {{2, 0.75f}, {7, -100.0f}};
+    options.logprobs = true;
+    options.top_logprobs = 3;
+    Sampler sampler(options);
+    PenaltyReference reference{frequency, presence, {{2, 0.75f}, {7, -100.0f}}, {}};
+    // The model's logits change every step, so the penalties' effect is not a fixed cycle.
+    const std::vector<int32_t> context = {1, 2, 3};  // the prompt: not counted
+    for (int step = 0; step < 40; ++step) {
+      std::vector<float> logits = pseudo_random_logits(12, static_cast<uint64_t>(step % 3));
+      const std::vector<float> expected = reference.adjusted(logits);
+      const auto best = static_cast<int32_t>(std::max_element(expected.begin(), expected.end()) -
+                                             expected.begin());
+      TokenLogprobs logprobs;
+      const int32_t token = sampler.sample(logits, context, &logprobs);
+      ASSERT_EQ(token, best) << "step " << step;
+      EXPECT_NEAR(logprobs.chosen.logprob, reference_logprob(expected, best), 1e-6);
+      ASSERT_EQ(logprobs.top.size(), 3u);
+      EXPECT_EQ(logprobs.top[0].id, token);  // the greedy token is the top entry
+      ++reference.counts[token];
+    }
+    EXPECT_EQ(reference.counts.count(7), 0u);  // biased away
+    if (frequency > 0 || presence > 0) {
+      EXPECT_GT(reference.counts.size(), 1u);
+    }
+  }
+}
+
+TEST(Sampler, LogprobsAreOfTheAdjustedLogitsBeforeTemperature) {
+  SamplingOptions options;
+  options.temperature = 0.5f;
+  options.top_k = 2;
+  options.logit_bias = {{0, 1.0f}};
+  options.logprobs = true;
+  options.top_logprobs = 2;
+  Sampler sampler(options);
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, -1.0f};
+  const std::vector<float> adjusted = {1.0f, 1.0f, 0.5f, -1.0f};
+  for (int i = 0; i < 20; ++i) {
+    std::vector<float> scratch = logits;
+    TokenLogprobs logprobs;
+    const int32_t token = sampler.sample(scratch, {}, &logprobs);
+    EXPECT_TRUE(token == 0 || token == 1);  // top-k 2 of the biased logits
+    EXPECT_EQ(logprobs.chosen.id, token);
+    EXPECT_NEAR(logprobs.chosen.logprob, reference_logprob(adjusted, token), 1e-6);
+    EXPECT_EQ(logprobs.top[0].id, 0);  // the tie goes to the lower id
+    EXPECT_EQ(logprobs.top[1].id, 1);
+  }
+  // Not asked for: left alone.
+  options.logprobs = false;
+  Sampler quiet(options);
+  std::vector<float> scratch = logits;
+  TokenLogprobs untouched;
+  quiet.sample(scratch, {}, &untouched);
+  EXPECT_TRUE(untouched.top.empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -503,6 +503,57 @@ TEST(Scheduler, SeededSamplingGivesTheSameTokensWhateverElseIsInTheBatch) {
   EXPECT_EQ(run(3), alone);
 }
 
+TEST(Scheduler, LogprobsAndPenaltiesUseTheLogitsAndLeaveGreedyRowsOnTheDevicePath) {
+  FakeRunner runner(4, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  // Plain greedy alone: never any logits read back.
+  Collected plain;
+  scheduler.submit({5, 6}, greedy(6), plain.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(plain.tokens, fake_greedy({5, 6}, 6));
+  for (const auto& call : runner.prefills) EXPECT_FALSE(call.want_logits);
+  for (const auto& call : runner.decodes) EXPECT_FALSE(call.want_logits);
+
+  // Greedy with logprobs: the same tokens, each the top entry of its own logprobs.
+  RequestOptions with_logprobs = greedy(6);
+  with_logprobs.sampling.logprobs = true;
+  with_logprobs.sampling.top_logprobs = 3;
+  std::vector<TokenLogprobs> logprobs;
+  Collected reported;
+  EventCallback collect = reported.callback();
+  scheduler.submit({5, 6}, with_logprobs, [&](const TokenEvent& event) {
+    if (event.token >= 0) {
+      EXPECT_TRUE(event.logprobs.has_value());
+      if (event.logprobs) logprobs.push_back(*event.logprobs);
+    }
+    collect(event);
+  });
+  // A penalized request in the same batch changes only its own tokens.
+  RequestOptions penalized = greedy(6);
+  penalized.sampling.presence_penalty = 2.0f;  // above the fake logits' 0.01 steps
+  penalized.sampling.logit_bias = {{plain.tokens[0], -100.0f}};
+  Collected changed;
+  Collected plain_again;
+  scheduler.submit({5, 6}, penalized, changed.callback());
+  scheduler.submit({5, 6}, greedy(6), plain_again.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(reported.tokens, plain.tokens);
+  EXPECT_EQ(plain_again.tokens, plain.tokens);
+  EXPECT_NE(changed.tokens, plain.tokens);
+  ASSERT_EQ(logprobs.size(), reported.tokens.size());
+  for (std::size_t i = 0; i < logprobs.size(); ++i) {
+    EXPECT_EQ(logprobs[i].chosen.id, reported.tokens[i]);
+    ASSERT_EQ(logprobs[i].top.size(), 3u);
+    EXPECT_EQ(logprobs[i].top[0].id, reported.tokens[i]);
+    EXPECT_EQ(logprobs[i].top[0].logprob, logprobs[i].chosen.logprob);
+  }
+  // Rows that need logits make their steps read them back; once only the plain request is left
+  // (admitted last, it finishes last), its steps go back to the device argmax.
+  EXPECT_TRUE(std::any_of(runner.decodes.begin(), runner.decodes.end(),
+                          [](const FakeRunner::DecodeCall& call) { return call.want_logits; }));
+  EXPECT_FALSE(runner.decodes.back().want_logits);
+}
+
 TEST(Scheduler, SubmitAndCancelFromOtherThreadsWhileStepping) {
   FakeRunner runner(4, 256, 8);
   Scheduler scheduler(runner, nullptr);
@@ -868,6 +919,41 @@ TEST(SchedulerThread, RefusesWhenEverySlotIsTakenAndTheQueueIsFull) {
   queued.wait();
   EXPECT_EQ(queued.collected.tokens, fake_greedy(iota_tokens(5), 8));
   EXPECT_EQ(refused.events, 0);
+}
+
+TEST(SchedulerThread, SubmitAllQueuesEveryChoiceOrNone) {
+  FakeRunner runner(2, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  SchedulerThread thread(scheduler, 1);
+  // Three choices fit two slots and one waiting place; each has its own seed.
+  std::vector<RequestOptions> options(3, greedy(12));
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    options[i].sampling.temperature = 1.0f;
+    options[i].sampling.seed = 50 + i;
+  }
+  std::vector<Awaited> choices(3);
+  const std::vector<uint64_t> ids = thread.submit_all(
+      iota_tokens(4), options, [&](std::size_t i) { return choices[i].callback(); });
+  EXPECT_EQ(ids.size(), 3u);
+  for (Awaited& choice : choices) choice.wait();
+  // Each equals a request of its own with that choice's seed.
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    Awaited alone;
+    thread.submit(iota_tokens(4), options[i], alone.callback());
+    alone.wait();
+    EXPECT_EQ(choices[i].collected.tokens, alone.collected.tokens) << "choice " << i;
+  }
+  EXPECT_NE(choices[0].collected.tokens, choices[1].collected.tokens);
+
+  std::vector<RequestOptions> four(4, greedy(4));
+  std::vector<Collected> refused(4);
+  expect_error(
+      [&] {
+        thread.submit_all(iota_tokens(4), four,
+                          [&](std::size_t i) { return refused[i].callback(); });
+      },
+      "4 choices do not fit: at most 3 requests run or wait");
+  for (const Collected& c : refused) EXPECT_EQ(c.events, 0);
 }
 
 TEST(SchedulerThread, StopCancelsWhatIsLeftAndRefusesNewRequests) {

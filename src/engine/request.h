@@ -2,6 +2,7 @@
 // What a caller asks of the scheduler for one sequence, and what it hears back.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct TokenEvent {
   uint64_t request = 0;
   int32_t token = -1;
   std::string text;  // text this event adds (stop strings withheld); empty without a tokenizer
+  std::optional<TokenLogprobs> logprobs;  // of `token`, when the sampling options ask for them
   bool finished = false;
   FinishReason reason = FinishReason::kLength;  // when finished
   std::string message;                          // for people, e.g. "context full: ..."

@@ -40,6 +40,21 @@ std::string SamplingOptions::validate() const {
   if (repeat_last_n < 0) {
     return fmt::format("repeat_last_n must be >= 0 (0: all tokens), got {}", repeat_last_n);
   }
+  if (!(frequency_penalty >= -2 && frequency_penalty <= 2)) {
+    return fmt::format("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  }
+  if (!(presence_penalty >= -2 && presence_penalty <= 2)) {
+    return fmt::format("presence_penalty must be in [-2, 2], got {}", presence_penalty);
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return fmt::format("logit_bias token id must be >= 0, got {}", id);
+    if (!(bias >= -100 && bias <= 100)) {
+      return fmt::format("logit_bias of token {} must be in [-100, 100], got {}", id, bias);
+    }
+  }
+  if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
+    return fmt::format("top_logprobs must be in [0, {}], got {}", kMaxTopLogprobs, top_logprobs);
+  }
   return {};
 }
 
@@ -49,6 +64,19 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), engine_(op
 
 double Sampler::uniform() {
   return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+}
+
+void Sampler::adjust(std::span<float> logits, std::span<const int32_t> context) {
+  for (const auto& [id, bias] : options_.logit_bias) {
+    if (static_cast<size_t>(id) < logits.size()) logits[id] += bias;
+  }
+  apply_repetition_penalty(logits, context);
+  if (options_.frequency_penalty == 0 && options_.presence_penalty == 0) return;
+  for (const auto& [id, count] : drawn_) {
+    if (static_cast<size_t>(id) >= logits.size()) continue;
+    logits[id] -=
+        static_cast<float>(count) * options_.frequency_penalty + options_.presence_penalty;
+  }
 }
 
 // RepetitionPenaltyLogitsProcessor: each distinct token of the window once, in float as torch.
@@ -143,8 +171,22 @@ void Sampler::keep_candidates(std::span<float> logits) {
   }
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> context) {
-  apply_repetition_penalty(logits, context);
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> context,
+                        TokenLogprobs* logprobs) {
+  adjust(logits, context);
+  const bool report = logprobs != nullptr && options_.logprobs;
+  // The warpers below change the logits in place; logprobs are of the adjusted ones.
+  if (report && !options_.greedy()) adjusted_.assign(logits.begin(), logits.end());
+  const int32_t token = draw(logits);
+  ++drawn_[token];
+  if (report) {
+    *logprobs = token_logprobs(options_.greedy() ? std::span<const float>(logits) : adjusted_,
+                               token, options_.top_logprobs);
+  }
+  return token;
+}
+
+int32_t Sampler::draw(std::span<float> logits) {
   if (options_.greedy()) return executor::argmax(logits);
   keep_candidates(logits);
   double total = 0;
@@ -160,7 +202,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> contex
 
 std::vector<TokenProbability> Sampler::distribution(std::span<float> logits,
                                                     std::span<const int32_t> context) {
-  apply_repetition_penalty(logits, context);
+  adjust(logits, context);
   if (options_.greedy()) return {{executor::argmax(logits), 1.0}};
   keep_candidates(logits);
   double total = 0;

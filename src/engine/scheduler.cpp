@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 #include "engine/prefill_plan.h"
@@ -228,7 +229,16 @@ void Scheduler::emit_last(Sequence& sequence, TokenEvent event, FinishReason rea
   if (sequence.on_event) sequence.on_event(event);
 }
 
-void Scheduler::accept_token(Sequence& sequence, int32_t token) {
+void Scheduler::sample_and_accept(Sequence& sequence, std::span<float> logits) {
+  std::optional<TokenLogprobs> logprobs;
+  if (sequence.options.sampling.logprobs) logprobs.emplace();
+  const int32_t token =
+      sequence.sampler.sample(logits, sequence.tokens, logprobs ? &*logprobs : nullptr);
+  accept_token(sequence, token, std::move(logprobs));
+}
+
+void Scheduler::accept_token(Sequence& sequence, int32_t token,
+                             std::optional<TokenLogprobs> logprobs) {
   const Clock::time_point now = Clock::now();
   RequestStats& stats = sequence.stats;
   if (stats.output_tokens == 0) {
@@ -243,6 +253,7 @@ void Scheduler::accept_token(Sequence& sequence, int32_t token) {
   TokenEvent event;
   event.request = sequence.id;
   event.token = token;
+  event.logprobs = std::move(logprobs);
   if (sequence.text) event.text = sequence.stops.feed(sequence.text->feed(token));
 
   const auto& eos = sequence.options.eos_ids;
@@ -307,9 +318,11 @@ void Scheduler::prefill_one() {
   last_step_.prefill_tokens = chunk.valid;
   last_step_.prefill_seconds = seconds_between(start, Clock::now());
   if (!last) return;
-  const int32_t token = want_logits ? sequence.sampler.sample(prefill_out_.logits, sequence.tokens)
-                                    : prefill_out_.token;
-  accept_token(sequence, token);
+  if (want_logits) {
+    sample_and_accept(sequence, prefill_out_.logits);
+  } else {
+    accept_token(sequence, prefill_out_.token);
+  }
 }
 
 void Scheduler::decode_all() {
@@ -358,12 +371,11 @@ void Scheduler::decode_all() {
     sequence->tokens.push_back(*sequence->pending);
     sequence->pending.reset();
     ++sequence->cached;
-    int32_t token = decode_out_.tokens[b];
     if (sequence->options.sampling.needs_logits()) {
-      std::span<float> row = std::span<float>(decode_out_.logits).subspan(b * vocab, vocab);
-      token = sequence->sampler.sample(row, sequence->tokens);
+      sample_and_accept(*sequence, std::span<float>(decode_out_.logits).subspan(b * vocab, vocab));
+    } else {
+      accept_token(*sequence, decode_out_.tokens[b]);
     }
-    accept_token(*sequence, token);
   }
   last_step_.decode_sequences = sequences;
   last_step_.decode_rows = rows;

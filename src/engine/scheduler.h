@@ -87,7 +87,10 @@ class Scheduler {
   void prefill_one();
   void decode_all();
   // After a new token: emits it and finishes the sequence when a stop condition holds.
-  void accept_token(Sequence& sequence, int32_t token);
+  void accept_token(Sequence& sequence, int32_t token,
+                    std::optional<TokenLogprobs> logprobs = std::nullopt);
+  // Draws the sequence's next token from `logits` and accepts it (with its logprobs when asked).
+  void sample_and_accept(Sequence& sequence, std::span<float> logits);
   // Ends a sequence without a new token (cancelled).
   void finish(Sequence& sequence, FinishReason reason);
   // Sends `event` as the sequence's last one.

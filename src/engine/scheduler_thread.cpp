@@ -20,16 +20,48 @@ SchedulerThread::~SchedulerThread() {
 uint64_t SchedulerThread::submit(std::vector<int32_t> prompt, const RequestOptions& options,
                                  EventCallback on_event) {
   std::lock_guard lock(mutex_);
-  if (stopping_) throw QueueFull("the scheduler thread has stopped");
-  // Requests leave the system only on the stepping thread, so the bound holds under the lock.
-  if (scheduler_.waiting() + scheduler_.running() >= scheduler_.slots() + max_waiting_) {
-    throw QueueFull(fmt::format("all slots are busy and {} requests wait already", max_waiting_));
-  }
+  check_room(1);
   const uint64_t id = scheduler_.submit(std::move(prompt), options, std::move(on_event));
   last_id_ = std::max(last_id_, id);
   work_ = true;
   wake_.notify_one();
   return id;
+}
+
+std::vector<uint64_t> SchedulerThread::submit_all(
+    const std::vector<int32_t>& prompt, const std::vector<RequestOptions>& options,
+    const std::function<EventCallback(std::size_t)>& on_event) {
+  std::lock_guard lock(mutex_);
+  check_room(options.size());
+  // The scheduler checks each request before queueing it; the first that fails leaves those
+  // queued before it cancelled.
+  std::vector<uint64_t> ids;
+  try {
+    for (std::size_t i = 0; i < options.size(); ++i) {
+      ids.push_back(scheduler_.submit(prompt, options[i], on_event(i)));
+      last_id_ = std::max(last_id_, ids.back());
+    }
+  } catch (...) {
+    for (uint64_t id : ids) scheduler_.cancel(id);
+    work_ = true;
+    wake_.notify_one();
+    throw;
+  }
+  work_ = true;
+  wake_.notify_one();
+  return ids;
+}
+
+void SchedulerThread::check_room(std::size_t count) const {
+  if (stopping_) throw QueueFull("the scheduler thread has stopped");
+  // Requests leave the system only on the stepping thread, so the bound holds under the lock.
+  const std::size_t limit = scheduler_.slots() + max_waiting_;
+  if (scheduler_.waiting() + scheduler_.running() + count > limit) {
+    throw QueueFull(
+        count == 1
+            ? fmt::format("all slots are busy and {} requests wait already", max_waiting_)
+            : fmt::format("{} choices do not fit: at most {} requests run or wait", count, limit));
+  }
 }
 
 void SchedulerThread::cancel(uint64_t request) {

@@ -34,6 +34,12 @@ class SchedulerThread {
   // runs on the stepping thread.
   uint64_t submit(std::vector<int32_t> prompt, const RequestOptions& options,
                   EventCallback on_event);
+  // Several requests on one prompt (the choices of one API request), queued together: all of
+  // them, or none with QueueFull when they do not all fit. Request i has options[i] and the
+  // callback on_event(i).
+  std::vector<uint64_t> submit_all(const std::vector<int32_t>& prompt,
+                                   const std::vector<RequestOptions>& options,
+                                   const std::function<EventCallback(std::size_t)>& on_event);
   void cancel(uint64_t request);
   // Cancels every request submitted so far that has not finished.
   void cancel_all();
@@ -45,6 +51,8 @@ class SchedulerThread {
 
  private:
   void run();
+  // QueueFull unless `count` more requests fit; with mutex_ held.
+  void check_room(std::size_t count) const;
 
   Scheduler& scheduler_;
   const std::size_t max_waiting_;

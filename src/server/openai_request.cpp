@@ -3,72 +3,14 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <utility>
 
 #include "server/api_error.h"
+#include "server/json_fields.h"
 
 namespace xlacel::server {
 
 namespace {
-
-const char* type_name(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::object:
-      return "an object";
-    default:
-      return "a number";
-  }
-}
-
-// The field when present and not null; `nullptr` otherwise (clients send null for "default").
-const Json* field(const Json& body, const char* name) {
-  auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-double number(const Json& value, const char* name, double low, double high) {
-  if (!value.is_number()) {
-    throw invalid_request(name,
-                          fmt::format("'{}' must be a number, got {}", name, type_name(value)));
-  }
-  const double x = value.get<double>();
-  if (!(x >= low && x <= high)) {
-    throw invalid_request(name,
-                          fmt::format("'{}' must be in [{}, {}], got {}", name, low, high, x));
-  }
-  return x;
-}
-
-int64_t integer(const Json& value, const char* name, int64_t low, int64_t high) {
-  if (!value.is_number_integer()) {
-    throw invalid_request(name,
-                          fmt::format("'{}' must be an integer, got {}", name, type_name(value)));
-  }
-  // Unsigned JSON integers above int64's range read as negative here and fail the range check.
-  const int64_t x = value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX
-                        ? std::numeric_limits<int64_t>::min()
-                        : value.get<int64_t>();
-  if (x < low || x > high) {
-    throw invalid_request(
-        name, fmt::format("'{}' must be in [{}, {}], got {}", name, low, high, value.dump()));
-  }
-  return x;
-}
-
-bool boolean(const Json& value, const char* name) {
-  if (!value.is_boolean()) {
-    throw invalid_request(name,
-                          fmt::format("'{}' must be a boolean, got {}", name, type_name(value)));
-  }
-  return value.get<bool>();
-}
 
 std::string text_content(const Json& content, const std::string& where) {
   if (content.is_null()) return {};
@@ -162,25 +104,14 @@ std::vector<std::string> parse_stop(const Json& body) {
 
 // Options xlacel does not implement: refused when they would change the result.
 void refuse_unsupported(const Json& body) {
-  for (const char* name : {"frequency_penalty", "presence_penalty"}) {
-    if (const Json* value = field(body, name); value && number(*value, name, -2, 2) != 0) {
-      throw invalid_request(name, fmt::format("'{}' is not supported (only 0)", name));
-    }
-  }
-  if (const Json* n = field(body, "n"); n && integer(*n, "n", 1, 128) != 1) {
-    throw invalid_request("n", "'n' must be 1: one choice per request is supported");
-  }
   if (const Json* best_of = field(body, "best_of");
       best_of && integer(*best_of, "best_of", 1, 128) != 1) {
     throw invalid_request("best_of", "'best_of' must be 1");
   }
-  for (const char* name : {"logprobs", "echo"}) {
-    const Json* value = field(body, name);
-    if (value && (value->is_boolean() ? value->get<bool>() : true)) {
-      throw invalid_request(name, fmt::format("'{}' is not supported", name));
-    }
+  if (const Json* echo = field(body, "echo"); echo && boolean(*echo, "echo")) {
+    throw invalid_request("echo", "'echo' is not supported");
   }
-  for (const char* name : {"logit_bias", "tools", "functions", "suffix"}) {
+  for (const char* name : {"tools", "functions", "suffix"}) {
     const Json* value = field(body, name);
     if (value && !value->empty()) {
       throw invalid_request(name, fmt::format("'{}' is not supported", name));
@@ -193,14 +124,61 @@ void refuse_unsupported(const Json& body) {
   }
 }
 
+// {"token id": bias, ...}: ids as decimal strings (OpenAI's shape), biases in [-100, 100].
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const Json& value) {
+  if (!value.is_object()) {
+    throw invalid_request("logit_bias",
+                          fmt::format("'logit_bias' must be an object mapping token ids to "
+                                      "biases, got {}",
+                                      type_name(value)));
+  }
+  std::vector<std::pair<int32_t, float>> biases;
+  for (const auto& [key, bias] : value.items()) {
+    int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) id = std::stoll(key);
+    if (!digits || id > INT32_MAX) {
+      throw invalid_request("logit_bias",
+                            fmt::format("'logit_bias' keys must be token ids (non-negative "
+                                        "integers as strings), got '{}'",
+                                        key));
+    }
+    if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100)) {
+      throw invalid_request("logit_bias", fmt::format("'logit_bias' of token {} must be a number "
+                                                      "in [-100, 100], got {}",
+                                                      key, bias.dump()));
+    }
+    biases.emplace_back(static_cast<int32_t>(id), bias.get<float>());
+  }
+  return biases;
+}
+
+// Chat: `logprobs` (boolean) and `top_logprobs` (0..20, needs logprobs). Completions:
+// `logprobs` is the number of alternatives (0..20; OpenAI's own limit is 5, vLLM's 20).
+void parse_logprobs(Endpoint endpoint, const Json& body, engine::SamplingOptions& sampling) {
+  const Json* logprobs = field(body, "logprobs");
+  if (endpoint == Endpoint::kCompletion) {
+    if (logprobs != nullptr) {
+      sampling.logprobs = true;
+      sampling.top_logprobs = integer(*logprobs, "logprobs", 0, engine::kMaxTopLogprobs);
+    }
+    return;
+  }
+  if (logprobs != nullptr) sampling.logprobs = boolean(*logprobs, "logprobs");
+  if (const Json* top = field(body, "top_logprobs")) {
+    sampling.top_logprobs = integer(*top, "top_logprobs", 0, engine::kMaxTopLogprobs);
+    if (!sampling.logprobs && sampling.top_logprobs > 0) {
+      throw invalid_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    }
+  }
+}
+
 }  // namespace
 
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
                                            uint64_t default_seed) {
-  if (!body.is_object()) {
-    throw invalid_request("",
-                          fmt::format("the body must be a JSON object, got {}", type_name(body)));
-  }
+  require_object(body);
   GenerationRequest request;
   request.endpoint = endpoint;
   const Json* model = field(body, "model");
@@ -233,6 +211,15 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
   if (const Json* value = field(body, "min_p")) {
     sampling.min_p = static_cast<float>(number(*value, "min_p", 0, 1));
   }
+  for (auto [name, penalty] : {std::pair{"frequency_penalty", &sampling.frequency_penalty},
+                               std::pair{"presence_penalty", &sampling.presence_penalty}}) {
+    if (const Json* value = field(body, name)) {
+      *penalty = static_cast<float>(number(*value, name, -2, 2));
+    }
+  }
+  if (const Json* value = field(body, "logit_bias")) sampling.logit_bias = parse_logit_bias(*value);
+  parse_logprobs(endpoint, body, sampling);
+  if (const Json* value = field(body, "n")) request.n = integer(*value, "n", 1, kMaxChoices);
   sampling.seed = default_seed;
   if (const Json* value = field(body, "seed")) {
     sampling.seed = static_cast<uint64_t>(integer(*value, "seed", INT64_MIN, INT64_MAX));

@@ -1,7 +1,10 @@
 #pragma once
 // The body of POST /v1/chat/completions and /v1/completions, checked field by field: every
 // problem is an ApiError naming the field, before anything reaches the engine. Options xlacel
-// does not implement are refused with a 400 rather than silently ignored.
+// does not implement are refused with a 400 rather than silently ignored. Sampling fields
+// (temperature, top_p, top_k, min_p, frequency_penalty, presence_penalty, logit_bias, seed) and
+// logprobs (chat: `logprobs` + `top_logprobs`; completions: `logprobs` as a count) land in
+// `sampling`; token ids of logit_bias are checked against the vocabulary by the server.
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -14,6 +17,8 @@ namespace xlacel::server {
 
 enum class Endpoint { kChat, kCompletion };
 
+inline constexpr int64_t kMaxChoices = 128;  // `n` at most, as OpenAI
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
@@ -22,6 +27,9 @@ struct GenerationRequest {
   std::variant<std::string, std::vector<int32_t>> prompt;
   int64_t max_tokens = 0;  // 0: until the context is full
   engine::SamplingOptions sampling;
+  // Choices to generate; choice i samples with seed sampling.seed + i (wrapping), so a request
+  // with n = 2 and seed s gives the tokens of two requests with seeds s and s + 1.
+  int64_t n = 1;
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/json_file.h"
 #include "engine/request.h"
+#include "server/logprobs_json.h"
 #include "server/openai_request.h"
+#include "tokenizer/tokenizer.h"
 
 namespace xlacel::server {
 
@@ -23,15 +26,34 @@ struct ResponseHeader {
 // context ran out).
 const char* openai_finish_reason(engine::FinishReason reason);
 
+// One choice of a response, built up from its request's events.
+struct Choice {
+  // `logprobs_tokenizer`: when not null, the choice reports the events' logprobs.
+  Choice(Endpoint endpoint, const Tokenizer* logprobs_tokenizer);
+
+  // Adds an event's text and logprobs; the last event also gives how the choice ended.
+  void add(const engine::TokenEvent& event);
+
+  std::string text;
+  int64_t characters = 0;  // code points of `text`, for the completions' text_offset
+  std::optional<LogprobsJson> logprobs;
+  bool started = false;  // a chunk was streamed (chat's first carries the role)
+  bool finished = false;
+  engine::FinishReason reason = engine::FinishReason::kLength;
+  engine::RequestStats stats;
+};
+
 Json usage_json(const engine::RequestStats& stats);
+// One request's usage over its choices: the prompt once, the completion tokens of all.
+engine::RequestStats total_usage(const std::vector<Choice>& choices);
 
-Json full_response(const ResponseHeader& header, const std::string& text,
-                   engine::FinishReason reason, const engine::RequestStats& stats);
+// The whole response; takes the choices' logprobs.
+Json full_response(const ResponseHeader& header, std::vector<Choice>& choices);
 
-// One streamed chunk: new text, and on the last one the finish reason. Chat's first chunk
-// carries the role.
-Json stream_chunk(const ResponseHeader& header, const std::string& text, bool first,
-                  std::optional<engine::FinishReason> finish);
+// One streamed chunk of choice `index`: new text, and on the last one the finish reason. Chat's
+// first chunk carries the role. `logprobs`: the chunk's tokens' (null when none).
+Json stream_chunk(const ResponseHeader& header, std::size_t index, const std::string& text,
+                  bool first, std::optional<engine::FinishReason> finish, Json logprobs = Json());
 
 // The chunk stream_options.include_usage asks for, after the last choice chunk.
 Json usage_chunk(const ResponseHeader& header, const engine::RequestStats& stats);

@@ -13,13 +13,16 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "engine/scheduler_thread.h"
 #include "server/api_error.h"
 #include "server/event_stream.h"
+#include "server/logprobs_json.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse_writer.h"
+#include "server/tokenize_request.h"
 
 namespace xlacel::server {
 
@@ -36,6 +39,15 @@ void send_json(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
+Json parse_body(const httplib::Request& req) {
+  try {
+    return Json::parse(req.body);
+  } catch (const Json::exception& e) {
+    throw invalid_request("", fmt::format("the body is not valid JSON: {}", e.what()),
+                          "invalid_json");
+  }
+}
+
 // Writes `data` as one chunk; nothing at all for empty data, since httplib takes an empty write
 // for the end of the content and closes the response without its last chunk, which cuts the
 // stream (a token that ends inside a UTF-8 character adds no text yet).
@@ -47,6 +59,15 @@ bool write(httplib::DataSink& sink, const std::string& data) {
 std::string write_failure(httplib::DataSink& sink, std::size_t bytes) {
   return fmt::format("writing {} bytes of the stream failed ({})", bytes,
                      sink.is_writable() ? "a write error" : "the client closed the connection");
+}
+
+// The model's text side; a 400 naming `field` for a model without a tokenizer.
+const engine::ModelText& text_of(engine::Engine& loaded, const char* field) {
+  try {
+    return loaded.text();
+  } catch (const Error& e) {
+    throw invalid_request(field, e.what());
+  }
 }
 
 }  // namespace
@@ -69,29 +90,34 @@ struct Server::Impl {
 
     Impl& impl;
     ResponseHeader header;
-    uint64_t request = 0;
+    std::vector<uint64_t> requests;  // the scheduler's, one per choice
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::shared_ptr<EventStream> events = std::make_shared<EventStream>();
-    std::string text;                   // a whole response's text so far
+    std::vector<Choice> choices;        // a whole response's choices so far
     std::optional<SseWriter> streamed;  // a streamed response's chunks
     std::string cancel_cause;           // why the server cancelled it, for the log
-    bool finished = false;
+    std::size_t unfinished = 0;         // choices whose last event has not come yet
+    bool finished() const { return unfinished == 0; }
   };
 
   explicit Impl(ServerOptions server_options) : options(std::move(server_options)) {}
 
   void routes();
+  // The loaded engine; 503 while it loads or once the server drains.
+  engine::Engine& ready_engine();
   void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   std::vector<int32_t> prompt_ids(engine::Engine& engine, const GenerationRequest& request);
   // Answers a request whose events are read here, in the HTTP thread, until the last one.
   void answer_whole(Flight& flight, httplib::Response& res);
   void answer_streamed(std::shared_ptr<Flight> flight, httplib::Response& res);
   // Turns events into SSE text in `out`; true once the last event was handled.
-  bool stream_events(Flight& flight, const std::vector<engine::TokenEvent>& events,
-                     std::string& out);
+  bool stream_events(Flight& flight, const std::vector<ChoiceEvent>& events, std::string& out);
   // Cancels a streamed request whose client can no longer be written to.
   void cancel_stream(Flight& flight, std::string cause);
-  void finished(Flight& flight, const engine::TokenEvent& last);
+  // Counts and logs the last event of one choice.
+  void finished(Flight& flight, std::size_t choice, const engine::TokenEvent& last);
+  void tokenize(const httplib::Request& req, httplib::Response& res);
+  void detokenize(const httplib::Request& req, httplib::Response& res);
   void refuse(httplib::Response& res, const ApiError& error);
   uint64_t next_seed();
 
@@ -127,7 +153,9 @@ void Server::Impl::routes() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options.api_key.empty() || !req.path.starts_with("/v1/")) {
+    const bool protected_path =
+        req.path.starts_with("/v1/") || req.path == "/tokenize" || req.path == "/detokenize";
+    if (options.api_key.empty() || !protected_path) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (req.get_header_value("Authorization") != "Bearer " + options.api_key) {
@@ -197,6 +225,10 @@ void Server::Impl::routes() {
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     generate(Endpoint::kCompletion, req, res);
   });
+  http.Post("/tokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
+  http.Post("/detokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
 }
 
 std::vector<int32_t> Server::Impl::prompt_ids(engine::Engine& loaded,
@@ -214,28 +246,71 @@ std::vector<int32_t> Server::Impl::prompt_ids(engine::Engine& loaded,
   }
 }
 
+engine::Engine& Server::Impl::ready_engine() {
+  engine::Engine* loaded = engine;
+  if (draining) throw ApiError(503, "unavailable_error", "the server is shutting down");
+  if (loaded == nullptr) throw ApiError(503, "unavailable_error", "the model is still loading");
+  return *loaded;
+}
+
+void Server::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
+  try {
+    const TokenizeRequest request = parse_tokenize_request(parse_body(req));
+    const Tokenizer& tokenizer = text_of(ready_engine(), "content").tokenizer();
+    std::vector<int32_t> ids;
+    try {
+      ids = tokenizer.encode(request.content, request.add_special);
+    } catch (const Error& e) {
+      throw invalid_request("content", e.what());
+    }
+    Json tokens = Json::array();
+    for (int32_t id : ids) {
+      if (!request.with_pieces) {
+        tokens.push_back(id);
+        continue;
+      }
+      // As llama.cpp: the piece as a string when it is valid UTF-8, else its bytes.
+      const std::string bytes = token_bytes(tokenizer, id);
+      Json piece = Json::array();
+      if (utf8::is_valid(bytes)) {
+        piece = bytes;
+      } else {
+        for (unsigned char byte : bytes) piece.push_back(byte);
+      }
+      tokens.push_back({{"id", id}, {"piece", std::move(piece)}});
+    }
+    send_json(res, 200, {{"tokens", std::move(tokens)}});
+  } catch (const ApiError& error) {
+    refuse(res, error);
+  }
+}
+
+void Server::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
+  try {
+    const Json body = parse_body(req);
+    engine::Engine& loaded = ready_engine();
+    const std::vector<int32_t> ids =
+        parse_detokenize_request(body, loaded.executor().capabilities().vocab_size);
+    send_json(res, 200, {{"content", text_of(loaded, "tokens").tokenizer().decode(ids)}});
+  } catch (const ApiError& error) {
+    refuse(res, error);
+  }
+}
+
 void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
-    engine::Engine* loaded = engine;
-    if (draining) throw ApiError(503, "unavailable_error", "the server is shutting down");
-    if (loaded == nullptr) throw ApiError(503, "unavailable_error", "the model is still loading");
-    Json body;
-    try {
-      body = Json::parse(req.body);
-    } catch (const Json::exception& e) {
-      throw invalid_request("", fmt::format("the body is not valid JSON: {}", e.what()),
-                            "invalid_json");
-    }
-    const GenerationRequest request = parse_generation_request(endpoint, body, next_seed());
+    engine::Engine& loaded = ready_engine();
+    const GenerationRequest request =
+        parse_generation_request(endpoint, parse_body(req), next_seed());
     if (request.model != options.model_id) {
       throw ApiError(404, "invalid_request_error",
                      fmt::format("the model '{}' does not exist; this server has '{}'",
                                  request.model, options.model_id),
                      "model", "model_not_found");
     }
-    std::vector<int32_t> prompt = prompt_ids(*loaded, request);
-    const auto& caps = loaded->executor().capabilities();
+    std::vector<int32_t> prompt = prompt_ids(loaded, request);
+    const auto& caps = loaded.executor().capabilities();
     const auto prompt_size = static_cast<int64_t>(prompt.size());
     const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
     if (prompt_size == 0) throw invalid_request(prompt_field, "the prompt has no tokens");
@@ -243,6 +318,14 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
       if (id >= caps.vocab_size) {
         throw invalid_request("prompt", fmt::format("token id {} is outside the vocabulary [0, {})",
                                                     id, caps.vocab_size));
+      }
+    }
+    for (const auto& [id, bias] : request.sampling.logit_bias) {
+      if (id >= caps.vocab_size) {
+        throw invalid_request("logit_bias",
+                              fmt::format("'logit_bias' token id {} is outside the vocabulary "
+                                          "[0, {})",
+                                          id, caps.vocab_size));
       }
     }
     if (prompt_size >= caps.capacity || prompt_size + request.max_tokens > caps.capacity) {
@@ -256,23 +339,34 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
           "context_length_exceeded");
     }
 
-    engine::RequestOptions options_for_engine = loaded->default_request();
+    engine::RequestOptions options_for_engine = loaded.default_request();
     options_for_engine.max_tokens =
         request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
     options_for_engine.sampling = request.sampling;
     options_for_engine.stop = request.stop;
+    // Choice i samples with seed + i (see GenerationRequest::n).
+    const auto choices = static_cast<std::size_t>(request.n);
+    std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);
+    for (std::size_t i = 0; i < choices; ++i) choice_options[i].sampling.seed += i;
 
     auto flight = std::make_shared<Flight>(*this);
     const uint64_t number = next_id++;
     flight->header = {
         endpoint, fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", number),
         static_cast<int64_t>(std::time(nullptr)), options.model_id};
-    if (request.stream) flight->streamed.emplace(flight->header, request.include_usage);
+    const Tokenizer* logprobs_tokenizer =
+        request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
+    if (request.stream) {
+      flight->streamed.emplace(flight->header, request.include_usage, choices, logprobs_tokenizer);
+    } else {
+      flight->choices.assign(choices, Choice(endpoint, logprobs_tokenizer));
+    }
+    flight->unfinished = choices;
     try {
       std::shared_ptr<EventStream> events = flight->events;
-      flight->request =
-          scheduler->submit(std::move(prompt), options_for_engine,
-                            [events](const engine::TokenEvent& event) { events->push(event); });
+      flight->requests = scheduler->submit_all(prompt, choice_options, [events](std::size_t i) {
+        return [events, i](const engine::TokenEvent& event) { events->push(i, event); };
+      });
     } catch (const engine::QueueFull& e) {
       throw ApiError(429, "rate_limit_error", e.what(), {}, "queue_full");
     } catch (const Error& e) {
@@ -288,17 +382,18 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
   }
 }
 
-void Server::Impl::finished(Flight& flight, const engine::TokenEvent& last) {
-  flight.finished = true;
+void Server::Impl::finished(Flight& flight, std::size_t choice, const engine::TokenEvent& last) {
+  --flight.unfinished;
   const bool cancelled = last.reason == engine::FinishReason::kCancelled;
   metrics.request_finished(last.stats, cancelled);
   if (options.log) {
     const engine::RequestStats& stats = last.stats;
     options.log(fmt::format(
-        "{}: prompt {} tokens ({} cached), completion {} tokens, ttft {:.3f} s, {:.1f} tok/s, "
+        "{}{}: prompt {} tokens ({} cached), completion {} tokens, ttft {:.3f} s, {:.1f} tok/s, "
         "{:.3f} s, {}",
-        flight.header.id, stats.prompt_tokens, stats.cached_tokens, stats.output_tokens,
-        stats.time_to_first_token(), stats.generation_tokens_per_second(),
+        flight.header.id, flight.requests.size() > 1 ? fmt::format(" choice {}", choice) : "",
+        stats.prompt_tokens, stats.cached_tokens, stats.output_tokens, stats.time_to_first_token(),
+        stats.generation_tokens_per_second(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - flight.started).count(),
         cancelled ? (flight.cancel_cause.empty() ? std::string("cancelled")
                                                  : "cancelled: " + flight.cancel_cause)
@@ -307,42 +402,41 @@ void Server::Impl::finished(Flight& flight, const engine::TokenEvent& last) {
 }
 
 void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
-  std::vector<engine::TokenEvent> events;
-  for (;;) {
+  std::vector<ChoiceEvent> events;
+  std::string cancel_message;  // of the first choice cancelled
+  while (!flight.finished()) {
     if (!flight.events->pop_all(events, kKeepAliveInterval)) continue;
-    for (const engine::TokenEvent& event : events) {
-      flight.text += event.text;
+    for (const auto& [choice, event] : events) {
+      flight.choices.at(choice).add(event);
       if (!event.finished) continue;
-      finished(flight, event);
-      if (event.reason == engine::FinishReason::kCancelled) {
-        send_json(res, 503,
-                  ApiError(503, "unavailable_error",
-                           event.message.empty() ? "the request was cancelled" : event.message)
-                      .body());
-      } else {
-        send_json(res, 200, full_response(flight.header, flight.text, event.reason, event.stats));
+      finished(flight, choice, event);
+      if (event.reason == engine::FinishReason::kCancelled && cancel_message.empty()) {
+        cancel_message = event.message.empty() ? "the request was cancelled" : event.message;
       }
-      return;
     }
+  }
+  if (!cancel_message.empty()) {
+    send_json(res, 503, ApiError(503, "unavailable_error", cancel_message).body());
+  } else {
+    send_json(res, 200, full_response(flight.header, flight.choices));
   }
 }
 
-bool Server::Impl::stream_events(Flight& flight, const std::vector<engine::TokenEvent>& events,
+bool Server::Impl::stream_events(Flight& flight, const std::vector<ChoiceEvent>& events,
                                  std::string& out) {
   const std::string cancel_message =
       draining ? "the server is shutting down" : "the request was cancelled";
-  for (const engine::TokenEvent& event : events) {
-    if (flight.streamed->append(event, cancel_message, out)) {
-      finished(flight, event);
-      return true;
-    }
+  bool ended = false;
+  for (const auto& [choice, event] : events) {
+    ended = flight.streamed->append(event, choice, cancel_message, out) || ended;
+    if (event.finished) finished(flight, choice, event);
   }
-  return false;
+  return ended;
 }
 
 void Server::Impl::cancel_stream(Flight& flight, std::string cause) {
   if (flight.cancel_cause.empty()) flight.cancel_cause = std::move(cause);
-  scheduler->cancel(flight.request);
+  for (uint64_t request : flight.requests) scheduler->cancel(request);
 }
 
 void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Response& res) {
@@ -350,7 +444,7 @@ void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Resp
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, flight](std::size_t, httplib::DataSink& sink) {
-        std::vector<engine::TokenEvent> events;
+        std::vector<ChoiceEvent> events;
         if (!flight->events->pop_all(events, kKeepAliveInterval)) {
           static const std::string kKeepAlive = ": keep-alive\n\n";
           if (write(sink, kKeepAlive)) return true;
@@ -370,11 +464,11 @@ void Server::Impl::answer_streamed(std::shared_ptr<Flight> flight, httplib::Resp
         // The connection ended before the last event (the client closed it, or a write
         // failed): the request must not keep its slot, and its last event still has to be
         // counted, so wait for it here.
-        if (flight->finished) return;
+        if (flight->finished()) return;
         cancel_stream(*flight, "the connection ended before the last chunk");
-        std::vector<engine::TokenEvent> events;
+        std::vector<ChoiceEvent> events;
         std::string discarded;
-        while (!flight->finished) {
+        while (!flight->finished()) {
           if (flight->events->pop_all(events, kKeepAliveInterval)) {
             stream_events(*flight, events, discarded);
           }

@@ -4,23 +4,37 @@
 
 namespace xlacel::server {
 
-bool SseWriter::append(const engine::TokenEvent& event, const std::string& cancel_message,
-                       std::string& out) {
+SseWriter::SseWriter(ResponseHeader header, bool include_usage, std::size_t choices,
+                     const Tokenizer* logprobs_tokenizer)
+    : header_(std::move(header)),
+      include_usage_(include_usage),
+      choices_(choices, Choice(header_.endpoint, logprobs_tokenizer)),
+      unfinished_(choices) {}
+
+bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
+                       const std::string& cancel_message, std::string& out) {
   if (finished_) return true;
+  Choice& choice = choices_.at(index);
+  if (choice.finished) return false;
   if (event.finished && event.reason == engine::FinishReason::kCancelled) {
     out += sse_event(ApiError(503, "unavailable_error", cancel_message).body());
     out += kSseDone;
     finished_ = true;
     return true;
   }
-  if (!event.text.empty() || first_) {
-    out += sse_event(stream_chunk(header_, event.text, first_, std::nullopt));
-    first_ = false;
+  choice.add(event);
+  const auto pending_logprobs = [&] {
+    return choice.logprobs && !choice.logprobs->empty() ? choice.logprobs->take() : Json();
+  };
+  if (!event.text.empty() || !choice.started) {
+    out += sse_event(stream_chunk(header_, index, event.text, !choice.started, std::nullopt,
+                                  pending_logprobs()));
+    choice.started = true;
   }
-  text_ += event.text;
   if (!event.finished) return false;
-  out += sse_event(stream_chunk(header_, "", false, event.reason));
-  if (include_usage_) out += sse_event(usage_chunk(header_, event.stats));
+  out += sse_event(stream_chunk(header_, index, "", false, event.reason, pending_logprobs()));
+  if (--unfinished_ > 0) return false;
+  if (include_usage_) out += sse_event(usage_chunk(header_, total_usage(choices_)));
   out += kSseDone;
   finished_ = true;
   return true;

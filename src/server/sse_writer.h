@@ -1,36 +1,50 @@
 #pragma once
 // One streamed request's token events as server-sent events: a chunk for each event that adds
-// text (chat's first chunk carries the role even without text), then the finish chunk, the usage
-// chunk when asked for, and `data: [DONE]`. Kept apart from the HTTP layer so that it can be
-// checked (and fuzzed) on its own: the text of the chunks, joined, is exactly the text of the
-// events, and it never yields an empty write (an empty write ends an httplib chunked response).
+// text (chat's first chunk of each choice carries the role even without text), then each
+// choice's finish chunk, the usage chunk when asked for (after every choice finished), and
+// `data: [DONE]`. With logprobs, a chunk carries those of the tokens since the previous chunk
+// of its choice (a token that adds no text yet waits for the next chunk, the finish chunk at the
+// latest). Kept apart from the HTTP layer so that it can be checked (and fuzzed) on its own: the
+// text of the chunks, joined, is exactly the text of the events, and it never yields an empty
+// write (an empty write ends an httplib chunked response).
+#include <cstddef>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/request.h"
 #include "server/openai_response.h"
+#include "tokenizer/tokenizer.h"
 
 namespace xlacel::server {
 
 class SseWriter {
  public:
-  SseWriter(ResponseHeader header, bool include_usage)
-      : header_(std::move(header)), include_usage_(include_usage) {}
+  // `choices`: how many (n); `logprobs_tokenizer`: when not null, chunks carry logprobs.
+  SseWriter(ResponseHeader header, bool include_usage, std::size_t choices = 1,
+            const Tokenizer* logprobs_tokenizer = nullptr);
 
-  // Appends the SSE text `event` adds to `out` (possibly nothing: a token that ends inside a
-  // UTF-8 character adds no text yet). True once it was the last event; a cancelled request's
-  // last event becomes an error event carrying `cancel_message`.
-  bool append(const engine::TokenEvent& event, const std::string& cancel_message, std::string& out);
+  // Appends the SSE text an event of choice `index` adds to `out` (possibly nothing: a token
+  // that ends inside a UTF-8 character adds no text yet). True once the stream ended: every
+  // choice's last event was handled, or one was cancelled, which becomes an error event
+  // carrying `cancel_message`.
+  bool append(const engine::TokenEvent& event, std::size_t index, const std::string& cancel_message,
+              std::string& out);
+  bool append(const engine::TokenEvent& event, const std::string& cancel_message,
+              std::string& out) {
+    return append(event, 0, cancel_message, out);
+  }
 
   const ResponseHeader& header() const { return header_; }
-  const std::string& text() const { return text_; }  // every chunk's text so far, joined
+  // Every chunk's text of a choice so far, joined.
+  const std::string& text(std::size_t index = 0) const { return choices_.at(index).text; }
   bool finished() const { return finished_; }
 
  private:
   ResponseHeader header_;
   bool include_usage_;
-  std::string text_;
-  bool first_ = true;
+  std::vector<Choice> choices_;
+  std::size_t unfinished_;
   bool finished_ = false;
 };
 

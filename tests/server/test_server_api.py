@@ -1,6 +1,8 @@
 """`xlacel serve` spoken to with OpenAI's official client (and raw HTTP for malformed input), on
 the default model, loopback only. Greedy outputs are checked against `xlacel generate` (itself
-token-exact with transformers) and against each other when batched."""
+token-exact with transformers) and against each other when batched; logprobs and OpenAI's
+penalties and logit_bias against HF transformers' logits with OpenAI's formula applied
+(tests/data/session/logprobs_reference.json, from tools/reference/logprobs.py)."""
 import http.client
 import json
 import os
@@ -18,6 +20,8 @@ from server_process import ServerProcess, xlacel_path  # noqa: E402
 
 XLACEL = xlacel_path()
 CONTEXT = 512
+LOGPROBS_REFERENCE = os.path.join(os.path.dirname(__file__), "../data/session/logprobs_reference.json")
+LOGPROB_TOLERANCE = 1e-4
 
 # Chats in several scripts, with combining characters and 4-byte characters: the replies echo
 # them, so tokens that end inside a UTF-8 character are common.
@@ -53,6 +57,14 @@ def read_sse(response):
     events = [e for e in body.split("\n\n") if e and not e.startswith(":")]
     assert all(e.startswith("data: ") for e in events), body
     return [e[len("data: "):] for e in events]
+
+
+def logprobs_text(content, finish_reason):
+    """The text chat logprobs entries spell: their bytes joined, without the end-of-sequence
+    token that ended a reply (the reply's text leaves special tokens out; logprobs report it)."""
+    if finish_reason == "stop" and content and content[-1].token == "<|im_end|>":
+        content = content[:-1]
+    return b"".join(bytes(e.bytes) for e in content).decode("utf-8", "replace")
 
 
 class ServerApiTest(unittest.TestCase):
@@ -341,10 +353,20 @@ class ServerApiTest(unittest.TestCase):
         for field, value in [("temperature", "hot"), ("temperature", 5), ("top_p", 0),
                              ("top_p", 1.5), ("top_k", -1), ("top_k", 1.5), ("min_p", 2),
                              ("max_tokens", 0), ("max_tokens", "5"),
-                             ("max_completion_tokens", -3), ("seed", "x"), ("n", 2),
-                             ("frequency_penalty", 0.5), ("presence_penalty", 1),
+                             ("max_completion_tokens", -3), ("seed", "x"), ("n", 0),
+                             ("n", 129), ("n", 1.5), ("n", "2"), ("frequency_penalty", 2.5),
+                             ("frequency_penalty", "x"), ("presence_penalty", -2.01),
+                             ("presence_penalty", [1]), ("logprobs", 3), ("logprobs", "yes"),
+                             ("top_logprobs", 21), ("top_logprobs", -1), ("top_logprobs", 0.5),
+                             ("top_logprobs", 3),  # without "logprobs": true
+                             ("logit_bias", [1, 2]), ("logit_bias", "x"),
+                             ("logit_bias", {"abc": 1}), ("logit_bias", {"-1": 1}),
+                             ("logit_bias", {"1.5": 1}), ("logit_bias", {"": 1}),
+                             ("logit_bias", {"99999999999": 1}), ("logit_bias", {"49152": 1}),
+                             ("logit_bias", {"5": 100.5}), ("logit_bias", {"5": "x"}),
+                             ("logit_bias", {"5": None}), ("best_of", 2), ("echo", True),
                              ("stream", "yes"), ("stop", 5), ("stop", ["a"] * 5),
-                             ("logprobs", True), ("tools", [{"type": "function"}])]:
+                             ("tools", [{"type": "function"}])]:
             with self.subTest(field=field, value=value):
                 self.assert_error(chat, {"model": m, "messages": user, field: value}, 400,
                                   param=field)
@@ -359,6 +381,10 @@ class ServerApiTest(unittest.TestCase):
         self.assert_error(completions, {"model": m}, 400, param="prompt")
         self.assert_error(completions, {"model": m, "prompt": [999999999]}, 400, param="prompt")
         self.assert_error(completions, {"model": m, "prompt": {"a": 1}}, 400, param="prompt")
+        for value in (21, -1, True, "5", 1.5):
+            with self.subTest(field="logprobs", value=value):
+                self.assert_error(completions, {"model": m, "prompt": "hi", "logprobs": value}, 400,
+                                  param="logprobs")
         self.assert_error(completions, "x" * (9 << 20), 413, code="request_too_large")
         status, body = self.server.request("GET", "/v1/nothing-here")
         self.assertEqual(status, 404)
@@ -371,6 +397,237 @@ class ServerApiTest(unittest.TestCase):
             self.client.chat.completions.create(model="no-such-model", messages=user)
         # None of that disturbed the server.
         self.assertTrue(self.chat("Say hi.", max_tokens=4).choices[0].message.content)
+
+    # --- logprobs, penalties, logit_bias (against HF transformers' logits) -------------------
+
+    @staticmethod
+    def reference_cases():
+        with open(LOGPROBS_REFERENCE, encoding="utf-8") as f:
+            return json.load(f)["cases"]
+
+    def reference_options(self, case):
+        options = {"temperature": 0, "max_tokens": len(case["steps"])}
+        for name in ("frequency_penalty", "presence_penalty", "logit_bias"):
+            if case[name]:
+                options[name] = case[name]
+        return options
+
+    def assert_top_matches(self, got, expected, label):
+        """`got`: [(bytes, logprob)] best first; `expected`: the reference's [id, bytes, logprob].
+        The values must agree in order; the tokens wherever the reference's order is clear (no
+        other value within a few times the tolerance, where HF and xlacel may rank differently)."""
+        self.assertEqual(len(got), len(expected), label)
+        values = [e[2] for e in expected]
+        for i, ((got_bytes, got_logprob), (_, want_bytes, want_logprob)) in enumerate(
+                zip(got, expected)):
+            self.assertAlmostEqual(got_logprob, want_logprob, delta=LOGPROB_TOLERANCE,
+                                   msg=f"{label}: top {i}")
+            near = [v for j, v in enumerate(values) if j != i and abs(v - want_logprob) < 4e-4]
+            if not near:
+                self.assertEqual(got_bytes, want_bytes, f"{label}: top {i}")
+
+    def test_chat_logprobs_equal_hf_log_softmax(self):
+        """Chat `logprobs` + `top_logprobs` (20) on every reference case with messages, plain and
+        penalized: each token, its bytes and log-probability and its top 20 equal the reference;
+        the greedy token is the top entry; the bytes join to the reply's text."""
+        cases = [c for c in self.reference_cases() if c["kind"] == "chat"]
+        self.assertGreaterEqual(len(cases), 3)
+        for case in cases:
+            with self.subTest(case=case["name"]):
+                response = self.client.chat.completions.create(
+                    model=self.model, messages=case["messages"], logprobs=True, top_logprobs=20,
+                    **self.reference_options(case))
+                self.assertEqual(response.usage.prompt_tokens, len(case["prompt_ids"]))
+                content = response.choices[0].logprobs.content
+                self.assertEqual(len(content), len(case["steps"]))
+                for i, (entry, step) in enumerate(zip(content, case["steps"])):
+                    label = f"{case['name']} step {i}"
+                    self.assertEqual(entry.bytes, step["bytes"], label)
+                    self.assertEqual(entry.token, bytes(step["bytes"]).decode("utf-8", "replace"))
+                    self.assertAlmostEqual(entry.logprob, step["logprob"],
+                                           delta=LOGPROB_TOLERANCE, msg=label)
+                    self.assertEqual(entry.top_logprobs[0].bytes, entry.bytes, label)
+                    self.assertEqual(entry.top_logprobs[0].logprob, entry.logprob, label)
+                    self.assert_top_matches([(t.bytes, t.logprob) for t in entry.top_logprobs],
+                                            step["top"], label)
+                self.assertEqual(logprobs_text(content, response.choices[0].finish_reason),
+                                 response.choices[0].message.content)
+
+    def test_completion_logprobs_equal_hf_log_softmax(self):
+        """Completions' legacy `logprobs` on the raw reference cases (prompts as token ids, the
+        penalized ones included): tokens, token_logprobs, top_logprobs and text_offset."""
+        cases = [c for c in self.reference_cases() if c["kind"] == "raw"]
+        self.assertGreaterEqual(len(cases), 2)
+        for case in cases:
+            with self.subTest(case=case["name"]):
+                response = self.client.completions.create(
+                    model=self.model, prompt=case["prompt_ids"], logprobs=5,
+                    **self.reference_options(case))
+                choice = response.choices[0]
+                logprobs = choice.logprobs
+                texts = [bytes(s["bytes"]).decode("utf-8", "replace") for s in case["steps"]]
+                self.assertEqual(logprobs.tokens, texts)
+                self.assertEqual(choice.text, "".join(texts))
+                offset = 0
+                for i, step in enumerate(case["steps"]):
+                    label = f"{case['name']} step {i}"
+                    self.assertAlmostEqual(logprobs.token_logprobs[i], step["logprob"],
+                                           delta=LOGPROB_TOLERANCE, msg=label)
+                    top = logprobs.top_logprobs[i]
+                    self.assertEqual(len(top), len({bytes(t[1]) for t in step["top"][:5]}), label)
+                    self.assertIn(texts[i], top, label)  # the greedy token is among the top
+                    self.assertEqual(max(top.values()), logprobs.token_logprobs[i], label)
+                    for token, value in top.items():
+                        candidates = [t[2] for t in step["top"]
+                                      if bytes(t[1]).decode("utf-8", "replace") == token]
+                        self.assertTrue(any(abs(value - c) <= LOGPROB_TOLERANCE
+                                            for c in candidates), (label, token, value))
+                    self.assertEqual(logprobs.text_offset[i], offset, label)
+                    offset += len(texts[i])
+
+    def test_streamed_logprobs_equal_whole_ones(self):
+        """Streamed chunks carry the logprobs of their tokens: joined they equal the whole
+        response's, also where tokens end inside a character (emoji, Chinese)."""
+        for content in (MULTILINGUAL[1], MULTILINGUAL[3], "Say hello."):
+            with self.subTest(content=content):
+                whole = self.chat(content, max_tokens=24, logprobs=True, top_logprobs=2)
+                chunks = self.streamed_chat(content, max_tokens=24, logprobs=True, top_logprobs=2)
+                streamed = [e for c in chunks if c.choices and c.choices[0].logprobs
+                            for e in c.choices[0].logprobs.content]
+                expected = whole.choices[0].logprobs.content
+                self.assertEqual([(e.token, e.bytes, e.logprob) for e in streamed],
+                                 [(e.token, e.bytes, e.logprob) for e in expected])
+                self.assertEqual([[t.bytes for t in e.top_logprobs] for e in streamed],
+                                 [[t.bytes for t in e.top_logprobs] for e in expected])
+                text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                self.assertEqual(text, whole.choices[0].message.content)
+                completion = self.client.completions.create(
+                    model=self.model, prompt=content, max_tokens=24, temperature=0, logprobs=3)
+                streamed = list(self.client.completions.create(
+                    model=self.model, prompt=content, max_tokens=24, temperature=0, logprobs=3,
+                    stream=True))
+                tokens = [t for c in streamed if c.choices[0].logprobs
+                          for t in c.choices[0].logprobs.tokens]
+                offsets = [t for c in streamed if c.choices[0].logprobs
+                           for t in c.choices[0].logprobs.text_offset]
+                self.assertEqual(tokens, completion.choices[0].logprobs.tokens)
+                self.assertEqual(offsets, completion.choices[0].logprobs.text_offset)
+
+    def test_sampled_logprobs_are_of_the_drawn_tokens(self):
+        """With temperature, each reported token is the one drawn (the bytes join to the text)
+        and its logprob is among or below its top entries."""
+        response = self.chat("Invent a name for a spaceship.", temperature=1.2, seed=5,
+                             max_tokens=24, logprobs=True, top_logprobs=3)
+        content = response.choices[0].logprobs.content
+        self.assertEqual(len(content), response.usage.completion_tokens)
+        self.assertEqual(logprobs_text(content, response.choices[0].finish_reason),
+                         response.choices[0].message.content)
+        for entry in content:
+            self.assertLessEqual(entry.logprob, entry.top_logprobs[0].logprob)
+            if entry.logprob > entry.top_logprobs[-1].logprob:
+                self.assertIn(entry.bytes, [t.bytes for t in entry.top_logprobs])
+
+    def test_logit_bias_forces_and_forbids_tokens(self):
+        ids = self.server.request("POST", "/tokenize", {"content": " banana"})[1]["tokens"]
+        self.assertEqual(len(ids), 1, ids)
+        forced = self.chat("Say hi.", max_tokens=3, logit_bias={str(ids[0]): 100})
+        self.assertEqual(forced.choices[0].message.content, " banana" * 3)
+        plain = self.chat("Say hi.", max_tokens=4, logprobs=True)
+        first = plain.choices[0].logprobs.content[0]
+        first_id = self.server.request("POST", "/tokenize",
+                                       {"content": first.token})[1]["tokens"][0]
+        banned = self.chat("Say hi.", max_tokens=4, logprobs=True,
+                           logit_bias={str(first_id): -100})
+        self.assertNotEqual(banned.choices[0].logprobs.content[0].bytes, first.bytes)
+
+    # --- n choices ---------------------------------------------------------------------------
+
+    def test_n_choices_with_a_seed_equal_separate_requests_with_seed_plus_index(self):
+        kwargs = dict(temperature=0.9, top_p=0.95, max_tokens=20)
+        question = "Invent a name for a spaceship."
+        together = self.chat(question, n=3, seed=1234, **kwargs)
+        self.assertEqual([c.index for c in together.choices], [0, 1, 2])
+        separate = [self.chat(question, seed=1234 + i, **kwargs) for i in range(3)]
+        for i in range(3):
+            self.assertEqual(together.choices[i].message.content,
+                             separate[i].choices[0].message.content, f"choice {i}")
+            self.assertEqual(together.choices[i].finish_reason,
+                             separate[i].choices[0].finish_reason)
+        self.assertEqual(together.usage.completion_tokens,
+                         sum(r.usage.completion_tokens for r in separate))
+        self.assertEqual(together.usage.prompt_tokens, separate[0].usage.prompt_tokens)
+        self.assertGreater(len({c.message.content for c in together.choices}), 1)
+
+        prompt = "Once upon a time"
+        whole = self.client.completions.create(model=self.model, prompt=prompt, n=2, seed=99,
+                                               **kwargs)
+        alone = self.client.completions.create(model=self.model, prompt=prompt, seed=100,
+                                               **kwargs)
+        self.assertEqual(whole.choices[1].text, alone.choices[0].text)
+        chunks = list(self.client.completions.create(model=self.model, prompt=prompt, n=2,
+                                                     seed=99, stream=True,
+                                                     stream_options={"include_usage": True},
+                                                     **kwargs))
+        for i in range(2):
+            mine = [c.choices[0] for c in chunks if c.choices and c.choices[0].index == i]
+            self.assertEqual("".join(c.text for c in mine), whole.choices[i].text)
+            self.assertEqual(mine[-1].finish_reason, whole.choices[i].finish_reason)
+            self.assertTrue(all(c.finish_reason is None for c in mine[:-1]))
+        self.assertEqual(chunks[-1].usage.completion_tokens, whole.usage.completion_tokens)
+
+    def test_n_greedy_choices_are_equal_and_stream_with_logprobs(self):
+        chunks = self.streamed_chat("Name three colors.", n=2, max_tokens=12, logprobs=True)
+        texts, logprobs = ["", ""], [[], []]
+        for chunk in chunks:
+            for choice in chunk.choices:
+                texts[choice.index] += choice.delta.content or ""
+                if choice.logprobs:
+                    logprobs[choice.index] += [e.logprob for e in choice.logprobs.content]
+        self.assertEqual(texts[0], texts[1])
+        self.assertEqual(len(logprobs[0]), 12)
+        self.assertEqual(len(logprobs[1]), 12)
+        # Equal up to the noise between a prompt prefilled and one partly reused from a slot.
+        for first, second in zip(*logprobs):
+            self.assertAlmostEqual(first, second, delta=LOGPROB_TOLERANCE)
+        whole = self.chat("Name three colors.", max_tokens=12)
+        self.assertEqual(texts[0], whole.choices[0].message.content)
+
+    # --- /tokenize and /detokenize -----------------------------------------------------------
+
+    def test_tokenize_and_detokenize_round_trip(self):
+        for text in ["Hello world", *MULTILINGUAL]:
+            with self.subTest(text=text):
+                for add_special, flag in ((False, ["--no-special"]), (True, [])):
+                    status, body = self.server.request(
+                        "POST", "/tokenize", {"content": text, "add_special": add_special})
+                    self.assertEqual(status, 200, body)
+                    expected = subprocess.run([XLACEL, "tokenize", "--ids", *flag, text],
+                                              check=True, capture_output=True, text=True)
+                    self.assertEqual(body["tokens"], [int(t) for t in expected.stdout.split()])
+                status, body = self.server.request("POST", "/detokenize",
+                                                   {"tokens": body["tokens"]})
+                self.assertEqual((status, body), (200, {"content": text}))
+                status, pieces = self.server.request(
+                    "POST", "/tokenize", {"content": text, "with_pieces": True})
+                joined = b"".join(p["piece"].encode() if isinstance(p["piece"], str)
+                                  else bytes(p["piece"]) for p in pieces["tokens"])
+                self.assertEqual(joined.decode(), text)
+        self.assertEqual(self.server.request("POST", "/detokenize", {"tokens": []}),
+                         (200, {"content": ""}))
+
+    def test_malformed_tokenize_requests_get_openai_errors(self):
+        for path, body, param in [
+                ("/tokenize", "{nope", None), ("/tokenize", [1], None), ("/tokenize", {}, "content"),
+                ("/tokenize", {"content": 5}, "content"),
+                ("/tokenize", {"content": "x", "add_special": "yes"}, "add_special"),
+                ("/tokenize", {"content": "x", "with_pieces": 1}, "with_pieces"),
+                ("/detokenize", {}, "tokens"), ("/detokenize", {"tokens": "1 2"}, "tokens"),
+                ("/detokenize", {"tokens": [1, -1]}, "tokens"),
+                ("/detokenize", {"tokens": [49152]}, "tokens"),
+                ("/detokenize", {"tokens": [1.5]}, "tokens"),
+                ("/detokenize", {"tokens": ["a"]}, "tokens")]:
+            with self.subTest(path=path, body=body):
+                self.assert_error(path, body, 400, param=param)
 
     # --- connection handling and metrics -----------------------------------------------------
 
