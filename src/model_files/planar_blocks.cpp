@@ -1,6 +1,7 @@
 #include "model_files/planar_blocks.h"
 
 #include <cstring>
+#include <utility>
 
 #include "common/float16.h"
 #include "model_files/little_endian.h"
@@ -187,16 +188,22 @@ std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
   return packed;
 }
 
-// `codes` (one per element) above their nibble: per 32 elements a little-endian word of
-// `bits` bits each (planar_blocks.h).
+// Where element i's high bits (`bits` of them) lie in the high-bits plane: its byte, and the
+// shift within it (planar_blocks.h).
+std::pair<std::size_t, unsigned> high_bits_at(std::size_t i, int bits) {
+  const auto per_block = static_cast<std::size_t>(4 * bits);  // bytes per 32 elements
+  const std::size_t e = i % 32;
+  return {(i / 32) * per_block + e % per_block,
+          static_cast<unsigned>(bits) * static_cast<unsigned>(e / per_block)};
+}
+
+// `codes` (one per element, less `bias`) above their nibble, `bits` each (planar_blocks.h).
 std::vector<int8_t> pack_high_bits(const std::vector<int8_t>& codes, int bias, int bits) {
   std::vector<int8_t> packed(codes.size() * static_cast<std::size_t>(bits) / 8);
   for (std::size_t i = 0; i < codes.size(); ++i) {
     const auto high = static_cast<unsigned>(static_cast<uint8_t>(codes[i] - bias) >> 4);
-    const std::size_t bit =
-        (i / 32) * 32 * static_cast<std::size_t>(bits) + (i % 32) * static_cast<std::size_t>(bits);
-    packed[bit / 8] =
-        static_cast<int8_t>(static_cast<uint8_t>(packed[bit / 8]) | high << (bit % 8));
+    const auto [byte, shift] = high_bits_at(i, bits);
+    packed[byte] = static_cast<int8_t>(static_cast<uint8_t>(packed[byte]) | high << shift);
   }
   return packed;
 }
@@ -206,9 +213,9 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
   const auto byte = static_cast<uint8_t>(planar.codes[(i / 32) * 16 + i % 16]);
   int packed = i % 32 < 16 ? byte & 0x0F : byte >> 4;
   if (planar.code_bits > 4) {
-    const auto bits = static_cast<std::size_t>(planar.code_bits - 4);
-    const std::size_t bit = (i / 32) * 32 * bits + (i % 32) * bits;
-    const auto high = static_cast<uint8_t>(planar.high_bits[bit / 8]) >> (bit % 8);
+    const int bits = planar.code_bits - 4;
+    const auto [at, shift] = high_bits_at(i, bits);
+    const auto high = static_cast<uint8_t>(planar.high_bits[at]) >> shift;
     packed |= (high & ((1 << bits) - 1)) << 4;
   }
   return packed + planar.code_bias;

@@ -15,8 +15,9 @@
 // The 4-, 5- and 6-bit formats keep the low 4 bits of two codes per byte ("nibbles"), which
 // halves the bytes a product reads: per 32 elements, byte j holds element j's nibble in its low
 // half and element j + 16's in its high half. The 5- and 6-bit formats (Q5_0, Q5_1, Q5_K, Q6_K)
-// keep the bits above in a second plane ("high bits"), as their files do: per 32 elements one
-// little-endian word of 32 (5-bit) or 64 (6-bit) bits, element e's at bit e or 2e. The code is
+// keep the bits above in a second plane ("high bits"): per 32 elements B = 4 (5-bit) or 8
+// (6-bit) bytes, element e's b = 1 or 2 bits at byte e % B, bits b * (e / B) up (so that a
+// vector of consecutive elements takes its bits from consecutive bytes at one shift). The code is
 // the packed value plus a bias: 0 for formats with a minimum, else minus half the range (-8, -16
 // or -32: the codes are centred).
 #include <cstddef>

@@ -18,17 +18,18 @@ std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& sp
 }
 
 // The high bits of 5- and 6-bit codes, each shifted above its nibble: i8 [rows, cols / 32, 32]
-// from the plane's per-32 words (model_files/planar_blocks.h).
+// from the plane's B bytes per 32 elements (model_files/planar_blocks.h: element e at byte
+// e % B, bits * (e / B) up).
 Value high_bits_by_32(const Weight& weight) {
   const int64_t rows = weight.rows(), blocks = weight.cols() / 32;
   const int bits = weight.code_bits - 4;
-  const int64_t per_byte = 8 / bits;
-  const std::vector<int64_t> shape = {rows, blocks, 32 / per_byte, per_byte};
+  const int64_t per_byte = 8 / bits, per_block = 32 / per_byte;
+  const std::vector<int64_t> shape = {rows, blocks, per_byte, per_block};
   Value bytes =
-      broadcast_in_dim(reshape(*weight.high_bits, {rows, blocks, 32 / per_byte}), shape, {0, 1, 2});
+      broadcast_in_dim(reshape(*weight.high_bits, {rows, blocks, per_block}), shape, {0, 1, 3});
   Block& b = bytes.block();
-  // Element s of a byte sits at bit s * bits.
-  Value shifts = iota(b, bytes.type(), 3) * constant(b, bytes.type(), bits);
+  // Element s * B + j sits in byte j at bit s * bits.
+  Value shifts = iota(b, bytes.type(), 2) * constant(b, bytes.type(), bits);
   Value high =
       logical_and(shift_right_logical(bytes, shifts), constant(b, bytes.type(), (1 << bits) - 1));
   return reshape(high * constant(b, bytes.type(), 16), {rows, blocks, 32});

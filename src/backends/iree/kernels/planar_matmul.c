@@ -119,30 +119,27 @@ INLINE size_t high_row_bytes(enum CodeForm form, size_t k) {
 }
 
 // Sixteen elements' high bits, each moved to bit 4 and up of its byte: elements [first, first +
-// 16) of a 32-element block whose `bits`-bit fields lie in the little-endian word at `word`
-// (element e at bit e * bits). Each byte of the word is copied to the lanes it holds and the
-// lane's field tested bit by bit.
-INLINE __m128i high_bits16(const uint8_t* word, size_t first, size_t bits) {
-  if (bits == 1) {
-    int32_t w;
-    __builtin_memcpy(&w, word, 4);
-    const __m128i index =
-        _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                     _mm_set1_epi8((char)(first / 8)));
-    const __m128i bytes = _mm_shuffle_epi8(_mm_cvtsi32_si128(w), index);
-    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-    const __m128i set = _mm_cmpeq_epi8(_mm_and_si128(bytes, bit), bit);
-    return _mm_and_si128(set, _mm_set1_epi8(0x10));
+// 16) of a 32-element block whose high bits (`bits` per element) lie in the B = 4 * bits bytes at
+// `block`, element e at byte e % B, bits * (e / B) up (model_files/planar_blocks.h).
+INLINE __m128i high_bits16(const uint8_t* block, size_t first, size_t bits) {
+  if (bits == 2) {
+    // Elements first + j and first + 8 + j (j < 8) at byte j, at two shifts: one 8-byte load.
+    const __m128i bytes = _mm_loadl_epi64((const __m128i*)block);
+    const __m128i three = _mm_set1_epi8(3);
+    const __m128i shift = _mm_cvtsi32_si128((int)(first / 4));
+    const __m128i low = _mm_and_si128(_mm_srl_epi16(bytes, shift), three);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(_mm_srl_epi16(bytes, shift), 2), three);
+    // Fields of at most 2 bits: shifting 16-bit lanes by 4 moves none into the next byte.
+    return _mm_slli_epi16(_mm_unpacklo_epi64(low, high), 4);
   }
-  const __m128i index = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                     _mm_set1_epi8((char)(first / 4)));
-  const __m128i bytes = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i*)word), index);
-  const __m128i low = _mm_setr_epi8(1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64);
-  const __m128i high = _mm_add_epi8(low, low);
-  const __m128i bit4 = _mm_cmpeq_epi8(_mm_and_si128(bytes, low), low);
-  const __m128i bit5 = _mm_cmpeq_epi8(_mm_and_si128(bytes, high), high);
-  return _mm_or_si128(_mm_and_si128(bit4, _mm_set1_epi8(0x10)),
-                      _mm_and_si128(bit5, _mm_set1_epi8(0x20)));
+  // One bit: element first + 4s + j (s, j < 4) at byte j, bit first / 4 + s.
+  int32_t word;
+  __builtin_memcpy(&word, block, 4);
+  const __m128i bytes = _mm_set1_epi32(word);
+  const __m128i bit = _mm_sll_epi16(_mm_setr_epi8(1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8),
+                                    _mm_cvtsi32_si128((int)(first / 4)));
+  const __m128i set = _mm_cmpeq_epi8(_mm_and_si128(bytes, bit), bit);
+  return _mm_and_si128(set, _mm_set1_epi8(0x10));
 }
 
 // Sixteen i8 codes as f32 vectors of consecutive elements (one or two).
@@ -191,18 +188,25 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
   widen16(high, out + 16 / LANES);
 }
 
-// scale * code (+ offset), each step rounded to f32.
-INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets) {
-  const vec value = vec_mul(scale, code);
-  return has_offsets ? vec_add(value, offset) : value;
-}
-
 // How a weight's scales and offsets are stored.
 enum ScaleForm {
   SCALES_F32,
   SCALES_F16,
   SCALES_TWO_LEVEL,  // i8 per group, times an f16 per SUPER_GROUP elements
+  SCALES_EXPANDED,   // f32, one row's F16 or TWO_LEVEL values widened ahead (expand_row_factors)
 };
+
+// scale * code (+ offset), each step rounded to f32, as the gguf package computes it. Where the
+// scale is an f16 number, or an f16 times an integer of at most 8 bits (the forms but
+// SCALES_F32), scale * code needs at most 11 + 8 + 5 significant bits... of which the formats
+// with offsets use at most 22 (Q5_K: 17-bit scales, 5-bit codes), so that product is exact in
+// f32 and one fused multiply-add rounds exactly where the two steps would: one instruction less
+// per vector where decode spends its time.
+INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets, enum ScaleForm form) {
+  if (has_offsets && form != SCALES_F32) return vec_fmadd(scale, code, offset);
+  const vec value = vec_mul(scale, code);
+  return has_offsets ? vec_add(value, offset) : value;
+}
 #define SUPER_GROUP 256
 
 // A weight's scale and offset planes (of the whole weight, or from one row on); the super
@@ -216,14 +220,14 @@ struct Planes {
 };
 
 INLINE size_t scale_bytes(enum ScaleForm form) {
-  return form == SCALES_F32 ? 4 : form == SCALES_F16 ? 2 : 1;
+  return form == SCALES_F32 || form == SCALES_EXPANDED ? 4 : form == SCALES_F16 ? 2 : 1;
 }
 
 // Value g of a scale or offset plane (groups of `group` elements): f32, f16 widened exactly, or
 // an i8 times its super-block's f16 (both exact in f32, and so is their product).
 INLINE float plane_value(const void* plane, const uint16_t* super, size_t g, size_t group,
                          enum ScaleForm form) {
-  if (form == SCALES_F32) return ((const float*)plane)[g];
+  if (form == SCALES_F32 || form == SCALES_EXPANDED) return ((const float*)plane)[g];
   if (form == SCALES_F16) return _cvtsh_ss(((const uint16_t*)plane)[g]);
   return _cvtsh_ss(super[g / (SUPER_GROUP / group)]) * (float)((const int8_t*)plane)[g];
 }
@@ -260,7 +264,7 @@ INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offse
   vec code[MAX_VECTORS_PER_GROUP];
   group_codes(codes, p.high_bits, g, form, code);
   for (size_t v = 0; v < vectors; ++v) {
-    const vec w = dequantize(code[v], scale, offset, has_offsets);
+    const vec w = dequantize(code[v], scale, offset, has_offsets, scale_form);
     acc[v] = vec_fmadd(w, vec_load(x + (g * vectors + v) * LANES), acc[v]);
   }
 }
@@ -300,7 +304,7 @@ INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offset
     vec code[MAX_VECTORS_PER_GROUP];
     group_codes(codes, p.high_bits, g, form, code);
     for (size_t v = 0; v < vectors; ++v) {
-      const vec w = dequantize(code[v], scale, offset, has_offsets);
+      const vec w = dequantize(code[v], scale, offset, has_offsets, scale_form);
       const size_t at = (g * vectors + v) * LANES;
       for (size_t t = 0; t < rows; ++t) acc[t] = vec_fmadd(w, vec_load(x + t * k + at), acc[t]);
     }
@@ -331,27 +335,65 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
   }
 }
 
+// Most groups a weight row's factors are expanded for (expand_row_factors): 8 KiB of stack per
+// plane; longer rows read their planes as they are.
+#define MAX_ROW_GROUPS 2048
+
+// One row's scale or offset plane (`groups` groups of `group`) as f32 into out: f16 values
+// widened, or two-level ones multiplied out, 8 at a time (the same values plane_value gives one
+// by one: per group a scalar conversion and multiply cost as much as the group's 32 weights).
+INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t groups,
+                               size_t group, enum ScaleForm form, float* out) {
+  size_t g = 0;
+  if (form == SCALES_F16) {
+    for (; g + 8 <= groups; g += 8) {
+      _mm256_storeu_ps(
+          out + g, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)plane + g))));
+    }
+  } else if (form == SCALES_TWO_LEVEL) {
+    const size_t per_super = SUPER_GROUP / group;  // 8 or 16: a multiple of 8 groups
+    for (; g + 8 <= groups; g += 8) {
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(super[g / per_super]));
+      const __m128i codes = _mm_loadl_epi64((const __m128i*)((const int8_t*)plane + g));
+      _mm256_storeu_ps(out + g, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes))));
+    }
+  }
+  for (; g < groups; ++g) out[g] = plane_value(plane, super, g, group, form);
+}
+
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
 // above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
 // rows of x.
-#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                                   \
-  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                                  \
-      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,        \
-      size_t first, size_t last) {                                                                \
-    const size_t group = vectors_per_group(FORM) * LANES;                                         \
-    const size_t groups = k / group;                                                              \
-    const size_t row_bytes = code_row_bytes(FORM, k);                                             \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                            \
-    for (size_t row = first; row < last; ++row) {                                                 \
-      if (row + ahead < n) prefetch_row(codes, p, OFFSETS, SCALES, FORM, row + ahead, k);         \
-      const uint8_t* c = codes + row * row_bytes;                                                 \
-      const struct Planes r = planes_row(p, row, groups, group, SCALES, high_row_bytes(FORM, k)); \
-      if (ROWS == 1) {                                                                            \
-        y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);                           \
-      } else {                                                                                    \
-        row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n);              \
-      }                                                                                           \
-    }                                                                                             \
+#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                             \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                            \
+      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,  \
+      size_t first, size_t last) {                                                          \
+    const size_t group = vectors_per_group(FORM) * LANES;                                   \
+    const size_t groups = k / group;                                                        \
+    const size_t row_bytes = code_row_bytes(FORM, k);                                       \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                      \
+    for (size_t row = first; row < last; ++row) {                                           \
+      if (row + ahead < n) prefetch_row(codes, p, OFFSETS, SCALES, FORM, row + ahead, k);   \
+      const uint8_t* c = codes + row * row_bytes;                                           \
+      struct Planes r = planes_row(p, row, groups, group, SCALES, high_row_bytes(FORM, k)); \
+      if (SCALES != SCALES_F32 && groups <= MAX_ROW_GROUPS) {                               \
+        float scales[MAX_ROW_GROUPS], offsets[OFFSETS ? MAX_ROW_GROUPS : 1];                \
+        expand_row_factors(r.scales, r.super_scales, groups, group, SCALES, scales);        \
+        if (OFFSETS)                                                                        \
+          expand_row_factors(r.offsets, r.super_offsets, groups, group, SCALES, offsets);   \
+        r.scales = scales, r.offsets = offsets;                                             \
+        ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES_EXPANDED)                                   \
+      } else {                                                                              \
+        ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES)                                            \
+      }                                                                                     \
+    }                                                                                       \
+  }
+// Weight row `row` (codes c, planes r) times ROWS rows of x into y.
+#define ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES)                                 \
+  if (ROWS == 1) {                                                               \
+    y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);              \
+  } else {                                                                       \
+    row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n); \
   }
 // A form with each scale form.
 #define SPECIALISE_SCALES(ROWS, FORM, OFFSETS) \
@@ -553,7 +595,7 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
       group_codes(codes, planes.high_bits, g, w.form, code);
       for (size_t v = 0; v < vectors; ++v) {
         vec_store(out + (g * group - first) + v * LANES,
-                  dequantize(code[v], scale, offset, w.has_offsets));
+                  dequantize(code[v], scale, offset, w.has_offsets, w.scales));
       }
     }
   }
