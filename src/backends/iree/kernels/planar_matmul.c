@@ -196,12 +196,12 @@ enum ScaleForm {
   SCALES_EXPANDED,   // f32, one row's F16 or TWO_LEVEL values widened ahead (expand_row_factors)
 };
 
-// scale * code (+ offset), each step rounded to f32, as the gguf package computes it. Where the
-// scale is an f16 number, or an f16 times an integer of at most 8 bits (the forms but
-// SCALES_F32), scale * code needs at most 11 + 8 + 5 significant bits... of which the formats
-// with offsets use at most 22 (Q5_K: 17-bit scales, 5-bit codes), so that product is exact in
-// f32 and one fused multiply-add rounds exactly where the two steps would: one instruction less
-// per vector where decode spends its time.
+// scale * code (+ offset), each step rounded to f32, as the gguf package computes it. The
+// formats with offsets have f16 scales (11 significant bits: Q4_1, Q5_1) or an f16 times a 6-bit
+// integer (17: Q4_K, Q5_K), and codes of at most 5 bits, so scale * code has at most 22
+// significant bits: it is exact in f32, and one fused multiply-add rounds exactly where the two
+// steps would, one instruction less per vector where decode spends its time. Scales given as
+// f32 (SCALES_F32) promise nothing of the kind and take the two steps.
 INLINE vec dequantize(vec code, vec scale, vec offset, int has_offsets, enum ScaleForm form) {
   if (has_offsets && form != SCALES_F32) return vec_fmadd(scale, code, offset);
   const vec value = vec_mul(scale, code);
