@@ -275,13 +275,13 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   const std::size_t block_bytes = dtype_block_bytes(dtype);
   const std::size_t groups_per_block = block_elements / group;
   const bool two_level = planar_scales_are_two_level(dtype);
-  // Factors of the two-level formats; the offsets' are written (and then dropped) for Q6_K too.
-  std::vector<float> super_offsets;
   if (two_level) {
     planar.scale_codes.resize(elements / group);
-    planar.offset_codes.resize(elements / group);
     planar.super_scales.resize(elements / block_elements);
-    super_offsets.resize(elements / block_elements);
+  }
+  if (two_level && !planar.offsets.empty()) {
+    planar.offset_codes.resize(elements / group);
+    planar.super_offsets.resize(elements / block_elements);
   }
   for (std::size_t b = 0; b * block_elements < elements; ++b) {
     BlockOut out{planar.codes.data() + b * block_elements,
@@ -290,15 +290,12 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
     if (two_level) {
       out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
       out.super_scale = planar.super_scales.data() + b;
+    }
+    if (!planar.offset_codes.empty()) {
       out.offset_codes = planar.offset_codes.data() + b * groups_per_block;
-      out.super_offset = super_offsets.data() + b;
+      out.super_offset = planar.super_offsets.data() + b;
     }
     fn(in.data() + b * block_bytes, out);
-  }
-  if (two_level && !planar.offsets.empty()) {
-    planar.super_offsets = std::move(super_offsets);
-  } else {
-    planar.offset_codes.clear();
   }
   const int bits = planar_code_bits(dtype);
   if (bits < 8) {

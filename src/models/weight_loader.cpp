@@ -154,6 +154,12 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   const int64_t rows = codes.shape[0];
   const int64_t groups = scales.shape[1];
   const int64_t supers = columns / kSuperGroupSize;
+  const bool two_level = !planar.super_scales.empty();
+  if (two_level) {
+    // Uploaded as their factors (scale_codes, super_scales, ...), not as the f32 products.
+    planar.scales.clear();
+    planar.offsets.clear();
+  }
   // Each plane's rows as the argument's: a fused tensor's rows taken, a permuted one's restored.
   auto as_argument_rows = [&](auto& plane, int64_t per_row) {
     if (plane.empty()) return;
@@ -168,7 +174,6 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   as_argument_rows(planar.super_scales, supers);
   as_argument_rows(planar.super_offsets, supers);
   as_argument_rows(planar.high_bits, high_bits_row_bytes(planar.code_bits, columns));
-  const bool two_level = !planar.super_scales.empty();
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
     switch (spec.part) {

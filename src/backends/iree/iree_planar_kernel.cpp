@@ -106,7 +106,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
   };
   // Bindings in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers].
   std::string high_binding, bindings, views;
-  const bool high_bits = code_bits == 5 || code_bits == 6;
+  const bool high_bits = high_bits_row_bytes(code_bits, k) > 0;
   if (high_bits) {
     high_binding = ", %highs: !stream.binding";
     views += view("highs", "mh", "i8", "nh");
@@ -158,9 +158,9 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("rows_per_workgroup", workgroup_rows(n)),
       fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
       fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
-      fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"), fmt::arg("ns", n * (k / 256)),
-      fmt::arg("tk", rows * k), fmt::arg("tn", rows * n), fmt::arg("views", views),
-      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
+      fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"),
+      fmt::arg("ns", n * (k / kSuperGroupSize)), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n),
+      fmt::arg("views", views), fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
       fmt::arg("supers_memref", two_level ? "%mss" : "%ms"),
       fmt::arg("super_offsets_memref", !two_level ? "%ms"
                                        : offsets  ? "%mso"
@@ -234,12 +234,12 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
         packed && !weight.offsets && weight.code_bias == packed_code_bias(weight.code_bits, false);
     const bool biased_right = weight.code_bias == 0 || centred;
     const bool highs_right =
-        weight.high_bits.has_value() == (weight.code_bits == 5 || weight.code_bits == 6);
+        weight.high_bits.has_value() == (high_bits_row_bytes(weight.code_bits, k) > 0);
     const ElementType scale = weight.scales.element();
     const bool two_level = weight.super_scales.has_value();
     const bool offsets = weight.offsets.has_value();
     const bool scales_right =
-        (two_level ? scale == ElementType::kI8 && k % 256 == 0 &&
+        (two_level ? scale == ElementType::kI8 && k % kSuperGroupSize == 0 &&
                          weight.super_scales->element() == ElementType::kF16 &&
                          offsets == weight.super_offsets.has_value()
                    : scale == ElementType::kF32 || scale == ElementType::kF16) &&

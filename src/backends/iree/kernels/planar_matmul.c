@@ -126,9 +126,9 @@ INLINE __m128i high_bits16(const uint8_t* block, size_t first, size_t bits) {
     // Elements first + j and first + 8 + j (j < 8) at byte j, at two shifts: one 8-byte load.
     const __m128i bytes = _mm_loadl_epi64((const __m128i*)block);
     const __m128i three = _mm_set1_epi8(3);
-    const __m128i shift = _mm_cvtsi32_si128((int)(first / 4));
-    const __m128i low = _mm_and_si128(_mm_srl_epi16(bytes, shift), three);
-    const __m128i high = _mm_and_si128(_mm_srli_epi16(_mm_srl_epi16(bytes, shift), 2), three);
+    const __m128i shifted = _mm_srl_epi16(bytes, _mm_cvtsi32_si128((int)(first / 4)));
+    const __m128i low = _mm_and_si128(shifted, three);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(shifted, 2), three);
     // Fields of at most 2 bits: shifting 16-bit lanes by 4 moves none into the next byte.
     return _mm_slli_epi16(_mm_unpacklo_epi64(low, high), 4);
   }
