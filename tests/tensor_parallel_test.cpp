@@ -128,7 +128,6 @@ TEST(TensorParallelSharding, PlanesSplitWithTheirMatrixOnWholeBlocks) {
        {"model.layers.0.mlp.down_proj.weight", "model.layers.0.self_attn.q_proj.weight"}) {
     config.stored_types[name] = DType::kQ4_1;
   }
-  config.stored_types["model.layers.1.mlp.down_proj.weight"] = DType::kQ4_K;
   std::map<std::string, Sharding> two = weight_shardings(config, WeightType::kAuto, 2);
   std::map<std::string, Sharding> four = weight_shardings(config, WeightType::kAuto, 4);
   std::map<std::string, Sharding> eight = weight_shardings(config, WeightType::kAuto, 8);
@@ -139,9 +138,15 @@ TEST(TensorParallelSharding, PlanesSplitWithTheirMatrixOnWholeBlocks) {
     EXPECT_EQ(four.at(std::string("l0_down_proj") + plane), Sharding::split(1)) << plane;
     EXPECT_EQ(eight.at(std::string("l0_down_proj") + plane), Sharding()) << plane;
   }
-  // A K-quant's 128 columns are half a 256-element super-group: replicated, every plane.
+  // A K-quant of 768 columns (3 super-groups of 256): 1.5 super-groups each over 2 devices, so
+  // replicated (every plane); one each over 3.
+  config.intermediate_size = 768;
+  config.stored_types["model.layers.1.mlp.down_proj.weight"] = DType::kQ4_K;
+  two = weight_shardings(config, WeightType::kAuto, 2);
+  std::map<std::string, Sharding> three = weight_shardings(config, WeightType::kAuto, 3);
   for (const char* plane : {"_nibbles", "_scales", "_offsets", "_super_scales", "_super_offsets"}) {
     EXPECT_EQ(two.at(std::string("l1_down_proj") + plane), Sharding()) << plane;
+    EXPECT_EQ(three.at(std::string("l1_down_proj") + plane), Sharding::split(1)) << plane;
   }
 }
 
@@ -229,7 +234,9 @@ TEST(TensorParallelGraph, DecodeStepHasTwoAllReducesPerLayer) {
     pjrt::LoadedExecutable executable =
         client.compile(mlir, pjrt::partitioned_compile_options({}, parts));
     EXPECT_EQ(executable.addressable_devices(), client.devices());
-    const std::map<std::string, int64_t> ops = pjrt::count_opcodes(executable.optimized_program());
+    const pjrt::LoadedExecutable::Program program = executable.optimized_program();
+    const std::map<std::string, int64_t> ops = pjrt::count_opcodes(program.code, program.format);
+    ASSERT_GT(ops.size(), 3u) << program.code.size() << " bytes of " << program.format;
     auto count = [&](const char* opcode) {
       auto found = ops.find(opcode);
       return found == ops.end() ? int64_t{0} : found->second;

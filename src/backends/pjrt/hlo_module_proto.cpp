@@ -8,6 +8,7 @@ namespace xlacel::pjrt {
 
 namespace {
 
+constexpr uint32_t kWithConfigModule = 1;
 constexpr uint32_t kModuleComputations = 3;
 constexpr uint32_t kComputationInstructions = 2;
 constexpr uint32_t kInstructionOpcode = 2;
@@ -58,9 +59,19 @@ void for_each_bytes_field(std::string_view message,
 
 }  // namespace
 
-std::map<std::string, int64_t> count_opcodes(std::string_view hlo_module_proto) {
+std::map<std::string, int64_t> count_opcodes(std::string_view program, std::string_view format) {
+  std::string_view module;
+  if (format == "hlo") {
+    module = program;
+  } else if (format == "hlo_with_config") {
+    for_each_bytes_field(program, [&](uint32_t number, std::string_view field) {
+      if (number == kWithConfigModule) module = field;
+    });
+  } else {
+    throw Error("xla: optimized program of unknown format '" + std::string(format) + "'");
+  }
   std::map<std::string, int64_t> counts;
-  for_each_bytes_field(hlo_module_proto, [&](uint32_t number, std::string_view computation) {
+  for_each_bytes_field(module, [&](uint32_t number, std::string_view computation) {
     if (number != kModuleComputations) return;
     for_each_bytes_field(computation, [&](uint32_t field, std::string_view instruction) {
       if (field != kComputationInstructions) return;

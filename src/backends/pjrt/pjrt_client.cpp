@@ -120,7 +120,7 @@ std::vector<PJRT_Device*> LoadedExecutable::addressable_devices() const {
   return {args.addressable_devices, args.addressable_devices + args.num_addressable_devices};
 }
 
-std::string LoadedExecutable::optimized_program() const {
+LoadedExecutable::Program LoadedExecutable::optimized_program() const {
   return with_executable([&](PJRT_Executable* executable) {
     auto program = make_args<PJRT_Program>();
     constexpr std::string_view kFormat = "hlo";
@@ -137,7 +137,7 @@ std::string LoadedExecutable::optimized_program() const {
     plugin_->check(plugin_->api().PJRT_Executable_OptimizedProgram(&args),
                    "PJRT_Executable_OptimizedProgram");
     code.resize(program.code_size);
-    return code;
+    return Program{std::string(program.format, program.format_size), std::move(code)};
   });
 }
 

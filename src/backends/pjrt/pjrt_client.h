@@ -73,8 +73,13 @@ class LoadedExecutable {
 
   // The devices the executable runs on, in partition order.
   std::vector<PJRT_Device*> addressable_devices() const;
-  // The optimized program XLA compiled (after SPMD partitioning): a serialized HloModuleProto.
-  std::string optimized_program() const;
+  // The optimized program XLA compiled (after SPMD partitioning), serialized: `format` "hlo" (an
+  // HloModuleProto) or "hlo_with_config" (an HloModuleProtoWithConfig, as XLA's plugins give).
+  struct Program {
+    std::string format;
+    std::string code;
+  };
+  Program optimized_program() const;
 
  private:
   std::size_t count_outputs() const;

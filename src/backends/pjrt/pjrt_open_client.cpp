@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -34,11 +36,23 @@ std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::st
     // PJRT_Client_Create with cpu_device_count the devices we use (one, unless a program is
     // partitioned over several: the CPU plugin then runs them in this process, sharing those
     // pools, and their collectives in memory).
+    // A partition waiting in a collective holds a pool thread until every partition arrives:
+    // with only as many threads as partitions they can all be held by partitions that wait
+    // while the others' work sits in the queue, and XLA aborts after 40 s (seen with 2 devices
+    // and 2 threads). So N partitions get N threads beyond the working ones, which then stay the
+    // count asked for (or the CPUs).
     // Clients are created one at a time: the environment is the process's.
     static std::mutex mutex;
     std::lock_guard lock(mutex);
     std::optional<ScopedEnv> thread_count;
-    if (threads > 0) thread_count.emplace("PJRT_NPROC", std::to_string(threads));
+    if (kind == device::DeviceKind::kCpu && devices > 1) {
+      const int working = threads > 0
+                              ? threads
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      thread_count.emplace("PJRT_NPROC", std::to_string(working + devices));
+    } else if (threads > 0) {
+      thread_count.emplace("PJRT_NPROC", std::to_string(threads));
+    }
     std::vector<IntegerOption> options;
     if (kind == device::DeviceKind::kCpu && (threads > 0 || devices > 1)) {
       options.push_back({"cpu_device_count", devices});
