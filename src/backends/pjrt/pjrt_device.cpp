@@ -118,8 +118,14 @@ std::vector<std::unique_ptr<device::Executable>> PjrtDevice::load(
   std::vector<compile_cache::CompileRequest> requests;
   for (const GraphSource& graph : graphs) {
     // Each graph's own options (its matrix products' kernels: cpu_kernel_choice.h).
-    compile_options.push_back(pjrt::partitioned_compile_options(
-        pjrt::graph_compile_options(options_.kind, graph.mlir), options_.tensor_parallel));
+    pjrt::GraphCompileOptions graph_options =
+        pjrt::graph_compile_options(options_.kind, graph.mlir);
+    // Partitioned graphs keep XLA's own dots: with XNNPACK's, SmolLM2's prefill over 3 CPU
+    // devices corrupted the heap on its first call (glibc: "malloc(): unaligned tcache chunk
+    // detected"; XLA CPU of xla-cpu-pjrt 0.81); without them it is exact.
+    if (options_.tensor_parallel > 1) graph_options.xnnpack_dots = false;
+    compile_options.push_back(
+        pjrt::partitioned_compile_options(graph_options, options_.tensor_parallel));
     requests.push_back({graph.mlir, graph.source,
                         pjrt::pjrt_target(*client_, options_.kind, compile_options.back())});
     // Progress goes out from this thread only (the callback need not be thread-safe).
