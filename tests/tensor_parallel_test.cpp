@@ -65,8 +65,9 @@ std::string error_of(const ModelConfig& config, int64_t parts) {
 }
 
 // The tiny Llama 3 (4 query heads, 2 KV heads, intermediate 128): over 2 devices q, k, v, gate
-// and up split by output rows, o and down by input columns, caches by KV heads; norms, embeddings
-// and the head replicated. Over 4, K/V and their caches are replicated and the rest still splits.
+// and up split by output rows, o and down by input columns, caches by KV heads, embeddings and
+// the head by vocabulary rows; norms replicated. Over 4, K/V and their caches are replicated and
+// the rest still splits.
 TEST(TensorParallelSharding, MegatronSplitsAndKvReplicatedWhereKvHeadsDoNotDivide) {
   REQUIRE_TINY();
   const ModelConfig config = ModelFiles::open(kTinyDir.string()).config();
@@ -82,8 +83,8 @@ TEST(TensorParallelSharding, MegatronSplitsAndKvReplicatedWhereKvHeadsDoNotDivid
   EXPECT_EQ(two.at("l1_up_proj"), rows);
   EXPECT_EQ(two.at("l1_down_proj"), columns);
   EXPECT_EQ(two.at("l0_input_norm"), whole);
-  EXPECT_EQ(two.at("embed_tokens"), whole);
-  EXPECT_EQ(two.at("lm_head"), whole);
+  EXPECT_EQ(two.at("embed_tokens"), rows);  // vocabulary 512
+  EXPECT_EQ(two.at("lm_head"), rows);
   EXPECT_EQ(two.at("rope_inv_freq"), whole);
   std::map<std::string, Sharding> four = weight_shardings(config, WeightType::kF32, 4);
   EXPECT_EQ(four.at("l0_q_proj"), rows);
@@ -218,42 +219,50 @@ TEST(TensorParallelDevice, SlicesUploadedAlongAnAxisGatherBackToTheTensor) {
 }
 
 // The partitioned decode step of the tiny Llama 3 over 2 devices (heads split, KV split) and
-// over 4 (K/V replicated): XLA inserts one all-reduce after each layer's attention output and one
-// after its MLP (the kInputs products), and nothing else that moves data between devices.
+// over 4 (K/V replicated), untied and tied: XLA inserts one all-reduce after each layer's
+// attention output and one after its MLP (the kInputs products); per step, one all-reduce that
+// adds each token's embedding row from the device holding it (the table is cut by vocabulary)
+// and two all-gathers for the logits sliced by vocabulary and their argmax. Nothing else moves
+// data between devices.
 TEST(TensorParallelGraph, DecodeStepHasTwoAllReducesPerLayer) {
   REQUIRE_TINY();
   if (auto missing = missing_cpu_plugin()) GTEST_SKIP() << *missing;
-  const ModelConfig config = ModelFiles::open(kTinyDir.string()).config();
+  ModelConfig config = ModelFiles::open(kTinyDir.string()).config();
+  ASSERT_FALSE(config.tie_word_embeddings);
   auto plugin = pjrt::Plugin::load(pjrt::find_plugin(device::DeviceKind::kCpu, "").path);
-  for (int64_t parts : {2, 4}) {
-    const pjrt::IntegerOption devices[] = {{"cpu_device_count", parts}};
-    pjrt::Client client(plugin, devices, static_cast<std::size_t>(parts));
-    GraphOptions options{GraphKind::kDecode, 4, 256, WeightType::kF32, 4};
-    options.tensor_parallel = parts;
-    const std::string mlir = architecture_for(config).emit(config, options);
-    pjrt::LoadedExecutable executable =
-        client.compile(mlir, pjrt::partitioned_compile_options({}, parts));
-    EXPECT_EQ(executable.addressable_devices(), client.devices());
-    const pjrt::LoadedExecutable::Program program = executable.optimized_program();
-    const std::map<std::string, int64_t> ops = pjrt::count_opcodes(program.code, program.format);
-    ASSERT_GT(ops.size(), 3u) << program.code.size() << " bytes of " << program.format;
-    auto count = [&](const char* opcode) {
-      auto found = ops.find(opcode);
-      return found == ops.end() ? int64_t{0} : found->second;
-    };
-    std::string collectives;
-    for (const auto& [opcode, n] : ops) {
-      if (opcode.find("all-") == 0 || opcode.find("collective") != std::string::npos ||
-          opcode.find("reduce-scatter") == 0) {
-        collectives += fmt::format(" {}={}", opcode, n);
+  for (bool tied : {false, true}) {
+    config.tie_word_embeddings = tied;
+    for (int64_t parts : {2, 4}) {
+      const pjrt::IntegerOption devices[] = {{"cpu_device_count", parts}};
+      pjrt::Client client(plugin, devices, static_cast<std::size_t>(parts));
+      GraphOptions options{GraphKind::kDecode, 4, 256, WeightType::kF32, 4};
+      options.tensor_parallel = parts;
+      const std::string mlir = architecture_for(config).emit(config, options);
+      pjrt::LoadedExecutable executable =
+          client.compile(mlir, pjrt::partitioned_compile_options({}, parts));
+      EXPECT_EQ(executable.addressable_devices(), client.devices());
+      const pjrt::LoadedExecutable::Program program = executable.optimized_program();
+      const std::map<std::string, int64_t> ops = pjrt::count_opcodes(program.code, program.format);
+      ASSERT_GT(ops.size(), 3u) << program.code.size() << " bytes of " << program.format;
+      auto count = [&](const char* opcode) {
+        auto found = ops.find(opcode);
+        return found == ops.end() ? int64_t{0} : found->second;
+      };
+      std::string collectives;
+      for (const auto& [opcode, n] : ops) {
+        if (opcode.find("all-") == 0 || opcode.find("collective") != std::string::npos ||
+            opcode.find("reduce-scatter") == 0) {
+          collectives += fmt::format(" {}={}", opcode, n);
+        }
       }
+      std::printf("tp%lld decode-b4 of %lld layers (%s), collectives:%s\n",
+                  static_cast<long long>(parts), static_cast<long long>(config.num_layers),
+                  tied ? "tied" : "untied", collectives.c_str());
+      EXPECT_EQ(count("all-reduce"), 2 * config.num_layers + 1) << collectives;
+      EXPECT_EQ(count("all-gather"), 2) << collectives;
+      EXPECT_EQ(count("all-to-all"), 0) << collectives;
+      EXPECT_EQ(count("collective-permute"), 0) << collectives;
     }
-    std::printf("tp%lld decode-b4 of %lld layers, collectives:%s\n", static_cast<long long>(parts),
-                static_cast<long long>(config.num_layers), collectives.c_str());
-    EXPECT_EQ(count("all-reduce"), 2 * config.num_layers) << collectives;
-    EXPECT_EQ(count("all-gather"), 0) << collectives;
-    EXPECT_EQ(count("all-to-all"), 0) << collectives;
-    EXPECT_EQ(count("collective-permute"), 0) << collectives;
   }
 }
 

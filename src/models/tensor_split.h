@@ -5,9 +5,11 @@
 namespace xlacel::models {
 
 enum class Split {
-  kNone,  // replicated: norms, embeddings and lm_head, routers, output biases, inputs, outputs
+  kNone,  // replicated: norms, routers, output biases, inputs, outputs
   // Axis 0, a matrix's output rows and their bias: q, gate/up, each expert's gate/up, a dense
-  // MLP's up. Each device computes its own heads / hidden units; no communication.
+  // MLP's up: each device computes its own heads / hidden units, no communication; and the
+  // vocabulary rows of embed_tokens and lm_head: each device scores its slice of the vocabulary
+  // (XLA gathers the logits) and looks up the tokens in its rows (an all-reduce adds the row).
   kOutputs,
   // Axis 1, a matrix's input columns: o, down, each expert's down. Each device multiplies its
   // slice of the activations; XLA sums the partial products with one all-reduce.

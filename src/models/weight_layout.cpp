@@ -43,6 +43,8 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
                    "token_embd.weight",
                    {c.vocab_size, c.hidden_size},
                    e});
+  // Tensor parallelism cuts the vocabulary: each device looks up (and, tied, scores) its rows.
+  specs.back().split = Split::kOutputs;
   // A norm's weight (and bias, for LayerNorms), `hf` and `gguf` naming the weight.
   auto add_norm = [&](const std::string& name, std::string hf, std::string gguf, int64_t size) {
     specs.push_back({name, hf, gguf, {size}, e});
@@ -179,6 +181,7 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
   if (!c.tie_word_embeddings) {
     specs.push_back(
         {"lm_head", "lm_head.weight", "output.weight", {c.vocab_size, c.hidden_size}, e});
+    specs.back().split = Split::kOutputs;
   }
   return resident_weight_specs(c, std::move(specs), weights);
 }
