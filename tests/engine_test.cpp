@@ -14,6 +14,7 @@
 // in other orders again (tiled matmuls, the runtimes' own exp/cos/sin), so we expect a few times
 // that; 2e-3 leaves a wide margin while still catching a real mistake (a wrong RoPE angle, mask
 // or norm moves logits by more than 0.1). The measured maximum is printed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -687,6 +688,141 @@ TEST_P(EngineOnRuntime, Gemma3_270mEveryBatchedStreamMatchesHf) {
   std::printf("%s gemma3-270m slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n",
               GetParam().c_str(), diff, kLogitTolerance);
   EXPECT_LE(diff, kLogitTolerance);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor parallelism: XLA's SPMD partitioner runs each graph over N CPU devices of this process
+// (the registry's shardings on its arguments: models/tensor_parallel.h). Every family's tiny
+// model has 4 query heads and 2 KV heads, so N = 2 splits both and N = 4 replicates K/V and
+// splits only the queries; its batched greedy streams must equal HF's and teacher-forced logits
+// lie within kLogitTolerance (the all-reduce sums each layer's partial products in another order,
+// float32 noise like any other). With N = 2 the CLI, `generate --tensor-parallel 2` from the
+// 17-token id list, gives HF's tokens too.
+
+using FamilyParts = std::tuple<std::string, int>;
+class TensorParallelFamilyTest : public ::testing::TestWithParam<FamilyParts> {};
+
+EngineOptions tensor_parallel_options(int parts, int64_t slots, int64_t capacity,
+                                      int64_t prefill_bucket) {
+  EngineOptions options;
+  options.runtime = "xla";
+  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-xla");
+  options.device.tensor_parallel = parts;
+  options.executor.slots = slots;
+  options.executor.capacity = capacity;
+  options.executor.prefill_bucket = prefill_bucket;
+  options.executor.preload_logits = true;
+  return options;
+}
+
+TEST_P(TensorParallelFamilyTest, TinyModelGreedyAndLogitsMatchHf) {
+  const auto& [family, parts] = GetParam();
+  if (auto missing = missing_runtime("xla")) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/" + family);
+  const json reference = read_json(dir / "reference.json");
+  const std::string label = fmt::format("xla tp{} {}", parts, family);
+  Engine engine(ModelFiles::open(dir.string()), tensor_parallel_options(parts, 4, 512, 16));
+  const std::string& device = engine.executor().capabilities().device;
+  EXPECT_NE(device.find(fmt::format("tensor parallel over {} devices", parts)), std::string::npos)
+      << device;
+  auto [streams, widest] = run_staggered(engine.scheduler(), reference, 2);
+  expect_streams_match(streams, reference, label);
+  EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  const double diff = teacher_forced_max_diff(engine.executor(), reference, 1);
+  std::printf("%s slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n", label.c_str(), diff,
+              kLogitTolerance);
+  EXPECT_LE(diff, kLogitTolerance);
+  if (parts != 2) return;
+
+  for (const json& prompt : reference["prompts"]) {
+    if (prompt["name"] != "random_17") continue;
+    std::string prompt_ids;
+    for (int32_t id : ids(prompt["prompt_ids"])) prompt_ids += std::to_string(id) + " ";
+    const auto want = ids(prompt["output_ids"]);
+    const testing::ProgramRun run = testing::run_xlacel(
+        testing::scratch_dir("engine/cli-tp-" + family),
+        {"generate", "-m", dir.string(), "--backend", "xla", "--tensor-parallel", "2",
+         "--prompt-ids", prompt_ids, "-n", std::to_string(want.size()), "--ignore-eos",
+         "--output-format", "json"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto got = ids(json::parse(run.out)["output_ids"]);
+    EXPECT_EQ(got, want) << "CLI differs at token " << matched(got, want);
+    std::printf("%s CLI generate random_17: %zu/%zu tokens match HF\n", label.c_str(),
+                matched(got, want), want.size());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TensorParallelFamilyTest,
+                         ::testing::Combine(::testing::ValuesIn(kFamilies),
+                                            ::testing::Values(2, 4)),
+                         [](const auto& param_info) {
+                           return fmt::format("{}_tp{}", std::get<0>(param_info.param),
+                                              std::get<1>(param_info.param));
+                         });
+
+// Over 2 devices, a stream's tokens do not depend on what else is batched: each tiny Llama 3
+// reference prompt alone in one slot, then all batched in 4, both equal HF's.
+TEST(TensorParallel, TinyLlama3AloneAndBatchedOnTwoDevicesMatchHf) {
+  if (auto missing = missing_runtime("xla")) GTEST_SKIP() << *missing;
+  const json reference = read_json(testing::test_data("models/tiny_llama3_reference.json"));
+  const std::string model = testing::test_data("models/tiny_llama3").string();
+  for (int64_t slots : {1, 4}) {
+    Engine engine(ModelFiles::open(model), tensor_parallel_options(2, slots, 256, 16));
+    auto [streams, widest] = run_staggered(engine.scheduler(), reference, slots == 1 ? 1 : 2);
+    expect_streams_match(streams, reference,
+                         fmt::format("xla tp2 tiny {}", slots == 1 ? "alone" : "batched"));
+    if (slots > 1) {
+      EXPECT_GE(widest, 3) << "requests should have been decoded together";
+    }
+  }
+}
+
+// The default model (SmolLM2-135M: 9 query heads, 3 KV heads) over 3 devices, which split both:
+// its six reference prompts batched, 48 greedy tokens each, token for token HF's.
+TEST(TensorParallel, SmolLM2OnThreeDevicesMatchesHf) {
+  if (auto missing = missing_runtime("xla")) GTEST_SKIP() << *missing;
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  const json reference = read_json(testing::test_data("models/smollm2_reference.json"));
+  Engine engine(ModelFiles::open(model), tensor_parallel_options(3, 4, 512, 64));
+  auto [streams, widest] = run_staggered(engine.scheduler(), reference, 1);
+  expect_streams_match(streams, reference, "xla tp3 SmolLM2 batched");
+  EXPECT_GE(widest, 3) << "requests should have been decoded together";
+}
+
+// Where the query heads do not divide the devices, and on IREE (no SPMD partitioner), one line
+// says why: the library's Error and the CLI's.
+TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  const fs::path scratch = testing::scratch_dir("engine/cli-tp-errors");
+  const testing::ProgramRun two = testing::run_xlacel(
+      scratch, {"generate", "-m", model, "--backend", "xla", "--tensor-parallel", "2", "-p", "Hi"});
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_NE(two.err.find("--tensor-parallel: the model's 9 query heads (3 KV heads) do not "
+                         "divide over 2 devices"),
+            std::string::npos)
+      << two.err;
+  EXPECT_NE(two.err.find("1, 3, 9"), std::string::npos) << two.err;
+  const testing::ProgramRun iree = testing::run_xlacel(
+      scratch,
+      {"generate", "-m", model, "--backend", "iree", "--tensor-parallel", "3", "-p", "Hi"});
+  EXPECT_EQ(iree.exit_code, 1);
+  EXPECT_NE(iree.err.find("--tensor-parallel: 3 needs --backend xla: iree has no SPMD partitioner"),
+            std::string::npos)
+      << iree.err;
+  for (const auto* run : {&two, &iree}) {
+    EXPECT_EQ(std::count(run->err.begin(), run->err.end(), '\n'), 1) << run->err;
+  }
+  // The library itself: IREE refuses more than one device, naming what to use.
+  device::DeviceOptions options;
+  options.tensor_parallel = 2;
+  try {
+    backends::open_device("iree", options, {});
+    ADD_FAILURE() << "iree opened a device of 2 partitions";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("SPMD partitioner"), std::string::npos) << message;
+    EXPECT_NE(message.find("use --backend xla"), std::string::npos) << message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,

@@ -46,7 +46,16 @@ std::vector<std::string> runtime_versions() {
 std::unique_ptr<device::Device> open_device(std::string_view runtime,
                                             const device::DeviceOptions& options,
                                             const RuntimeOptions& runtime_options) {
-  if (runtime == "iree") return open_iree_device_from_module(options, runtime_options.iree);
+  if (runtime == "iree") {
+    if (options.tensor_parallel > 1) {
+      fail("iree",
+           "tensor parallel {} needs an SPMD partitioner, which IREE 3.13 lacks (it cannot parse "
+           "sdy shardings and compiles mhlo.sharding as one unpartitioned program); use "
+           "--backend xla",
+           options.tensor_parallel);
+    }
+    return open_iree_device_from_module(options, runtime_options.iree);
+  }
   if (runtime == "xla") return open_pjrt_device(options, runtime_options.xla);
   fail("runtime", "unknown runtime '{}' (known: {})", runtime, fmt::join(runtime_names(), ", "));
 }

@@ -307,6 +307,9 @@ void run_bench(const BenchCommandOptions& options) {
         {"weights_upload_seconds", report.weights_seconds},
         {"weight_bytes", report.weight_bytes},
         {"kv_cache_bytes", report.cache_bytes},
+        {"tensor_parallel", options.runtime.tensor_parallel},
+        {"weight_bytes_per_device", report.weight_bytes_per_device},
+        {"kv_cache_bytes_per_device", report.cache_bytes_per_device},
         {"peak_rss_bytes", peak_rss},
         {"read_bandwidth_bytes_per_second", bandwidth},
         {"bandwidth_threads", threads},
@@ -327,6 +330,12 @@ void run_bench(const BenchCommandOptions& options) {
   fmt::print("compile (cached): {}\n", graphs_text(report));
   fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s; KV cache {:.1f} MiB\n",
              mib(report.weight_bytes), report.weights_seconds, mib(report.cache_bytes));
+  if (options.runtime.tensor_parallel > 1) {
+    fmt::print(
+        "tensor parallel over {} devices: each holds weights {:.1f} MiB, KV cache {:.1f} MiB\n",
+        options.runtime.tensor_parallel, mib(report.weight_bytes_per_device),
+        mib(report.cache_bytes_per_device));
+  }
   fmt::print("prompt processing pp{}: {:.1f} ± {:.1f} tok/s (min {:.1f}, max {:.1f}; {} runs)\n",
              options.prompt_tokens, pp_s.mean, pp_s.stddev, pp_s.min, pp_s.max,
              options.repetitions);

@@ -1,5 +1,6 @@
 // `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
-//  [--slots N] [--weights f32|bf16|f16] -o FILE.mlir`: the StableHLO text of one graph.
+//  [--slots N] [--weights f32|bf16|f16] [--tensor-parallel N] -o FILE.mlir`: the StableHLO text of
+//  one graph (partitioned over N devices: with its sdy shardings, as `--backend xla` compiles it).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "cli/model_loading.h"
 #include "common/error.h"
 #include "models/architecture.h"
+#include "models/tensor_parallel.h"
 
 namespace xlacel::cli {
 
@@ -18,11 +20,14 @@ namespace {
 struct EmitOptions {
   GraphFlags graph;
   std::string output;
+  int64_t tensor_parallel = 1;
 };
 
 void run_emit(const EmitOptions& options) {
   models::GraphOptions graph = graph_options(options.graph);
   ModelFiles model = open_model(options.graph.model);
+  models::check_tensor_parallel(model.config(), options.tensor_parallel, "--tensor-parallel");
+  graph.tensor_parallel = options.tensor_parallel;
   std::string text =
       models::architecture_for(model.config(), model.path()).emit(model.config(), graph);
   if (options.output.empty() || options.output == "-") {
@@ -48,6 +53,10 @@ void add_emit_command(CLI::App& app) {
   auto options = std::make_shared<EmitOptions>();
   add_graph_flags(command, options->graph);
   command->add_option("-o,--output", options->output, "output file (default: stdout)");
+  command
+      ->add_option("--tensor-parallel", options->tensor_parallel,
+                   "devices the graph is partitioned over (sdy shardings for XLA)")
+      ->capture_default_str();
   command->callback([options] { run_emit(*options); });
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/graph_flags.h"
 #include "common/error.h"
+#include "models/tensor_parallel.h"
 
 namespace xlacel::cli {
 
@@ -19,6 +20,11 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
   command
       ->add_option("--threads", flags.threads,
                    "CPU worker threads of the runtime (0: its default, one per core)")
+      ->capture_default_str();
+  command
+      ->add_option("--tensor-parallel", flags.tensor_parallel,
+                   "devices to split the model over (XLA's SPMD partitioner; --backend xla; on "
+                   "cpu, that many CPU devices in this process sharing --threads)")
       ->capture_default_str();
   command
       ->add_option("--weights", flags.weights,
@@ -49,6 +55,16 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   options.device.kind = *device;
   if (flags.threads < 0) fail("--threads", "must be >= 0, got {}", flags.threads);
   options.device.threads = flags.threads;
+  // Checked here (the backend's and the model's errors come later, after loading).
+  if (flags.tensor_parallel < 1) {
+    fail("--tensor-parallel", "must be >= 1, got {}", flags.tensor_parallel);
+  }
+  if (flags.tensor_parallel > 1 && flags.backend != "xla") {
+    fail("--tensor-parallel", "{} needs --backend xla: {} has no SPMD partitioner",
+         flags.tensor_parallel, flags.backend);
+  }
+  models::check_tensor_parallel(model.config(), flags.tensor_parallel, "--tensor-parallel");
+  options.device.tensor_parallel = flags.tensor_parallel;
   options.executor.weights = parse_weights_flag(flags.weights);
 
   const int64_t max_positions = model.config().max_position_embeddings;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "device/planar_kernel.h"
+#include "device/sharding.h"
 #include "stablehlo/types.h"
 
 namespace xlacel::device {
@@ -37,6 +38,10 @@ struct DeviceOptions {
   DeviceKind kind = DeviceKind::kCpu;
   int threads = 0;  // CPU runtimes: worker threads (0: the runtime's default)
   std::filesystem::path compile_cache_dir;  // empty: CompileCache::default_directory()
+  // Devices one graph is partitioned over (tensor parallelism): the runtime's own partitioner
+  // splits each graph by the shardings its arguments carry (XLA: the SPMD partitioner). 1: one
+  // device; runtimes without a partitioner refuse more.
+  int tensor_parallel = 1;
   // One line of progress ("iree: compiling decode-b8-s8-c512-f32 ..."), for stderr; may be empty.
   std::function<void(std::string_view)> progress;
 };
@@ -91,6 +96,10 @@ class Device {
   // The runtime's hand-written product for planar weights, or nullptr where it has none.
   virtual const PlanarKernel* planar_kernel() const { return nullptr; }
 
+  // The devices this one spans (DeviceOptions::tensor_parallel): each graph runs partitioned over
+  // all of them, and each buffer is one slice (or copy) per device (sharding.h).
+  virtual int64_t partitions() const { return 1; }
+
   // Compiles (or takes from the compile cache) and loads each graph, several at a time where
   // the runtime allows; `loads` receives one entry per graph, in order. Error naming the graph's
   // source on failure.
@@ -104,15 +113,30 @@ class Device {
                            std::span<const int64_t> shape) = 0;
   // A zero-filled device buffer.
   virtual BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) = 0;
+  // As upload() and zeros(), laid over partitions() devices as `sharding` says: slice i of the
+  // cut axis on device i, or a copy on each (what upload() and zeros() do). Error when the axis
+  // does not divide. On one device a sharding is the whole tensor.
+  virtual BufferPtr upload_sharded(std::span<const std::byte> bytes, stablehlo::ElementType element,
+                                   std::span<const int64_t> shape, const Sharding& sharding) {
+    (void)sharding;
+    return upload(bytes, element, shape);
+  }
+  virtual BufferPtr zeros_sharded(stablehlo::ElementType element, std::span<const int64_t> shape,
+                                  const Sharding& sharding) {
+    (void)sharding;
+    return zeros(element, shape);
+  }
 
   // Runs `executable` on `arguments` (in order) and returns every result (in order). Arguments
   // the graph aliases to results (tf.aliasing_output) are donated: the runtime may reuse their
   // memory for the results, so the caller must not pass those Buffers again (only destroy them).
+  // Across partitions() devices, each device runs on its slices and donates its own.
   virtual std::vector<BufferPtr> execute(Executable& executable,
                                          std::span<Buffer* const> arguments) = 0;
 
   // Copies the whole buffer (exactly destination.size() bytes, else Error) to the host, waiting
-  // for the computation that produces it.
+  // for the computation that produces it. Across devices: a replicated buffer's first copy (a
+  // sliced one is larger than its slice, so reading it is an Error, never a part).
   virtual void read(const Buffer& buffer, std::span<std::byte> destination) = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "executor/argmax.h"
+#include "models/tensor_parallel.h"
 #include "models/weight_loader.h"
 
 namespace xlacel::executor {
@@ -76,19 +77,26 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   prepare(first);
 
   const auto weights_start = Clock::now();
+  // Across several devices each tensor is laid out as the registry's sharding says.
+  const int64_t parts = device_->partitions();
   for (models::WeightType type : resident_weight_types()) {
     models::for_each_weight(model_, type, [&](const models::HostTensor& tensor) {
       if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
+      const device::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
       weights_[tensor.spec.name] =
-          device_->upload(tensor.bytes, tensor.spec.element, tensor.spec.shape);
+          device_->upload_sharded(tensor.bytes, tensor.spec.element, tensor.spec.shape, sharding);
       report_.weight_bytes += tensor.bytes.size();
+      report_.weight_bytes_per_device += models::device_bytes(tensor.bytes.size(), sharding, parts);
     });
   }
   report_.weights_seconds = seconds_since(weights_start);
   for (const models::TensorSpec& spec :
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
-    caches_[spec.name] = device_->zeros(spec.element, spec.shape);
-    report_.cache_bytes += device::dense_byte_size(spec.element, spec.shape);
+    const device::Sharding sharding = models::tensor_sharding(config, spec, parts);
+    caches_[spec.name] = device_->zeros_sharded(spec.element, spec.shape, sharding);
+    const uint64_t bytes = device::dense_byte_size(spec.element, spec.shape);
+    report_.cache_bytes += bytes;
+    report_.cache_bytes_per_device += models::device_bytes(bytes, sharding, parts);
     const int64_t rows = spec.shape[2];
     if (rows < options_.capacity &&
         (capabilities_.ring_rows == 0 || rows < capabilities_.ring_rows)) {
@@ -98,12 +106,17 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   const std::string ring = capabilities_.ring_rows > 0
                                ? fmt::format(", sliding layers {}", capabilities_.ring_rows)
                                : std::string();
-  progress(
-      fmt::format("{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
-                  "positions{} ({:.1f} MiB)",
-                  capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
-                  report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s",
-                  options_.capacity, ring, static_cast<double>(report_.cache_bytes) / (1 << 20)));
+  const std::string per_device =
+      parts > 1 ? fmt::format("; per device of {}: weights {:.1f} MiB, KV cache {:.1f} MiB", parts,
+                              static_cast<double>(report_.weight_bytes_per_device) / (1 << 20),
+                              static_cast<double>(report_.cache_bytes_per_device) / (1 << 20))
+                : std::string();
+  progress(fmt::format(
+      "{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
+      "positions{} ({:.1f} MiB){}",
+      capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
+      report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s", options_.capacity,
+      ring, static_cast<double>(report_.cache_bytes) / (1 << 20), per_device));
   report_.total_seconds = seconds_since(start);
 }
 
@@ -135,12 +148,14 @@ std::vector<models::WeightType> Executor::resident_weight_types() const {
 }
 
 models::GraphOptions Executor::prefill_graph(int32_t last_position) const {
-  return {models::GraphKind::kPrefill,
-          options_.prefill_bucket,
-          options_.capacity,
-          prefill_weights(),
-          options_.slots,
-          attention_window(last_position, options_.capacity)};
+  models::GraphOptions graph = {models::GraphKind::kPrefill,
+                                options_.prefill_bucket,
+                                options_.capacity,
+                                prefill_weights(),
+                                options_.slots,
+                                attention_window(last_position, options_.capacity)};
+  graph.tensor_parallel = device_->partitions();
+  return graph;
 }
 
 int64_t Executor::decode_rows(int64_t rows) const {
@@ -155,12 +170,15 @@ int64_t Executor::decode_rows(int64_t rows) const {
 
 models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
                                             int32_t last_position) const {
-  return {want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
-          decode_rows(rows),
-          options_.capacity,
-          graph_weights(decode_rows(rows)),
-          options_.slots,
-          attention_window(last_position, options_.capacity)};
+  models::GraphOptions graph = {
+      want_logits ? models::GraphKind::kDecodeLogits : models::GraphKind::kDecode,
+      decode_rows(rows),
+      options_.capacity,
+      graph_weights(decode_rows(rows)),
+      options_.slots,
+      attention_window(last_position, options_.capacity)};
+  graph.tensor_parallel = device_->partitions();
+  return graph;
 }
 
 void Executor::prepare(std::span<const models::GraphOptions> graphs) {

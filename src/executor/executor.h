@@ -39,7 +39,11 @@ struct LoadReport {
   double weights_seconds = 0;             // prepare + upload
   uint64_t weight_bytes = 0;              // bytes of all weights as uploaded
   uint64_t cache_bytes = 0;               // bytes of the KV cache (all slots)
-  double total_seconds = 0;               // construction: weights, caches, first graphs
+  // What each device holds of them (tensor parallelism: its slices, and the replicated tensors
+  // whole); the totals on one device.
+  uint64_t weight_bytes_per_device = 0;
+  uint64_t cache_bytes_per_device = 0;
+  double total_seconds = 0;  // construction: weights, caches, first graphs
 };
 
 // The decode batch sizes compiled for `slots`: 1, 2, 4, ... below it, and `slots` itself.

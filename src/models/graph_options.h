@@ -63,6 +63,9 @@ struct GraphOptions {
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.
   const device::PlanarKernel* planar_kernel = nullptr;
+  // Devices the graph is partitioned over (models/tensor_parallel.h): above 1, its arguments and
+  // results carry sdy.sharding attributes over a mesh axis "tp" of this size.
+  int64_t tensor_parallel = 1;
 };
 
 const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits"
@@ -71,7 +74,7 @@ const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16", "auto"
 std::optional<WeightType> parse_weight_type(std::string_view name);
 
 // A short name for the graph, e.g. "decode-b8-s8-c512-f32" ("decode-b8-s8-c512-w128-f32" with a
-// window).
+// window, "...-f32-tp2" partitioned over 2 devices).
 std::string graph_name(const GraphOptions& options);
 // The emitted module's name ("xlacel_decode_logits"), which IREE uses to name the module.
 std::string module_name(GraphKind kind);

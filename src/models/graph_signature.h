@@ -19,6 +19,7 @@ struct TensorSpec {
   std::string name;  // "tokens", "positions", "k_cache_3", "logits", ...
   stablehlo::ElementType element = stablehlo::ElementType::kF32;
   std::vector<int64_t> shape;  // outermost first; {} for a scalar
+  Split split = Split::kNone;  // tensor parallelism (tensor_split.h): caches kKvHeads
 };
 
 struct GraphSignature {

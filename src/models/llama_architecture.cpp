@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "models/decoder_architecture.h"
 #include "models/llama_graph.h"
+#include "models/tensor_parallel.h"
 
 namespace xlacel::models {
 
@@ -28,8 +29,10 @@ std::vector<TensorSpec> DecoderArchitecture::cache_specs(const ModelConfig& conf
                       *config.sliding_window < capacity;
     const std::vector<int64_t> shape = {slots, config.num_kv_heads,
                                         ring ? *config.sliding_window : capacity, config.head_dim};
-    specs.push_back({fmt::format("k_cache_{}", layer), cache_element(weights), shape});
-    specs.push_back({fmt::format("v_cache_{}", layer), cache_element(weights), shape});
+    specs.push_back(
+        {fmt::format("k_cache_{}", layer), cache_element(weights), shape, Split::kKvHeads});
+    specs.push_back(
+        {fmt::format("v_cache_{}", layer), cache_element(weights), shape, Split::kKvHeads});
   }
   return specs;
 }
@@ -42,6 +45,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
     fail(graph_name(options), "num_heads ({}) is not a multiple of num_kv_heads ({})",
          config.num_heads, config.num_kv_heads);
   }
+  check_tensor_parallel(config, options.tensor_parallel, graph_name(options));
   return {graph_inputs(options), weight_specs(config, options.weights),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config.vocab_size)};

@@ -10,6 +10,7 @@
 
 #include "models/cache_access.h"
 #include "models/llama_layers.h"
+#include "models/tensor_parallel.h"
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
@@ -223,6 +224,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     results.push_back(new_caches[i]);
   }
   f.finish(results);
+  annotate_shardings(module, f, config, signature, options.tensor_parallel);
   return module.to_text();
 }
 

@@ -80,8 +80,13 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     const int64_t groups = spec.shape[1] / planar_group_size(*stored);
     const int code_bits = planar_code_bits(*stored);
     const bool nibbles = code_bits < 8;
+    // A column split cuts every plane at the same whole blocks: 32 elements (a group, a byte run
+    // of nibbles or high bits), or the K-quants' 256-element super-groups.
+    const bool two_level = planar_scales_are_two_level(*stored);
+    const int64_t block = two_level ? kSuperGroupSize : 32;
     WeightSpec codes = spec;
     codes.name += nibbles ? "_nibbles" : "_codes";
+    codes.column_granule = nibbles ? block / 2 : block;
     if (nibbles) codes.shape[1] /= 2;
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
@@ -89,8 +94,8 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     WeightSpec high_bits = codes;
     high_bits.name = spec.name + "_high_bits";
     high_bits.shape[1] = high_bits_row_bytes(code_bits, spec.shape[1]);
+    high_bits.column_granule = high_bits_row_bytes(code_bits, block);
     high_bits.part = WeightPart::kHighBits;
-    const bool two_level = planar_scales_are_two_level(*stored);
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
     scales.shape = {spec.shape[0], groups};
@@ -98,9 +103,11 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
                      : planar_scales_are_f16(*stored) ? ElementType::kF16
                                                       : ElementType::kF32;
     scales.part = WeightPart::kScales;
+    scales.column_granule = block / planar_group_size(*stored);
     WeightSpec super_scales = scales;
     super_scales.name = spec.name + "_super_scales";
     super_scales.shape = {spec.shape[0], spec.shape[1] / kSuperGroupSize};
+    super_scales.column_granule = 1;
     super_scales.element = ElementType::kF16;
     super_scales.part = WeightPart::kSuperScales;
     resident.push_back(codes);

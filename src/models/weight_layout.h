@@ -40,6 +40,7 @@
 #include "model_files/model_config.h"
 #include "models/decoder_family.h"
 #include "models/graph_options.h"
+#include "models/tensor_split.h"
 #include "stablehlo/types.h"
 
 namespace xlacel::models {
@@ -76,6 +77,13 @@ struct WeightSpec {
   bool source_rows_gguf_only = false;  // HF files hold the argument as its own tensor (experts)
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
+  // Tensor parallelism (tensor_split.h); planes inherit their matrix's role.
+  Split split = Split::kNone;
+  // A split of axis 1 keeps runs of this many columns together, or replicates the matrix when
+  // its devices' slices would not be whole runs: 1, or for a plane the columns one block of the
+  // matrix takes there (a group or 256-element super-group of codes, its scales, ...), so that
+  // every plane of a matrix is cut at the same element boundaries.
+  int64_t column_granule = 1;
 };
 
 // The specs of `logical` (f32 specs in HF layout; models/resident_weight.h) as resident arguments

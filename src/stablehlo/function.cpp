@@ -96,11 +96,22 @@ void Function::alias_output(Value argument, int64_t result_index) {
   if (finished()) check_aliases(result_types());
 }
 
+void Function::set_result_attribute(int64_t result_index, std::string name, std::string value) {
+  if (!finished())
+    build_fail("func.func", "@{}: result attribute '{}' set before finish()", name_, name);
+  if (result_index < 0 || static_cast<size_t>(result_index) >= result_attributes_.size()) {
+    build_fail("func.func", "@{}: attribute '{}' set on result {} of {}", name_, name, result_index,
+               result_attributes_.size());
+  }
+  result_attributes_[static_cast<size_t>(result_index)][std::move(name)] = std::move(value);
+}
+
 void Function::finish(std::vector<Value> results) {
   body_->check_owns("func.return", results);
   std::vector<TensorType> types;
   for (const Value& v : results) types.push_back(v.type());
   check_aliases(types);
+  result_attributes_.assign(results.size(), {});
   body_->set_terminator(std::move(results));
 }
 

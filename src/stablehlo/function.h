@@ -114,6 +114,9 @@ class Function {
   // reuse the argument's buffer for that result (a KV cache updated in place). The result must
   // have the argument's type; checked by finish().
   void alias_output(Value argument, int64_t result_index);
+  // Adds `name = value` to result `result_index`'s attribute dictionary (e.g. sdy.sharding), once
+  // the function is finished.
+  void set_result_attribute(int64_t result_index, std::string name, std::string value);
 
   Block& body() { return *body_; }
   const Block& body() const { return *body_; }
@@ -128,6 +131,10 @@ class Function {
   const std::vector<Argument>& arguments() const { return arguments_; }
   std::vector<TensorType> argument_types() const;
   std::vector<TensorType> result_types() const;  // empty until finished
+  // Each result's attributes (empty dictionaries unless set), in result order.
+  const std::vector<std::map<std::string, std::string>>& result_attributes() const {
+    return result_attributes_;
+  }
 
  private:
   void check_aliases(const std::vector<TensorType>& results) const;
@@ -138,6 +145,7 @@ class Function {
   Module* module_ = nullptr;
   std::unique_ptr<Block> body_;
   std::vector<Argument> arguments_;
+  std::vector<std::map<std::string, std::string>> result_attributes_;
 };
 
 // func.call of `callee` (a finished function of the same module, printed by name) from `where`.

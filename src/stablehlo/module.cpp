@@ -45,8 +45,18 @@ void Module::add_declaration(const std::string& key, std::string text) {
   declarations_.emplace_back(key, std::move(text));
 }
 
+void Module::set_attribute(std::string name, std::string value) {
+  attributes_[std::move(name)] = std::move(value);
+}
+
 std::string Module::to_text() const {
-  std::string text = fmt::format("module @{} {{\n", name_);
+  std::string attributes;
+  for (const auto& [name, value] : attributes_) {
+    attributes +=
+        fmt::format("{}{} = {}", attributes.empty() ? " attributes {" : ", ", name, value);
+  }
+  if (!attributes.empty()) attributes += "}";
+  std::string text = fmt::format("module @{}{} {{\n", name_, attributes);
   for (const auto& declaration : declarations_) text += declaration.second + "\n";
   for (const auto& f : functions_) {
     check_calls(*this, *f, f->body());

@@ -1,6 +1,7 @@
 #pragma once
 // A Module: several functions printed as one `module @name { ... }`, e.g. public entry points
 // `prefill` and `decode_step` and the private helpers they call. Syntax: see printer.h.
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +23,9 @@ class Module {
   // A top-level item of another dialect that an op of the module names (an IREE executable that
   // a dispatch calls), printed verbatim before the functions; added once per `key`.
   void add_declaration(const std::string& key, std::string text);
+  // Sets `name = value` in the module's attribute dictionary (`module @name attributes {...}`),
+  // e.g. mhlo.num_partitions for a program partitioned over several devices.
+  void set_attribute(std::string name, std::string value);
 
   const std::string& name() const { return name_; }
   const std::vector<std::unique_ptr<Function>>& functions() const { return functions_; }
@@ -33,6 +37,7 @@ class Module {
  private:
   std::string name_;
   std::vector<std::pair<std::string, std::string>> declarations_;  // key, text
+  std::map<std::string, std::string> attributes_;                  // name -> attribute text
   std::vector<std::unique_ptr<Function>> functions_;
 };
 

@@ -1,5 +1,6 @@
 #include "stablehlo/printer.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "stablehlo/detail.h"
@@ -24,9 +25,19 @@ class Printer {
       if (!arg.attributes.empty()) signature += " " + dictionary(arg.attributes);
     }
     std::vector<TensorType> results = f.result_types();
+    const auto& result_attributes = f.result_attributes();
+    const bool attributed = std::any_of(result_attributes.begin(), result_attributes.end(),
+                                        [](const auto& attributes) { return !attributes.empty(); });
     std::string result_text;
-    if (results.size() == 1) {
+    if (results.size() == 1 && !attributed) {
       result_text = " -> " + results.front().str();
+    } else if (attributed) {
+      // Results with attributes: `-> (tensor<...> {name = value}, ...)`.
+      for (size_t i = 0; i < results.size(); ++i) {
+        result_text += (i == 0 ? " -> (" : ", ") + results[i].str();
+        if (!result_attributes[i].empty()) result_text += " " + dictionary(result_attributes[i]);
+      }
+      result_text += ")";
     } else if (!results.empty()) {
       result_text = fmt::format(" -> ({})", join_types(results));
     }

@@ -10,6 +10,8 @@ constexpr uint32_t kWireLengthDelimited = 2;
 constexpr uint32_t kCompileOptionsExecutableBuildOptions = 3;
 constexpr uint32_t kBuildOptionsNumReplicas = 4;
 constexpr uint32_t kBuildOptionsNumPartitions = 5;
+constexpr uint32_t kBuildOptionsUseSpmdPartitioning = 6;
+constexpr uint32_t kBuildOptionsUseShardyPartitioner = 19;
 constexpr uint32_t kCompileOptionsEnvOptionOverrides = 7;
 constexpr uint32_t kMapEntryKey = 1;
 constexpr uint32_t kMapEntryValue = 2;
@@ -57,10 +59,14 @@ void ProtoWriter::bytes_field(uint32_t field, std::string_view bytes) {
   bytes_.append(bytes);
 }
 
-std::string single_device_compile_options(const GraphCompileOptions& graph) {
+std::string partitioned_compile_options(const GraphCompileOptions& graph, int64_t partitions) {
   ProtoWriter build;
   build.varint_field(kBuildOptionsNumReplicas, 1);
-  build.varint_field(kBuildOptionsNumPartitions, 1);
+  build.varint_field(kBuildOptionsNumPartitions, static_cast<uint64_t>(partitions));
+  if (partitions > 1) {
+    build.varint_field(kBuildOptionsUseSpmdPartitioning, 1);
+    build.varint_field(kBuildOptionsUseShardyPartitioner, 1);
+  }
   ProtoWriter options;
   options.bytes_field(kCompileOptionsExecutableBuildOptions, build.bytes());
   bool_override(options, "xla_cpu_enable_fast_min_max", false);
@@ -70,6 +76,10 @@ std::string single_device_compile_options(const GraphCompileOptions& graph) {
                     "XNN_GRAPH_FUSION_MODE_BYPASS_COST_MODEL");
   }
   return options.bytes();
+}
+
+std::string single_device_compile_options(const GraphCompileOptions& graph) {
+  return partitioned_compile_options(graph, 1);
 }
 
 }  // namespace xlacel::pjrt

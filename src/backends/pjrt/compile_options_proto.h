@@ -3,7 +3,8 @@
 // protobuf wire format (varints and length-delimited fields), so the backend needs no protobuf.
 // Field numbers are those of xla/pjrt/proto/compile_options.proto:
 //   CompileOptionsProto.executable_build_options = 3 (ExecutableBuildOptionsProto)
-//   ExecutableBuildOptionsProto.num_replicas = 4, num_partitions = 5
+//   ExecutableBuildOptionsProto.num_replicas = 4, num_partitions = 5, use_spmd_partitioning = 6,
+//     use_shardy_partitioner = 19
 //   CompileOptionsProto.env_option_overrides = 7 (map<string, OptionOverrideProto>, i.e.
 //     repeated entries {key = 1, value = 2}); OptionOverrideProto.string_field = 1,
 //     bool_field = 2 (a string names an enum value)
@@ -40,5 +41,12 @@ struct GraphCompileOptions {
 
 // Compile options for one replica and one partition (one device).
 std::string single_device_compile_options(const GraphCompileOptions& graph = {});
+
+// Compile options for one replica partitioned over `partitions` devices by XLA's SPMD partitioner
+// (Shardy: the graph's arguments and results carry sdy.sharding attributes over a mesh
+// declared in the module). Without use_spmd_partitioning XLA refuses a program of several
+// partitions; without use_shardy_partitioner it does not read sdy attributes. partitions 1:
+// single_device_compile_options.
+std::string partitioned_compile_options(const GraphCompileOptions& graph, int64_t partitions);
 
 }  // namespace xlacel::pjrt

@@ -229,6 +229,19 @@ struct PJRT_LoadedExecutable_Destroy_Args {
   XLACEL_PJRT_ARGS_HEADER;
   PJRT_LoadedExecutable* executable = nullptr;
 };
+struct PJRT_LoadedExecutable_AddressableDevices_Args {
+  XLACEL_PJRT_ARGS_HEADER;
+  PJRT_LoadedExecutable* executable = nullptr;
+  PJRT_Device* const* addressable_devices = nullptr;  // out, in partition order
+  std::size_t num_addressable_devices = 0;            // out
+};
+// Called twice: with program->code null it sets code_size; then it fills code (format "hlo": a
+// serialized HloModuleProto of the optimized, partitioned program).
+struct PJRT_Executable_OptimizedProgram_Args {
+  XLACEL_PJRT_ARGS_HEADER;
+  PJRT_Executable* executable = nullptr;
+  PJRT_Program* program = nullptr;  // in/out
+};
 struct PJRT_LoadedExecutable_GetExecutable_Args {
   XLACEL_PJRT_ARGS_HEADER;
   PJRT_LoadedExecutable* loaded_executable = nullptr;
@@ -353,12 +366,13 @@ struct PJRT_Api {
   PjrtUnused PJRT_Executable_SizeOfGeneratedCodeInBytes;
   PjrtUnused PJRT_Executable_GetCostAnalysis;
   PjrtUnused PJRT_Executable_OutputMemoryKinds;
-  PjrtUnused PJRT_Executable_OptimizedProgram;
+  PjrtFunction<PJRT_Executable_OptimizedProgram_Args>* PJRT_Executable_OptimizedProgram;
   PjrtFunction<PJRT_Executable_Serialize_Args>* PJRT_Executable_Serialize;
 
   PjrtFunction<PJRT_LoadedExecutable_Destroy_Args>* PJRT_LoadedExecutable_Destroy;
   PjrtFunction<PJRT_LoadedExecutable_GetExecutable_Args>* PJRT_LoadedExecutable_GetExecutable;
-  PjrtUnused PJRT_LoadedExecutable_AddressableDevices;
+  PjrtFunction<PJRT_LoadedExecutable_AddressableDevices_Args>*
+      PJRT_LoadedExecutable_AddressableDevices;
   PjrtUnused PJRT_LoadedExecutable_Delete;
   PjrtUnused PJRT_LoadedExecutable_IsDeleted;
   PjrtFunction<PJRT_LoadedExecutable_Execute_Args>* PJRT_LoadedExecutable_Execute;
@@ -397,5 +411,9 @@ static_assert(sizeof(PJRT_ExecuteOptions) == 112);
 static_assert(sizeof(PJRT_LoadedExecutable_Execute_Args) == 80);
 static_assert(sizeof(PJRT_Executable_DeserializeAndLoad_Args) == 64);
 static_assert(sizeof(PJRT_Buffer_ToHostBuffer_Args) == 56);
+static_assert(sizeof(PJRT_LoadedExecutable_AddressableDevices_Args) == 40);
+static_assert(sizeof(PJRT_Executable_OptimizedProgram_Args) == 32);
+static_assert(offsetof(PJRT_Api, PJRT_Executable_OptimizedProgram) == 40 + 8 * 48);
+static_assert(offsetof(PJRT_Api, PJRT_LoadedExecutable_AddressableDevices) == 40 + 8 * 52);
 
 }  // namespace xlacel::pjrt

@@ -1,5 +1,7 @@
 #include "backends/pjrt/pjrt_client.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 #include <vector>
 
@@ -80,21 +82,63 @@ LoadedExecutable::LoadedExecutable(const Plugin* plugin, PJRT_LoadedExecutable* 
   }
 }
 
-std::size_t LoadedExecutable::count_outputs() const {
+template <typename Use>
+auto LoadedExecutable::with_executable(Use use) const {
   const PJRT_Api& api = plugin_->api();
   auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
   get.loaded_executable = executable_;
   plugin_->check(api.PJRT_LoadedExecutable_GetExecutable(&get),
                  "PJRT_LoadedExecutable_GetExecutable");
-  auto outputs = make_args<PJRT_Executable_NumOutputs_Args>();
-  outputs.executable = get.executable;
-  PJRT_Error* error = api.PJRT_Executable_NumOutputs(&outputs);
-  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
-  destroy.executable = get.executable;
-  PJRT_Error* destroy_error = api.PJRT_Executable_Destroy(&destroy);
-  if (destroy_error != nullptr) plugin_->message_of(destroy_error);
-  plugin_->check(error, "PJRT_Executable_NumOutputs");
-  return outputs.num_outputs;
+  struct Destroy {
+    const Plugin* plugin;
+    PJRT_Executable* executable;
+    ~Destroy() {
+      auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+      destroy.executable = executable;
+      PJRT_Error* error = plugin->api().PJRT_Executable_Destroy(&destroy);
+      if (error != nullptr) plugin->message_of(error);
+    }
+  } destroy{plugin_, get.executable};
+  return use(get.executable);
+}
+
+std::size_t LoadedExecutable::count_outputs() const {
+  return with_executable([&](PJRT_Executable* executable) {
+    auto outputs = make_args<PJRT_Executable_NumOutputs_Args>();
+    outputs.executable = executable;
+    plugin_->check(plugin_->api().PJRT_Executable_NumOutputs(&outputs),
+                   "PJRT_Executable_NumOutputs");
+    return outputs.num_outputs;
+  });
+}
+
+std::vector<PJRT_Device*> LoadedExecutable::addressable_devices() const {
+  auto args = make_args<PJRT_LoadedExecutable_AddressableDevices_Args>();
+  args.executable = executable_;
+  plugin_->check(plugin_->api().PJRT_LoadedExecutable_AddressableDevices(&args),
+                 "PJRT_LoadedExecutable_AddressableDevices");
+  return {args.addressable_devices, args.addressable_devices + args.num_addressable_devices};
+}
+
+LoadedExecutable::Program LoadedExecutable::optimized_program() const {
+  return with_executable([&](PJRT_Executable* executable) {
+    auto program = make_args<PJRT_Program>();
+    constexpr std::string_view kFormat = "hlo";
+    program.format = kFormat.data();
+    program.format_size = kFormat.size();
+    auto args = make_args<PJRT_Executable_OptimizedProgram_Args>();
+    args.executable = executable;
+    args.program = &program;
+    // First the size, then the bytes.
+    plugin_->check(plugin_->api().PJRT_Executable_OptimizedProgram(&args),
+                   "PJRT_Executable_OptimizedProgram");
+    std::string code(program.code_size, '\0');
+    program.code = code.data();
+    plugin_->check(plugin_->api().PJRT_Executable_OptimizedProgram(&args),
+                   "PJRT_Executable_OptimizedProgram");
+    code.resize(program.code_size);
+    return Program{std::string(program.format, program.format_size), std::move(code)};
+  });
 }
 
 LoadedExecutable& LoadedExecutable::operator=(LoadedExecutable&& other) noexcept {
@@ -117,56 +161,64 @@ void LoadedExecutable::reset() {
 
 std::optional<std::string> LoadedExecutable::serialize() const {
   if (!plugin_->can_serialize()) return std::nullopt;
-  const PJRT_Api& api = plugin_->api();
-  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = executable_;
-  plugin_->check(api.PJRT_LoadedExecutable_GetExecutable(&get),
-                 "PJRT_LoadedExecutable_GetExecutable");
-  auto args = make_args<PJRT_Executable_Serialize_Args>();
-  args.executable = get.executable;
-  PJRT_Error* error = api.PJRT_Executable_Serialize(&args);
-  std::optional<std::string> bytes;
-  if (error == nullptr) {
-    bytes.emplace(args.serialized_bytes, args.serialized_bytes_size);
+  return with_executable([&](PJRT_Executable* executable) -> std::optional<std::string> {
+    auto args = make_args<PJRT_Executable_Serialize_Args>();
+    args.executable = executable;
+    PJRT_Error* error = plugin_->api().PJRT_Executable_Serialize(&args);
+    if (error != nullptr && plugin_->code_of(error) == PJRT_Error_Code_UNIMPLEMENTED) {
+      plugin_->message_of(error);
+      return std::nullopt;
+    }
+    plugin_->check(error, "PJRT_Executable_Serialize");
+    std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
     if (args.serialized_executable_deleter != nullptr) {
       args.serialized_executable_deleter(args.serialized_executable);
     }
-  }
-  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
-  destroy.executable = get.executable;
-  PJRT_Error* destroy_error = api.PJRT_Executable_Destroy(&destroy);
-  if (destroy_error != nullptr) plugin_->message_of(destroy_error);
-  if (error != nullptr && plugin_->code_of(error) == PJRT_Error_Code_UNIMPLEMENTED) {
-    plugin_->message_of(error);
-    return std::nullopt;
-  }
-  plugin_->check(error, "PJRT_Executable_Serialize");
-  return bytes;
+    return bytes;
+  });
 }
 
 std::vector<Buffer> LoadedExecutable::execute(std::span<PJRT_Buffer* const> arguments) const {
-  std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
-  PJRT_Buffer* const* argument_lists[1] = {arguments.data()};
-  PJRT_Buffer** output_lists[1] = {outputs.data()};
+  const std::span<PJRT_Buffer* const> lists[1] = {arguments};
+  return std::move(execute(lists).front());
+}
+
+std::vector<std::vector<Buffer>> LoadedExecutable::execute(
+    std::span<const std::span<PJRT_Buffer* const>> argument_lists) const {
+  const std::size_t devices = argument_lists.size();
+  std::vector<PJRT_Buffer* const*> arguments;
+  for (const auto& list : argument_lists) {
+    if (list.size() != argument_lists.front().size()) {
+      throw Error("xla: PJRT_LoadedExecutable_Execute: devices with different argument counts");
+    }
+    arguments.push_back(list.data());
+  }
+  std::vector<std::vector<PJRT_Buffer*>> outputs(devices,
+                                                 std::vector<PJRT_Buffer*>(num_outputs_, nullptr));
+  std::vector<PJRT_Buffer**> output_lists;
+  for (auto& list : outputs) output_lists.push_back(list.data());
   auto options = make_args<PJRT_ExecuteOptions>();
   auto args = make_args<PJRT_LoadedExecutable_Execute_Args>();
   args.executable = executable_;
   args.options = &options;
-  args.argument_lists = argument_lists;
-  args.num_devices = 1;
-  args.num_args = arguments.size();
-  args.output_lists = output_lists;
+  args.argument_lists = arguments.data();
+  args.num_devices = devices;
+  args.num_args = devices == 0 ? 0 : argument_lists.front().size();
+  args.output_lists = output_lists.data();
   plugin_->check(plugin_->api().PJRT_LoadedExecutable_Execute(&args),
                  "PJRT_LoadedExecutable_Execute");
-  std::vector<Buffer> results;
-  results.reserve(outputs.size());
-  for (PJRT_Buffer* buffer : outputs) results.emplace_back(plugin_, buffer);
+  std::vector<std::vector<Buffer>> results(devices);
+  for (std::size_t d = 0; d < devices; ++d) {
+    results[d].reserve(num_outputs_);
+    for (PJRT_Buffer* buffer : outputs[d]) results[d].emplace_back(plugin_, buffer);
+  }
   return results;
 }
 
 // --- Client
 
-Client::Client(std::shared_ptr<const Plugin> plugin, std::span<const IntegerOption> options)
+Client::Client(std::shared_ptr<const Plugin> plugin, std::span<const IntegerOption> options,
+               std::size_t devices)
     : plugin_(std::move(plugin)) {
   const PJRT_Api& api = plugin_->api();
   std::vector<PJRT_NamedValue> values;
@@ -195,18 +247,25 @@ Client::Client(std::shared_ptr<const Plugin> plugin, std::span<const IntegerOpti
     plugin_->check(api.PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
     platform_version_.assign(version.platform_version, version.platform_version_size);
 
-    auto devices = make_args<PJRT_Client_AddressableDevices_Args>();
-    devices.client = client_;
-    plugin_->check(api.PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
-    if (devices.num_addressable_devices == 0) {
+    const std::size_t wanted = devices;
+    auto addressable = make_args<PJRT_Client_AddressableDevices_Args>();
+    addressable.client = client_;
+    plugin_->check(api.PJRT_Client_AddressableDevices(&addressable),
+                   "PJRT_Client_AddressableDevices");
+    if (addressable.num_addressable_devices == 0) {
       throw Error("xla: PJRT_Client_AddressableDevices: the client has no devices");
     }
-    device_ = devices.addressable_devices[0];
+    if (addressable.num_addressable_devices < wanted) {
+      throw Error(fmt::format("xla: the client has {} device{}, {} wanted",
+                              addressable.num_addressable_devices,
+                              addressable.num_addressable_devices == 1 ? "" : "s", wanted));
+    }
+    devices_.assign(addressable.addressable_devices, addressable.addressable_devices + wanted);
 
     if (api.struct_size >= offsetof(PJRT_Api, PJRT_Device_GetDescription) + sizeof(void*) &&
         api.PJRT_Device_GetDescription != nullptr && api.PJRT_DeviceDescription_Kind != nullptr) {
       auto description = make_args<PJRT_Device_GetDescription_Args>();
-      description.device = device_;
+      description.device = devices_.front();
       plugin_->check(api.PJRT_Device_GetDescription(&description), "PJRT_Device_GetDescription");
       auto kind = make_args<PJRT_DeviceDescription_Kind_Args>();
       kind.device_description = description.device_description;
@@ -229,8 +288,11 @@ Client::~Client() {
   if (error != nullptr) plugin_->message_of(error);
 }
 
-Buffer Client::upload(const void* data, PJRT_Buffer_Type type,
-                      std::span<const int64_t> dims) const {
+Buffer Client::upload(const void* data, PJRT_Buffer_Type type, std::span<const int64_t> dims,
+                      std::size_t device) const {
+  if (device >= devices_.size()) {
+    throw Error(fmt::format("xla: upload to device {} of {}", device, devices_.size()));
+  }
   auto args = make_args<PJRT_Client_BufferFromHostBuffer_Args>();
   args.client = client_;
   args.data = data;
@@ -240,7 +302,7 @@ Buffer Client::upload(const void* data, PJRT_Buffer_Type type,
   // The plugin may read `data` until done_with_host_buffer; we wait for it before returning,
   // which lets it copy asynchronously (or not at all beyond the transfer) in the meantime.
   args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
-  args.device = device_;
+  args.device = devices_[device];
   plugin_->check(plugin_->api().PJRT_Client_BufferFromHostBuffer(&args),
                  "PJRT_Client_BufferFromHostBuffer");
   Buffer buffer(plugin_.get(), args.buffer);

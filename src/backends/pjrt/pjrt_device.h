@@ -3,6 +3,11 @@
 // PJRT_Client_Compile (executables kept in the compile cache), buffers on the plugin's first
 // device, aliased arguments donated on execute.
 //
+// Tensor parallelism (DeviceOptions::tensor_parallel N > 1): the client's first N devices (CPU:
+// N devices in this process, cpu_device_count), every graph compiled for N partitions by XLA's
+// SPMD partitioner (Shardy) from the sdy.sharding attributes the graph carries, every buffer one
+// PJRT buffer per device (its slice, or a copy), executed with one argument list per device.
+//
 // Threads (DeviceOptions::threads, CPU only) sizes XLA CPU's thread pools for this device's client
 // ($PJRT_NPROC while the client is created; see pjrt_open_client.cpp).
 #include <memory>

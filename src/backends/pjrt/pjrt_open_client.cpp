@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -13,10 +15,11 @@
 namespace xlacel::pjrt {
 
 std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::string& plugin_path,
-                                          int threads,
+                                          int threads, int devices,
                                           const std::function<void(std::string_view)>& progress) {
   const std::string label = device_label(kind);
   if (threads < 0) fail(label, "threads must be 0 or more, got {}", threads);
+  if (devices < 1) fail(label, "devices must be 1 or more, got {}", devices);
   if (kind == device::DeviceKind::kCuda && threads > 0) {
     fail(label, "threads applies to the CPU only, got {} for cuda", threads);
   }
@@ -30,15 +33,31 @@ std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::st
     // pool) when it is created: max($PJRT_NPROC, or else the CPUs the process may run on, and
     // the cpu_device_count create option, 4 by default). The plugin takes no create option for
     // the thread count itself, so a thread count is $PJRT_NPROC for the duration of
-    // PJRT_Client_Create with cpu_device_count 1 (we use only the first device anyway).
+    // PJRT_Client_Create with cpu_device_count the devices we use (one, unless a program is
+    // partitioned over several: the CPU plugin then runs them in this process, sharing those
+    // pools, and their collectives in memory).
+    // A partition waiting in a collective holds a pool thread until every partition arrives:
+    // with only as many threads as partitions they can all be held by partitions that wait
+    // while the others' work sits in the queue, and XLA aborts after 40 s (seen with 2 devices
+    // and 2 threads). So N partitions get N threads beyond the working ones, which then stay the
+    // count asked for (or the CPUs).
     // Clients are created one at a time: the environment is the process's.
     static std::mutex mutex;
     std::lock_guard lock(mutex);
     std::optional<ScopedEnv> thread_count;
-    if (threads > 0) thread_count.emplace("PJRT_NPROC", std::to_string(threads));
+    if (kind == device::DeviceKind::kCpu && devices > 1) {
+      const int working = threads > 0
+                              ? threads
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      thread_count.emplace("PJRT_NPROC", std::to_string(working + devices));
+    } else if (threads > 0) {
+      thread_count.emplace("PJRT_NPROC", std::to_string(threads));
+    }
     std::vector<IntegerOption> options;
-    if (threads > 0) options.push_back({"cpu_device_count", 1});
-    client = std::make_shared<const Client>(plugin, options);
+    if (kind == device::DeviceKind::kCpu && (threads > 0 || devices > 1)) {
+      options.push_back({"cpu_device_count", devices});
+    }
+    client = std::make_shared<const Client>(plugin, options, static_cast<std::size_t>(devices));
   } catch (const Error& e) {
     fail(label, "{}: {}{}", location.path.string(), e.what(),
          kind == device::DeviceKind::kCuda && cuda_libraries == 0

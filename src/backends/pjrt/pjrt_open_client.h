@@ -12,11 +12,12 @@
 
 namespace xlacel::pjrt {
 
-// The client on `kind`'s plugin (`plugin_path`, or found as find_plugin does). `threads` > 0
-// sizes XLA CPU's thread pools (see pjrt_open_client.cpp); an Error for a GPU. One progress line
-// names the plugin. Throws Error naming the plugin and what is wrong.
+// The client on `kind`'s plugin (`plugin_path`, or found as find_plugin does), using its first
+// `devices` devices (CPU: the plugin makes that many in this process). `threads` > 0 sizes XLA
+// CPU's thread pools (see pjrt_open_client.cpp); an Error for a GPU. One progress line names the
+// plugin. Throws Error naming the plugin and what is wrong.
 std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::string& plugin_path,
-                                          int threads,
+                                          int threads, int devices,
                                           const std::function<void(std::string_view)>& progress);
 
 }  // namespace xlacel::pjrt
