@@ -173,6 +173,44 @@ TEST_F(GrammarOnSmolLm2, StructuralTagConstrainsTheTaggedRegion) {
   walk(matcher, *model_.tokenizer, R"({"city": "Paris"}</tool_call>)");
 }
 
+// xgrammar's own rule for strings with length bounds lets raw control characters through
+// (invalid JSON); as a pattern they stay out, and the bounds still hold.
+TEST_F(GrammarOnSmolLm2, LengthBoundedStringsStayValidJson) {
+  const std::string schema = R"({"type": "object", "properties": {"s": {"type": "string",
+    "minLength": 2, "maxLength": 4}}, "required": ["s"]})";
+  const Tokenizer& tokenizer = *model_.tokenizer;
+  const int32_t tab = tokenizer.encode("\t", false).front();
+  const int32_t quote = tokenizer.encode("\"", false).front();
+  GrammarMatcher matcher(compiler_->json_schema(schema, "schema"), model_.eos_ids);
+  walk(matcher, tokenizer, R"({"s": "é)");
+  EXPECT_FALSE(matcher.allows(tab));
+  {
+    // Byte 0xED then 0xA0 would start a UTF-16 surrogate (byte-level tokens "í" and "ł").
+    GrammarMatcher surrogate(compiler_->json_schema(schema, "schema"), model_.eos_ids);
+    walk(surrogate, tokenizer, R"({"s": ")");
+    ASSERT_TRUE(surrogate.accept(*tokenizer.token_id("í")));
+    EXPECT_TRUE(surrogate.allows(*tokenizer.token_id("Ģ")));   // 0x80: U+D000, fine
+    EXPECT_FALSE(surrogate.allows(*tokenizer.token_id("ł")));  // 0xA0: U+D800
+  }
+  {
+    // xgrammar alone takes overlong sequences (E0 99 88 for U+0648) and surrogates in any
+    // string; the UTF-8 guard keeps them out: E0 must be followed by A0..BF.
+    GrammarMatcher overlong(compiler_->json_object(), model_.eos_ids);
+    walk(overlong, tokenizer, R"({"k": ")");
+    ASSERT_TRUE(overlong.accept(*tokenizer.token_id("à")));    // 0xE0
+    EXPECT_FALSE(overlong.allows(*tokenizer.token_id("Ļ")));   // 0x99: overlong
+    EXPECT_TRUE(overlong.allows(*tokenizer.token_id("¡")));    // 0xA1: U+0840
+    EXPECT_FALSE(overlong.allows(*tokenizer.token_id("\"")));  // not inside a character
+  }
+  EXPECT_FALSE(matcher.allows(quote));  // one character is too short
+  walk(matcher, tokenizer, "ab");
+  EXPECT_TRUE(matcher.allows(quote));
+  walk(matcher, tokenizer, "c");
+  EXPECT_FALSE(matcher.allows(tokenizer.encode("d", false).front()));  // five are too many
+  walk(matcher, tokenizer, R"("})");
+  EXPECT_TRUE(matcher.allows(eos()));
+}
+
 TEST_F(GrammarOnSmolLm2, UnsupportedKeywordsAreRefusedByName) {
   const auto message = [&](const std::string& schema) {
     try {

@@ -3,20 +3,24 @@
 #include <xgrammar/xgrammar.h>
 
 #include <cstdint>
+#include <memory>
+
+#include "grammar/utf8_guard.h"
 
 namespace xlacel::grammar {
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(xgrammar::CompiledGrammar compiled, int64_t vocab_size)
-      : compiled_(std::move(compiled)), vocab_size_(vocab_size) {}
+  CompiledGrammar(xgrammar::CompiledGrammar compiled, std::shared_ptr<const TokenBytes> tokens)
+      : compiled_(std::move(compiled)), tokens_(std::move(tokens)) {}
 
   const xgrammar::CompiledGrammar& xgrammar() const { return compiled_; }
-  int64_t vocab_size() const { return vocab_size_; }
+  const TokenBytes& tokens() const { return *tokens_; }
+  int64_t vocab_size() const { return static_cast<int64_t>(tokens_->bytes.size()); }
 
  private:
   xgrammar::CompiledGrammar compiled_;
-  int64_t vocab_size_;
+  std::shared_ptr<const TokenBytes> tokens_;  // the vocabulary's, shared by its grammars
 };
 
 }  // namespace xlacel::grammar

@@ -32,20 +32,19 @@ std::string xgrammar_message(const std::exception& error) {
 }  // namespace
 
 struct GrammarCompiler::Impl {
-  Impl(const Tokenizer& tokenizer, int64_t vocab, std::vector<int32_t> stop_ids)
-      : vocab_size(vocab),
+  Impl(const Tokenizer& tokenizer, int64_t vocab_size, std::vector<int32_t> stop_ids)
+      : tokens(std::make_shared<const TokenBytes>(grammar_vocabulary(tokenizer, vocab_size))),
         // Our tokenizer decodes the tokens (RAW: xgrammar takes the bytes as they are).
-        compiler(
-            xgrammar::TokenizerInfo(grammar_vocabulary(tokenizer, vocab), xgrammar::VocabType::RAW,
-                                    static_cast<int>(vocab), std::move(stop_ids)),
-            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), true,
-            kCacheBytes) {}
+        compiler(xgrammar::TokenizerInfo(tokens->bytes, xgrammar::VocabType::RAW,
+                                         static_cast<int>(vocab_size), std::move(stop_ids)),
+                 static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), true,
+                 kCacheBytes) {}
 
   std::shared_ptr<const CompiledGrammar> wrap(xgrammar::CompiledGrammar compiled) const {
-    return std::make_shared<const CompiledGrammar>(std::move(compiled), vocab_size);
+    return std::make_shared<const CompiledGrammar>(std::move(compiled), tokens);
   }
 
-  int64_t vocab_size;
+  std::shared_ptr<const TokenBytes> tokens;
   xgrammar::GrammarCompiler compiler;
 };
 
@@ -57,15 +56,21 @@ GrammarCompiler::~GrammarCompiler() = default;
 
 std::shared_ptr<const CompiledGrammar> GrammarCompiler::json_schema(std::string_view schema,
                                                                     std::string_view field) {
-  const Json parsed = parse_json_text(schema, field);
+  OrderedJson parsed;
+  try {
+    parsed = OrderedJson::parse(schema);
+  } catch (const OrderedJson::exception&) {
+    parse_json_text(schema, field);  // throws the Error naming the field and the problem
+  }
   if (!parsed.is_object() && !parsed.is_boolean()) {
     fail(field, "must be a JSON schema (an object), got {}", parsed.type_name());
   }
   if (auto keyword = unsupported_schema_keyword(parsed)) {
     fail(field, "the keyword {} is not supported by constrained decoding", *keyword);
   }
+  bound_string_lengths_by_pattern(parsed);
   try {
-    return impl_->wrap(impl_->compiler.CompileJSONSchema(std::string(schema),
+    return impl_->wrap(impl_->compiler.CompileJSONSchema(parsed.dump(),
                                                          /*any_whitespace=*/false));
   } catch (const std::exception& error) {
     fail(field, "{}", xgrammar_message(error));

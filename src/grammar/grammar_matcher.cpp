@@ -31,6 +31,7 @@ struct GrammarMatcher::Impl {
   void ensure_mask() {
     if (!mask_ready) {
       matcher.FillNextTokenBitmask(&tensor);
+      utf8.restrict(grammar->tokens(), bitmask);
       mask_ready = true;
     }
   }
@@ -41,6 +42,7 @@ struct GrammarMatcher::Impl {
   int64_t shape[1] = {0};
   DLTensor tensor{};
   bool mask_ready = false;
+  Utf8Guard utf8;  // the output's bytes so far
 };
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
@@ -78,7 +80,10 @@ bool GrammarMatcher::allows(int32_t token) {
 }
 
 bool GrammarMatcher::accept(int32_t token) {
-  if (!impl_->matcher.AcceptToken(token)) return false;
+  if (token < 0 || token >= impl_->grammar->vocab_size()) return false;
+  const std::string& bytes = impl_->grammar->tokens().bytes[static_cast<std::size_t>(token)];
+  if (!impl_->utf8.allows(bytes) || !impl_->matcher.AcceptToken(token)) return false;
+  impl_->utf8.feed(bytes);
   impl_->mask_ready = false;
   return true;
 }

@@ -22,13 +22,57 @@ constexpr std::array<std::string_view, 4> kSchemaListKeywords = {"anyOf", "oneOf
 constexpr std::array<std::string_view, 4> kSchemaMapKeywords = {"properties", "patternProperties",
                                                                 "$defs", "definitions"};
 
-bool is_integer_number(const Json& value) {
+std::string pointer_token(std::string_view key) {
+  std::string escaped;
+  for (char c : key) {
+    if (c == '~') {
+      escaped += "~0";
+    } else if (c == '/') {
+      escaped += "~1";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+// Calls visit(schema, pointer) on `schema` and every schema nested in it, parents first, until
+// it returns true (then returns true).
+template <typename Schema, typename Visit>
+bool visit_schemas(Schema& schema, const std::string& at, const Visit& visit) {
+  if (!schema.is_object()) return false;  // true/false, or a malformed value xgrammar names
+  if (visit(schema, at)) return true;
+  for (std::string_view keyword : kSchemaKeywords) {
+    if (const auto it = schema.find(keyword); it != schema.end()) {
+      if (visit_schemas(*it, at + "/" + std::string(keyword), visit)) return true;
+    }
+  }
+  for (std::string_view keyword : kSchemaListKeywords) {
+    const auto it = schema.find(keyword);
+    if (it == schema.end() || !it->is_array()) continue;
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string path = at + "/" + std::string(keyword) + "/" + std::to_string(i);
+      if (visit_schemas((*it)[i], path, visit)) return true;
+    }
+  }
+  for (std::string_view keyword : kSchemaMapKeywords) {
+    const auto it = schema.find(keyword);
+    if (it == schema.end() || !it->is_object()) continue;
+    for (auto& [name, inner] : it->items()) {
+      const std::string path = at + "/" + std::string(keyword) + "/" + pointer_token(name);
+      if (visit_schemas(inner, path, visit)) return true;
+    }
+  }
+  return false;
+}
+
+bool is_integer_number(const OrderedJson& value) {
   if (value.is_number_integer()) return true;
   return value.is_number_float() && std::floor(value.get<double>()) == value.get<double>();
 }
 
 // Keywords xgrammar reads but drops in some combinations (with a warning on stderr).
-std::optional<std::string_view> dropped_keyword(const Json& schema) {
+std::optional<std::string_view> dropped_keyword(const OrderedJson& schema) {
   const auto type = schema.find("type");
   const bool integer = type != schema.end() && *type == "integer";
   if (const auto multiple = schema.find("multipleOf"); multiple != schema.end()) {
@@ -50,57 +94,39 @@ std::optional<std::string_view> dropped_keyword(const Json& schema) {
   return std::nullopt;
 }
 
-std::string pointer_token(std::string_view key) {
-  std::string escaped;
-  for (char c : key) {
-    if (c == '~') {
-      escaped += "~0";
-    } else if (c == '/') {
-      escaped += "~1";
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
-}
-
-std::optional<std::string> find_unsupported(const Json& schema, const std::string& at) {
-  if (!schema.is_object()) return std::nullopt;  // true/false, or a malformed value xgrammar names
-  const auto found = [&](std::string_view keyword) {
-    return "'" + std::string(keyword) + "' at " + (at.empty() ? "the root" : at);
-  };
-  for (std::string_view keyword : kIgnoredKeywords) {
-    if (schema.contains(keyword)) return found(keyword);
-  }
-  if (auto keyword = dropped_keyword(schema)) return found(*keyword);
-  for (std::string_view keyword : kSchemaKeywords) {
-    if (const auto it = schema.find(keyword); it != schema.end()) {
-      if (auto inner = find_unsupported(*it, at + "/" + std::string(keyword))) return inner;
-    }
-  }
-  for (std::string_view keyword : kSchemaListKeywords) {
-    const auto it = schema.find(keyword);
-    if (it == schema.end() || !it->is_array()) continue;
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const std::string path = at + "/" + std::string(keyword) + "/" + std::to_string(i);
-      if (auto inner = find_unsupported((*it)[i], path)) return inner;
-    }
-  }
-  for (std::string_view keyword : kSchemaMapKeywords) {
-    const auto it = schema.find(keyword);
-    if (it == schema.end() || !it->is_object()) continue;
-    for (const auto& [name, inner_schema] : it->items()) {
-      const std::string path = at + "/" + std::string(keyword) + "/" + pointer_token(name);
-      if (auto inner = find_unsupported(inner_schema, path)) return inner;
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
-std::optional<std::string> unsupported_schema_keyword(const Json& schema) {
-  return find_unsupported(schema, "");
+std::optional<std::string> unsupported_schema_keyword(const OrderedJson& schema) {
+  std::optional<std::string> found;
+  visit_schemas(schema, "", [&](const OrderedJson& inner, const std::string& at) {
+    std::optional<std::string_view> keyword = dropped_keyword(inner);
+    for (std::string_view ignored : kIgnoredKeywords) {
+      if (inner.contains(ignored)) keyword = ignored;
+    }
+    if (keyword) found = "'" + std::string(*keyword) + "' at " + (at.empty() ? "the root" : at);
+    return found.has_value();
+  });
+  return found;
+}
+
+void bound_string_lengths_by_pattern(OrderedJson& schema) {
+  visit_schemas(schema, "", [](OrderedJson& inner, const std::string&) {
+    const bool bounded = inner.contains("minLength") || inner.contains("maxLength");
+    if (!bounded || inner.contains("pattern") || inner.contains("format")) return false;
+    const auto bound = [&](const char* name) -> std::string {
+      const auto it = inner.find(name);
+      return it != inner.end() && it->is_number_unsigned() ? std::to_string(it->get<uint64_t>())
+                                                           : "";
+    };
+    const std::string low = bound("minLength"), high = bound("maxLength");
+    // Any character but control characters and UTF-16 surrogates (which xgrammar would take
+    // as 3-byte sequences: invalid UTF-8, and three characters once repaired).
+    inner["pattern"] =
+        R"(^[^\u0000-\u001f\ud800-\udfff]{)" + (low.empty() ? "0" : low) + "," + high + "}$";
+    inner.erase("minLength");
+    inner.erase("maxLength");
+    return false;
+  });
 }
 
 }  // namespace xlacel::grammar

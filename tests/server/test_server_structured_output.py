@@ -313,7 +313,7 @@ class TinyRandomModelTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             json.loads(free.choices[0].text)
         for index, schema in enumerate(TINY_SCHEMAS):
-            for seed in range(4):
+            for seed in range(8):
                 with self.subTest(schema=index, seed=seed):
                     reply = self.client.completions.create(
                         model=self.model, prompt="Hello", max_tokens=400, temperature=1,
