@@ -99,10 +99,14 @@ std::optional<std::string_view> dropped_keyword(const OrderedJson& schema) {
 std::optional<std::string> unsupported_schema_keyword(const OrderedJson& schema) {
   std::optional<std::string> found;
   visit_schemas(schema, "", [&](const OrderedJson& inner, const std::string& at) {
-    std::optional<std::string_view> keyword = dropped_keyword(inner);
+    std::optional<std::string_view> keyword;
     for (std::string_view ignored : kIgnoredKeywords) {
-      if (inner.contains(ignored)) keyword = ignored;
+      if (inner.contains(ignored)) {
+        keyword = ignored;
+        break;
+      }
     }
+    if (!keyword) keyword = dropped_keyword(inner);
     if (keyword) found = "'" + std::string(*keyword) + "' at " + (at.empty() ? "the root" : at);
     return found.has_value();
   });

@@ -16,7 +16,7 @@ import jsonschema
 import openai
 
 sys.path.insert(0, os.path.dirname(__file__))
-from server_process import ServerProcess, xlacel_path  # noqa: E402
+from server_process import ServedModelTest, xlacel_path  # noqa: E402
 
 XLACEL = xlacel_path()
 TINY_QWEN3 = os.path.join(os.path.dirname(__file__), "../data/models/qwen3")
@@ -92,19 +92,8 @@ def response_format(name, schema):
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
-class StructuredOutputTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ServerProcess(XLACEL, "--parallel", "4", "--context", "1024")
-        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key="unused",
-                                   max_retries=0, timeout=600)
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        status = cls.server.stop()
-        if status != 0:
-            print(cls.server.log(), file=sys.stderr)
+class StructuredOutputTest(ServedModelTest):
+    server_args = ("--parallel", "4", "--context", "1024")
 
     def chat(self, content, **kwargs):
         return self.client.chat.completions.create(
@@ -292,20 +281,9 @@ TINY_SCHEMAS = [
 ]
 
 
-class TinyRandomModelTest(unittest.TestCase):
+class TinyRandomModelTest(ServedModelTest):
     """Random weights and a 256-byte vocabulary: the model alone writes noise."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ServerProcess(XLACEL, "-m", TINY_QWEN3, "--parallel", "4", "--context", "512")
-        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key="unused",
-                                   max_retries=0, timeout=600)
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server.stop() != 0:
-            print(cls.server.log(), file=sys.stderr)
+    server_args = ("-m", TINY_QWEN3, "--parallel", "4", "--context", "512")
 
     def test_noise_becomes_valid_json_under_a_schema(self):
         free = self.client.completions.create(model=self.model, prompt="Hello", max_tokens=40,
