@@ -1,11 +1,10 @@
 // The engine's scheduler without a real runtime: the prefill chunk rule (bucket padding, chunks
 // from the first uncached position), continuous batching (slots freed at once and refilled,
 // ragged decode rows, long prompts interleaved with decode steps), stop conditions, refusal,
-// cancellation, per-request seeded sampling, stop strings, prefix reuse (slot choice, where
-// prefill starts, the resident rows left intact, what sliding-window rings allow) and the
-// SchedulerThread that steps it for a
-// server, against a fake model runner that records
-// every call and checks what a real graph relies on.
+// cancellation, per-request seeded sampling, grammars (a mask on their own rows), stop strings,
+// prefix reuse (slot choice, where prefill starts, the resident rows left intact, what
+// sliding-window rings allow) and the SchedulerThread that steps it for a server, against a fake
+// model runner that records every call and checks what a real graph relies on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +24,10 @@
 #include "engine/stop_strings.h"
 #include "executor/model_runner.h"
 #include "expect_error.h"
+#include "grammar/grammar_compiler.h"
+#include "model_files/gguf_file.h"
+#include "test_paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace xlacel::engine {
 namespace {
@@ -552,6 +555,46 @@ TEST(Scheduler, LogprobsAndPenaltiesUseTheLogitsAndLeaveGreedyRowsOnTheDevicePat
   EXPECT_TRUE(std::any_of(runner.decodes.begin(), runner.decodes.end(),
                           [](const FakeRunner::DecodeCall& call) { return call.want_logits; }));
   EXPECT_FALSE(runner.decodes.back().want_logits);
+}
+
+TEST(Scheduler, AGrammarMasksOnlyItsOwnRowAndAllowsEosWhereItIsComplete) {
+  GgufFile gguf(testing::test_data("tokenizer/tiny_llama_bpe.gguf").string());
+  const auto tokenizer = Tokenizer::from_gguf(gguf);
+  const auto vocab = static_cast<int32_t>(tokenizer->vocab_size());
+  const int32_t eos = *tokenizer->eos_token_id();
+  grammar::GrammarCompiler compiler(*tokenizer, vocab, {eos});
+  FakeRunner runner(4, 64, 8, vocab);
+  Scheduler scheduler(runner, tokenizer.get());
+  Collected alone;
+  scheduler.submit({5, 6}, greedy(12), alone.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(alone.tokens, fake_greedy({5, 6}, 12, vocab));
+
+  // A constrained greedy request batched with a free one: the free one keeps its tokens (from
+  // the same logits read back for both rows), the constrained one spells a value of the schema
+  // and then the end of the sequence, the only token the complete grammar allows.
+  RequestOptions constrained = greedy(40);
+  constrained.eos_ids = {eos};
+  constrained.grammar = compiler.json_schema(R"({"enum": ["yes", "no"]})", "schema");
+  Collected json, beside;
+  const std::size_t first_batched_decode = runner.decodes.size();
+  scheduler.submit({5, 6}, constrained, json.callback());
+  scheduler.submit({5, 6}, greedy(12), beside.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(beside.tokens, alone.tokens);
+  EXPECT_EQ(json.reason, FinishReason::kEos);
+  EXPECT_EQ(json.tokens.back(), eos);
+  EXPECT_TRUE(json.text == R"("yes")" || json.text == R"("no")") << json.text;
+  // Its steps read the logits back (the free row takes its argmax from them).
+  EXPECT_TRUE(runner.decodes.at(first_batched_decode).want_logits);
+
+  // Without end-of-sequence ids the request ends where the grammar is complete.
+  constrained.eos_ids.clear();
+  Collected ended;
+  scheduler.submit({5, 6}, constrained, ended.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(ended.reason, FinishReason::kGrammar);
+  EXPECT_EQ(ended.text, json.text);
 }
 
 TEST(Scheduler, SubmitAndCancelFromOtherThreadsWhileStepping) {

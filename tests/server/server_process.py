@@ -8,6 +8,9 @@ import signal
 import subprocess
 import threading
 import time
+import unittest
+
+import openai
 
 
 class ServerProcess:
@@ -107,3 +110,21 @@ class ServerProcess:
 
 def xlacel_path():
     return os.environ.get("XLACEL_BIN", os.path.join(os.path.dirname(__file__), "../../build/xlacel"))
+
+
+class ServedModelTest(unittest.TestCase):
+    """Tests against one `xlacel serve` for the whole class: `server_args` are its flags; the
+    class has `server`, an official `client` and the served `model`, and the server must exit 0."""
+    server_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(xlacel_path(), *cls.server_args)
+        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key="unused",
+                                   max_retries=0, timeout=600)
+        cls.model = cls.client.models.list().data[0].id
+
+    @classmethod
+    def tearDownClass(cls):
+        status = cls.server.stop()
+        assert status == 0, f"exit status {status}\n{cls.server.log()}"

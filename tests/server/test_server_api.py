@@ -16,7 +16,7 @@ import unittest
 import openai
 
 sys.path.insert(0, os.path.dirname(__file__))
-from server_process import ServerProcess, xlacel_path  # noqa: E402
+from server_process import ServedModelTest, xlacel_path  # noqa: E402
 
 XLACEL = xlacel_path()
 CONTEXT = 512
@@ -67,18 +67,8 @@ def logprobs_text(content, finish_reason):
     return b"".join(bytes(e.bytes) for e in content).decode("utf-8", "replace")
 
 
-class ServerApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ServerProcess(XLACEL, "--parallel", "16", "--context", str(CONTEXT))
-        cls.client = openai.OpenAI(base_url=cls.server.base_url, api_key="unused",
-                                   max_retries=0, timeout=600)
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        status = cls.server.stop()
-        assert status == 0, f"exit status {status}\n{cls.server.log()}"
+class ServerApiTest(ServedModelTest):
+    server_args = ("--parallel", "16", "--context", str(CONTEXT))
 
     def chat(self, content, **kwargs):
         kwargs.setdefault("temperature", 0)
