@@ -1,0 +1,174 @@
+#include "chat/tool_call_format.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace xlacel {
+
+namespace {
+
+bool mentions(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+// Whether the template reads the `tools` variable at all (a template that never names it renders
+// the same with and without tools).
+bool reads_tools(std::string_view source) {
+  for (std::size_t at = source.find("tools"); at != std::string_view::npos;
+       at = source.find("tools", at + 1)) {
+    const bool word_before = at > 0 && (std::isalnum(static_cast<unsigned char>(source[at - 1])) ||
+                                        source[at - 1] == '_');
+    const std::size_t after = at + 5;
+    const bool word_after =
+        after < source.size() &&
+        (std::isalnum(static_cast<unsigned char>(source[after])) || source[after] == '_');
+    if (!word_before && !word_after) return true;
+  }
+  return false;
+}
+
+Json function_of(const Json& tool) {
+  return tool.at("function");
+}
+
+Json parameters_of(const Json& function) {
+  return function.contains("parameters") ? function["parameters"]
+                                         : Json{{"type", "object"}, {"properties", Json::object()}};
+}
+
+}  // namespace
+
+const char* tool_call_family_name(ToolCallFamily family) {
+  switch (family) {
+    case ToolCallFamily::kHermes:
+      return "hermes";
+    case ToolCallFamily::kMistral:
+      return "mistral";
+    case ToolCallFamily::kGranite:
+      return "granite";
+    case ToolCallFamily::kLlama3:
+      return "llama3";
+    case ToolCallFamily::kGeneric:
+      break;
+  }
+  return "generic";
+}
+
+ToolCallSyntax tool_call_syntax(std::string_view source) {
+  ToolCallSyntax syntax;
+  syntax.template_renders_tools = reads_tools(source);
+  syntax.template_mentions_system = mentions(source, "system");
+  syntax.arguments_key = "arguments";
+  if (!syntax.template_renders_tools) return syntax;  // kGeneric, described by a system message
+  if (mentions(source, "<tool_call>")) {
+    syntax.family = ToolCallFamily::kHermes;
+    syntax.start = "<tool_call>";
+    syntax.end = "</tool_call>";
+  } else if (mentions(source, "[TOOL_CALLS]")) {
+    syntax.family = ToolCallFamily::kMistral;
+    syntax.start = "[TOOL_CALLS]";
+    syntax.array_body = true;
+    syntax.special_markers = {"[TOOL_CALLS]"};
+  } else if (mentions(source, "<|tool_call|>")) {
+    syntax.family = ToolCallFamily::kGranite;
+    syntax.start = "<|tool_call|>";
+    syntax.array_body = true;
+    syntax.special_markers = {"<|tool_call|>"};
+  } else if (mentions(source, "<|python_tag|>") ||
+             (mentions(source, "<|start_header_id|>") && mentions(source, "\"parameters\""))) {
+    syntax.family = ToolCallFamily::kLlama3;
+    syntax.arguments_key = "parameters";
+    syntax.special_markers = {"<|python_tag|>"};
+  }
+  return syntax;
+}
+
+std::string generic_tool_prompt(const Json& tools, bool required,
+                                const std::string& required_name) {
+  std::string prompt = "You can call the following tools (functions):\n";
+  for (const Json& tool : tools) prompt += function_of(tool).dump() + "\n";
+  prompt +=
+      "\nTo call a tool, reply with only a JSON object of the form {\"name\": <the tool's name>, "
+      "\"arguments\": <an object with its arguments>} and nothing else.";
+  if (!required_name.empty()) {
+    prompt += fmt::format(" You must call the tool \"{}\" now.", required_name);
+  } else if (required) {
+    prompt += " You must call one of the tools now.";
+  } else {
+    prompt += " If no tool is needed, answer normally.";
+  }
+  return prompt;
+}
+
+Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, bool required,
+                              const std::string& only_name, bool parallel) {
+  // One tag per callable tool: the text before its arguments, their schema, the text after.
+  // Array bodies list their calls inside one `start[...]`, so there the tag is a single call
+  // object and the array's brackets and separators come around it.
+  const bool bare = syntax.start.empty();
+  Json tags = Json::array();
+  for (const Json& tool : tools) {
+    const Json function = function_of(tool);
+    const std::string name = function.at("name").get<std::string>();
+    if (!only_name.empty() && name != only_name) continue;
+    std::string begin =
+        fmt::format("{{\"name\": {}, \"{}\": ", Json(name).dump(), syntax.arguments_key);
+    std::string end = "}";
+    if (syntax.family == ToolCallFamily::kHermes) {
+      begin = syntax.start + "\n" + begin;
+      end += "\n" + syntax.end;
+    }
+    tags.push_back(
+        {{"type", "tag"},
+         {"begin", begin},
+         {"content", {{"type", "json_schema"}, {"json_schema", parameters_of(function)}}},
+         {"end", end}});
+  }
+  Json format;
+  if (syntax.array_body || bare) {
+    // A list of call objects after the marker (none for bare JSON), each one of the tags.
+    Json calls = {{"type", "tags_with_separator"},
+                  {"tags", tags},
+                  {"separator", bare ? "; " : ", "},
+                  {"at_least_one", true},
+                  {"stop_after_first", !parallel}};
+    if (bare) {
+      format = calls;
+    } else {
+      format = {{"type", "sequence"},
+                {"elements", Json::array({{{"type", "const_string"}, {"value", syntax.start + "["}},
+                                          calls,
+                                          {{"type", "const_string"}, {"value", "]"}}})}};
+    }
+    if (!required) {
+      // Free text, or the calls when the marker starts them (bare JSON: a reply opening with
+      // '{"name": ' is a call).
+      const std::string trigger = bare ? "{\"name\": " : syntax.start;
+      Json triggered = Json::array();
+      for (Json tag : tags) {
+        if (bare) {
+          triggered.push_back(tag);
+          continue;
+        }
+        tag["begin"] = syntax.start + "[" + tag["begin"].get<std::string>();
+        tag["end"] = tag["end"].get<std::string>() + "]";
+        triggered.push_back(tag);
+      }
+      format = {{"type", "triggered_tags"},
+                {"triggers", Json::array({trigger})},
+                {"tags", triggered},
+                {"at_least_one", false},
+                {"stop_after_first", !parallel}};
+    }
+  } else {
+    format = {{"type", "triggered_tags"},
+              {"triggers", Json::array({syntax.start})},
+              {"tags", tags},
+              {"at_least_one", required},
+              {"stop_after_first", !parallel}};
+  }
+  return {{"type", "structural_tag"}, {"format", format}};
+}
+
+}  // namespace xlacel
