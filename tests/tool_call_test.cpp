@@ -181,7 +181,7 @@ TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
       tool_call_syntax(template_source("mistral-7b-instruct-v0.3.jinja"));
   tag = tool_call_structural_tag(mistral, tools, true, "", true);
   EXPECT_EQ(tag["format"]["type"], "sequence");
-  EXPECT_EQ(tag["format"]["elements"][0]["value"], "[TOOL_CALLS][");
+  EXPECT_EQ(tag["format"]["elements"][0]["value"], "[TOOL_CALLS] [");
   EXPECT_EQ(tag["format"]["elements"][1]["separator"], ", ");
   const ToolCallSyntax llama = tool_call_syntax(template_source("llama-3.2-instruct.jinja"));
   tag = tool_call_structural_tag(llama, tools, false, "", true);
@@ -366,6 +366,27 @@ TEST(ToolRequest, GenericFallbackDescribesToolsAndWritesPastCallsAsText) {
   EXPECT_TRUE(mixtral.messages[0]["content"].get<std::string>().starts_with("You can call"));
 }
 
+TEST(ToolRequest, GraniteTemplateGetsItsOwnRoles) {
+  const Json tools = read_json_file(test_data("chat/tools.json").string());
+  const auto request = server::parse_generation_request(
+      server::Endpoint::kChat,
+      {{"model", "m"}, {"messages", wire_conversation()}, {"tools", tools}}, 0);
+  const std::string source = template_source("granite.jinja");
+  const server::ToolPrompt prompt =
+      server::tool_prompt(tool_call_syntax(source), request.tools, request.messages);
+  ChatTemplateOptions options;
+  options.extra_context = prompt.extra_context;
+  const std::string rendered = ChatTemplate(source, "granite").render(prompt.messages, options);
+  EXPECT_NE(rendered.find("<|start_of_role|>assistant<|end_of_role|><|tool_call|>[{\"arguments\":"
+                          "{\"city\":\"Paris\",\"unit\":\"celsius\"},\"name\":\"get_weather\"}]"),
+            std::string::npos)
+      << rendered;
+  EXPECT_NE(rendered.find("<|start_of_role|>tool_response<|end_of_role|>{\"temperature\": 22.5"),
+            std::string::npos)
+      << rendered;
+  EXPECT_NE(rendered.find("<|start_of_role|>available_tools<|end_of_role|>"), std::string::npos);
+}
+
 // --- the response and the stream ------------------------------------------------------------
 
 // Token events carrying `pieces` (one per token); `marker` pieces stand for a special token
@@ -404,7 +425,7 @@ std::vector<std::string> token_pieces(const std::string& reply, const std::strin
 // The chunks' choice 0 as OpenAI's client accumulates them: content joined, tool calls merged
 // by index (id, type and name set once, arguments appended).
 Json reassemble(const std::string& sse, std::string& finish_reason) {
-  Json message = {{"content", Json()}, {"tool_calls", Json::array()}};
+  Json message = {{"content", ""}, {"tool_calls", Json::array()}};
   std::size_t pos = 0;
   while ((pos = sse.find("data: ", pos)) != std::string::npos) {
     const std::size_t end = sse.find("\n\n", pos);

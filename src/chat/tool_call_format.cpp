@@ -75,6 +75,8 @@ ToolCallSyntax tool_call_syntax(std::string_view source) {
     syntax.start = "<|tool_call|>";
     syntax.array_body = true;
     syntax.special_markers = {"<|tool_call|>"};
+    if (mentions(source, "'assistant_tool_call'")) syntax.call_role = "assistant_tool_call";
+    if (mentions(source, "'tool_response'")) syntax.result_role = "tool_response";
   } else if (mentions(source, "<|python_tag|>") ||
              (mentions(source, "<|start_header_id|>") && mentions(source, "\"parameters\""))) {
     syntax.family = ToolCallFamily::kLlama3;
@@ -107,6 +109,9 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
   // Array bodies list their calls inside one `start[...]`, so there the tag is a single call
   // object and the array's brackets and separators come around it.
   const bool bare = syntax.start.empty();
+  // As the templates render a list of calls (Mistral v0.3 with a space after the marker).
+  const std::string list_open =
+      syntax.start + (syntax.family == ToolCallFamily::kMistral ? " [" : "[");
   Json tags = Json::array();
   for (const Json& tool : tools) {
     const Json function = function_of(tool);
@@ -137,7 +142,7 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
       format = calls;
     } else {
       format = {{"type", "sequence"},
-                {"elements", Json::array({{{"type", "const_string"}, {"value", syntax.start + "["}},
+                {"elements", Json::array({{{"type", "const_string"}, {"value", list_open}},
                                           calls,
                                           {{"type", "const_string"}, {"value", "]"}}})}};
     }
@@ -151,7 +156,7 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
           triggered.push_back(tag);
           continue;
         }
-        tag["begin"] = syntax.start + "[" + tag["begin"].get<std::string>();
+        tag["begin"] = list_open + tag["begin"].get<std::string>();
         tag["end"] = tag["end"].get<std::string>() + "]";
         triggered.push_back(tag);
       }

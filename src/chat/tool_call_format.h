@@ -36,6 +36,11 @@ struct ToolCallSyntax {
   std::string arguments_key;  // "arguments" or "parameters" (kLlama3)
   bool template_renders_tools = false;    // the template reads `tools`; else generic_tool_prompt
   bool template_mentions_system = false;  // it has a system role (where generic tools go)
+  // Templates with roles of their own for past calls and results (Granite 3.0:
+  // "assistant_tool_call" with the calls' JSON list as content, "tool_response"); empty: an
+  // assistant message with `tool_calls`, and role "tool", as OpenAI and transformers have them.
+  std::string call_role;
+  std::string result_role;
   // Strings of marker tokens that decoding skips when they are special tokens.
   std::vector<std::string> special_markers;
 };

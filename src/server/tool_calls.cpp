@@ -175,6 +175,23 @@ Json generic_messages(const std::string& tools_text, bool system_role, const Jso
   return out;
 }
 
+// Past calls and results in the roles of templates that have their own (ToolCallSyntax).
+Json own_roles(const ToolCallSyntax& syntax, Json messages) {
+  for (Json& message : messages) {
+    if (!syntax.result_role.empty() && message["role"] == "tool") {
+      message = {{"role", syntax.result_role}, {"content", message["content"]}};
+    } else if (!syntax.call_role.empty() && message.contains("tool_calls")) {
+      Json calls = Json::array();
+      for (const Json& call : message["tool_calls"]) {
+        calls.push_back(
+            {{"name", call["function"]["name"]}, {"arguments", call["function"]["arguments"]}});
+      }
+      message = {{"role", syntax.call_role}, {"content", calls.dump()}};
+    }
+  }
+  return messages;
+}
+
 }  // namespace
 
 ToolOptions parse_tool_options(const Json& body) {
@@ -262,7 +279,7 @@ ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options,
   ToolPrompt prompt;
   if (syntax.template_renders_tools) {
     if (options.active()) prompt.extra_context["tools"] = options.tools;
-    prompt.messages = std::move(messages);
+    prompt.messages = own_roles(syntax, std::move(messages));
     return prompt;
   }
   const std::string tools_text =
