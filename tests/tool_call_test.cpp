@@ -42,6 +42,12 @@ std::string template_source(const std::string& name) {
                    name);
 }
 
+// The syntax a recorded reply is in: its template's (a file, or inline as template_source).
+ToolCallSyntax syntax_of(const Json& c) {
+  return tool_call_syntax(c.contains("template_source") ? c["template_source"].get<std::string>()
+                                                        : template_source(c["template"]));
+}
+
 const Json& replies() {
   static const Json cases = read_json_file(test_data("chat/tool_call_replies.json").string());
   return cases["cases"];
@@ -86,7 +92,7 @@ std::vector<ToolCall> expected_calls(const Json& c) {
 
 TEST(ToolCallFormat, FamilyFromTemplate) {
   for (const Json& c : replies()) {
-    const ToolCallSyntax syntax = tool_call_syntax(template_source(c["template"]));
+    const ToolCallSyntax syntax = syntax_of(c);
     EXPECT_EQ(tool_call_family_name(syntax.family), c["family"].get<std::string>()) << c["name"];
   }
   EXPECT_TRUE(tool_call_syntax(template_source("qwen3.jinja")).template_renders_tools);
@@ -98,7 +104,7 @@ TEST(ToolCallFormat, FamilyFromTemplate) {
 
 TEST(ToolCallParser, RecordedRepliesWhole) {
   for (const Json& c : replies()) {
-    const ToolCallSyntax syntax = tool_call_syntax(template_source(c["template"]));
+    const ToolCallSyntax syntax = syntax_of(c);
     const Parsed parsed = parse_pieces(syntax, {c["reply"].get<std::string>()});
     EXPECT_EQ(parsed.content, c["content"].get<std::string>()) << c["name"];
     EXPECT_EQ(parsed.calls, expected_calls(c)) << c["name"];
@@ -110,7 +116,7 @@ TEST(ToolCallParser, RecordedRepliesWhole) {
 
 TEST(ToolCallParser, StreamedInEveryCutEqualsWhole) {
   for (const Json& c : replies()) {
-    const ToolCallSyntax syntax = tool_call_syntax(template_source(c["template"]));
+    const ToolCallSyntax syntax = syntax_of(c);
     const std::vector<std::string> chars = characters(c["reply"]);
     const Parsed whole = parse_pieces(syntax, {c["reply"].get<std::string>()});
     const Parsed one_by_one = parse_pieces(syntax, chars);
@@ -151,7 +157,7 @@ TEST(ToolCallParser, WithholdsOnlyWhatMayStartACall) {
 
 TEST(ToolCallParser, ParallelFalseKeepsTheFirstCall) {
   const Json& c = replies()[1];  // qwen_text_then_two_calls
-  const ToolCallSyntax syntax = tool_call_syntax(template_source(c["template"]));
+  const ToolCallSyntax syntax = syntax_of(c);
   const Parsed parsed = parse_pieces(syntax, {c["reply"].get<std::string>()}, false);
   ASSERT_EQ(parsed.calls.size(), 1u);
   EXPECT_EQ(parsed.calls[0].name, "get_weather");
@@ -183,6 +189,10 @@ TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
   EXPECT_EQ(tag["format"]["type"], "sequence");
   EXPECT_EQ(tag["format"]["elements"][0]["value"], "[TOOL_CALLS] [");
   EXPECT_EQ(tag["format"]["elements"][1]["separator"], ", ");
+  const ToolCallSyntax mistral_args = tool_call_syntax("{{ tools }}[TOOL_CALLS]{{ n }}[ARGS]");
+  tag = tool_call_structural_tag(mistral_args, tools, true, "add", true);
+  EXPECT_EQ(tag["format"]["tags"][0]["begin"], "[TOOL_CALLS]add[ARGS]");
+  EXPECT_EQ(tag["format"]["tags"][0]["end"], "");
   const ToolCallSyntax llama = tool_call_syntax(template_source("llama-3.2-instruct.jinja"));
   tag = tool_call_structural_tag(llama, tools, false, "", true);
   EXPECT_EQ(tag["format"]["type"], "triggered_tags");
@@ -462,7 +472,7 @@ Json reassemble(const std::string& sse, std::string& finish_reason) {
 
 TEST(ToolReply, StreamedChunksReassembleToTheWholeResponse) {
   for (const Json& c : replies()) {
-    const ToolCallSyntax syntax = tool_call_syntax(template_source(c["template"]));
+    const ToolCallSyntax syntax = syntax_of(c);
     const std::string marker = c.contains("markers") ? c["markers"][0].get<std::string>() : "";
     const std::vector<std::pair<int32_t, std::string>> markers =
         marker.empty() ? std::vector<std::pair<int32_t, std::string>>{}

@@ -68,8 +68,13 @@ ToolCallSyntax tool_call_syntax(std::string_view source) {
   } else if (mentions(source, "[TOOL_CALLS]")) {
     syntax.family = ToolCallFamily::kMistral;
     syntax.start = "[TOOL_CALLS]";
-    syntax.array_body = true;
     syntax.special_markers = {"[TOOL_CALLS]"};
+    if (mentions(source, "[ARGS]")) {
+      syntax.name_end = "[ARGS]";
+      syntax.special_markers.push_back("[ARGS]");
+    } else {
+      syntax.array_body = true;
+    }
   } else if (mentions(source, "<|tool_call|>")) {
     syntax.family = ToolCallFamily::kGranite;
     syntax.start = "<|tool_call|>";
@@ -120,7 +125,10 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
     std::string begin =
         fmt::format("{{\"name\": {}, \"{}\": ", Json(name).dump(), syntax.arguments_key);
     std::string end = "}";
-    if (syntax.family == ToolCallFamily::kHermes) {
+    if (!syntax.name_end.empty()) {
+      begin = syntax.start + name + syntax.name_end;
+      end.clear();
+    } else if (syntax.family == ToolCallFamily::kHermes) {
       begin = syntax.start + "\n" + begin;
       end += "\n" + syntax.end;
     }

@@ -6,6 +6,8 @@
 //   "<tool_call>"              kHermes    <tool_call>{"name": ..., "arguments": {...}}</tool_call>
 //                                         (Qwen 2.5/3, Hermes 2/3), one block per call
 //   "[TOOL_CALLS]"             kMistral   [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   "[TOOL_CALLS]" + "[ARGS]"  kMistral   [TOOL_CALLS]name[ARGS]{...} per call (Mistral's newer
+//                                         tokenizers: Small 3.2, Devstral, Magistral)
 //   "<|tool_call|>"            kGranite   <|tool_call|>[{"name": ..., "arguments": {...}}, ...]
 //   "<|python_tag|>" or a      kLlama3    {"name": ..., "parameters": {...}} as the whole reply
 //   Llama 3 header + tools                (calls joined by ';'), optionally after <|python_tag|>
@@ -31,9 +33,12 @@ struct ToolCallSyntax {
   // Text that opens a call (or a list of calls); empty for bare JSON (kLlama3, kGeneric),
   // where a call is recognised only as the reply's first non-space character '{'.
   std::string start;
-  std::string end;            // text that closes a call ("</tool_call>"), or empty
-  bool array_body = false;    // the calls after `start` are a JSON array (Mistral, Granite)
-  std::string arguments_key;  // "arguments" or "parameters" (kLlama3)
+  std::string end;          // text that closes a call ("</tool_call>"), or empty
+  bool array_body = false;  // the calls after `start` are a JSON array (Mistral, Granite)
+  // Between a call's name and its arguments object, when calls are written `start` name
+  // `name_end` {arguments} ("[ARGS]"); empty: calls are JSON objects with a "name".
+  std::string name_end;
+  std::string arguments_key;              // "arguments" or "parameters" (kLlama3)
   bool template_renders_tools = false;    // the template reads `tools`; else generic_tool_prompt
   bool template_mentions_system = false;  // it has a system role (where generic tools go)
   // Templates with roles of their own for past calls and results (Granite 3.0:

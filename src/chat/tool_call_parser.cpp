@@ -1,5 +1,7 @@
 #include "chat/tool_call_parser.h"
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
 #include <utility>
 
@@ -226,6 +228,7 @@ bool ToolCallParser::step_text(bool final, ToolCallUpdate& out) {
 
 bool ToolCallParser::step_call_body(bool final, ToolCallUpdate& out) {
   const std::string_view text(buffer_);
+  if (!syntax_.name_end.empty()) return step_named_call(final, out);
   const std::size_t at = skip_space(text, pos_);
   const std::size_t end = value_end(text, at);
   if (end == kIncomplete && !final) return false;
@@ -240,6 +243,39 @@ bool ToolCallParser::step_call_body(bool final, ToolCallUpdate& out) {
     return true;
   }
   for (ToolCall& call : *calls) add_call(std::move(call), out);
+  pos_ = end;
+  mode_ = Mode::kAfterCall;
+  return true;
+}
+
+bool ToolCallParser::step_named_call(bool final, ToolCallUpdate& out) {
+  const std::string_view text(buffer_);
+  const std::size_t name_at = skip_space(text, pos_);
+  const std::size_t separator = text.find(syntax_.name_end, name_at);
+  std::string_view name = text.substr(name_at, separator - name_at);
+  if (separator == std::string_view::npos) {
+    name.remove_suffix(marker_prefix_at_end(name, syntax_.name_end));  // "[AR" may be "[ARGS]"
+  }
+  // A function name (OpenAI's rule: at most 64 letters, digits, '_' or '-') until the separator.
+  const bool name_so_far =
+      name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      });
+  if (!name_so_far || (separator == std::string_view::npos && final)) {
+    fall_back();
+    return true;
+  }
+  if (separator == std::string_view::npos) return false;
+  const std::size_t at = skip_space(text, separator + syntax_.name_end.size());
+  const std::size_t end = value_end(text, at);
+  if (end == kIncomplete && !final) return false;
+  const bool object = !name.empty() && end != kIncomplete && end != kInvalid && text[at] == '{' &&
+                      Json::parse(text.substr(at, end - at), nullptr, false).is_object();
+  if (!object) {
+    fall_back();
+    return true;
+  }
+  add_call({std::string(name), std::string(text.substr(at, end - at))}, out);
   pos_ = end;
   mode_ = Mode::kAfterCall;
   return true;

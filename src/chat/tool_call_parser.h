@@ -55,6 +55,7 @@ class ToolCallParser {
   bool step_start(bool final);
   bool step_text(bool final, ToolCallUpdate& out);
   bool step_call_body(bool final, ToolCallUpdate& out);
+  bool step_named_call(bool final, ToolCallUpdate& out);  // name `name_end` {arguments}
   bool step_after_call(bool final);
   // The call text from call_start_ on was not a call: it is content.
   void fall_back();

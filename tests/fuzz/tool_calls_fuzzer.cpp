@@ -22,8 +22,8 @@ struct Parsed {
 
 // Templates that select each family (tool_call_format.h).
 constexpr std::string_view kTemplates[] = {
-    "{{ tools }}<tool_call>", "{{ tools }}[TOOL_CALLS]", "{{ tools }}<|tool_call|>",
-    "{{ tools }}<|python_tag|>", "{{ messages }}"};
+    "{{ tools }}<tool_call>",    "{{ tools }}[TOOL_CALLS]",       "{{ tools }}<|tool_call|>",
+    "{{ tools }}<|python_tag|>", "{{ tools }}[TOOL_CALLS][ARGS]", "{{ messages }}"};
 
 }  // namespace
 
