@@ -1,4 +1,5 @@
-// `xlacel chat [-m MODEL] [--system TEXT] [-n N] [--temp T ...] [--no-prefix-reuse]
+// `xlacel chat [-m MODEL] [--system TEXT] [-n N] [--temp T ...] [--json-schema FILE |
+//  --grammar-json] [--no-prefix-reuse]
 //  [--backend iree|xla] [--threads N] [--context N] ... [--output-format text|json]`: a
 // conversation in the terminal. Each line of stdin is a user turn (a pipe works the same way;
 // EOF ends); `/reset` forgets the conversation, `/exit` ends it. The reply streams to stdout and
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/grammar_flags.h"
 #include "cli/model_loading.h"
 #include "cli/output_format.h"
 #include "cli/runtime_flags.h"
@@ -34,6 +36,7 @@ struct ChatCommandOptions {
   std::string system;
   int64_t max_tokens = 256;
   engine::SamplingOptions sampling;
+  GrammarFlags grammar;  // every reply
   bool no_prefix_reuse = false;
   std::string output_format = "text";
 };
@@ -53,13 +56,14 @@ void run_chat(const ChatCommandOptions& options) {
   if (!text.has_chat_template()) fail(model.path(), "the model has no chat template");
   engine::EngineOptions engine_options =
       cli::engine_options(options.runtime, model, kDefaultChatPositions, 1, false);
-  engine_options.executor.preload_logits = options.sampling.needs_logits();
+  engine_options.executor.preload_logits = options.sampling.needs_logits() || options.grammar.any();
   engine_options.scheduler.prefix_reuse = !options.no_prefix_reuse;
   engine::Engine engine(std::move(model), std::move(text), engine_options);
 
   engine::RequestOptions request = engine.default_request();
   request.max_tokens = options.max_tokens;
   request.sampling = options.sampling;
+  request.grammar = grammar_from_flags(engine, options.grammar);
   engine::Conversation conversation(engine.text(), options.system);
 
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
@@ -119,6 +123,7 @@ void add_chat_command(CLI::App& app) {
   command->add_option("-n,--max-tokens", options->max_tokens, "tokens per reply at most")
       ->capture_default_str();
   add_sampling_flags(command, options->sampling);
+  add_grammar_flags(command, options->grammar);
   command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
                     "prefill the whole conversation every turn (for comparisons)");
   command

@@ -1,7 +1,8 @@
 // `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE | --prompt-ids IDS) [-n N]
 // [--temp T
 //  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S] [--stop STR]
-//  [--ignore-eos] [--backend iree|xla] [--device cpu|cuda] [--output-format text|json] ...`:
+//  [--ignore-eos] [--json-schema FILE | --grammar-json] [--backend iree|xla] [--device cpu|cuda]
+//  [--output-format text|json] ...`:
 // one request on the engine (one slot); tokens stream to stdout as they are produced;
 // compile/load progress and a final stats line go to stderr.
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/grammar_flags.h"
 #include "cli/model_loading.h"
 #include "cli/output_format.h"
 #include "cli/prompt_input.h"
@@ -33,6 +35,7 @@ struct GenerateCommandOptions {
   int64_t max_new_tokens = 128;
   engine::SamplingOptions sampling;
   std::vector<std::string> stop;
+  GrammarFlags grammar;
   std::string output_format = "text";
   bool ignore_eos = false;
 };
@@ -98,7 +101,7 @@ void run_generate(const GenerateCommandOptions& options) {
   engine::EngineOptions engine_options =
       cli::engine_options(options.runtime, model,
                           static_cast<int64_t>(prompt.size()) + options.max_new_tokens, 1, false);
-  engine_options.executor.preload_logits = options.sampling.needs_logits();
+  engine_options.executor.preload_logits = options.sampling.needs_logits() || options.grammar.any();
   if (static_cast<int64_t>(prompt.size()) > engine_options.executor.capacity) {
     fail("prompt", "{} tokens do not fit the context of {} positions (raise --context)",
          prompt.size(), engine_options.executor.capacity);
@@ -116,6 +119,7 @@ void run_generate(const GenerateCommandOptions& options) {
   request.sampling = options.sampling;
   request.stop = options.stop;
   if (options.ignore_eos) request.eos_ids.clear();
+  request.grammar = grammar_from_flags(engine, options.grammar);
 
   std::vector<int32_t> output_ids;
   std::string output_text;
@@ -173,6 +177,7 @@ void add_generate_command(CLI::App& app) {
   command->add_option("-n,--max-new-tokens", options->max_new_tokens, "tokens to generate at most")
       ->capture_default_str();
   add_sampling_flags(command, options->sampling);
+  add_grammar_flags(command, options->grammar);
   command->add_option("--stop", options->stop,
                       "stop before this text (repeatable; the text is not printed)");
   command->add_flag("--ignore-eos", options->ignore_eos,

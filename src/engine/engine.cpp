@@ -36,4 +36,14 @@ RequestOptions Engine::default_request() const {
   return request;
 }
 
+grammar::GrammarCompiler& Engine::grammars() {
+  std::call_once(grammars_made_, [this] {
+    const auto& eos = model_.config().eos_token_ids;
+    grammars_ = std::make_unique<grammar::GrammarCompiler>(
+        text().tokenizer(), executor_->capabilities().vocab_size,
+        std::vector<int32_t>(eos.begin(), eos.end()));
+  });
+  return *grammars_;
+}
+
 }  // namespace xlacel::engine

@@ -3,6 +3,7 @@
 // chat template) loaded once, the executor holding weights and the slot KV cache, and the
 // scheduler that batches requests over it.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "executor/executor.h"
+#include "grammar/grammar_compiler.h"
 #include "model_files/model_files.h"
 
 namespace xlacel::engine {
@@ -41,6 +43,10 @@ class Engine {
   // Request options with the model's end-of-sequence ids.
   RequestOptions default_request() const;
 
+  // The model's grammar compiler (constrained decoding), made on first use from its tokenizer;
+  // Error naming the model when it has none. Callable from any thread.
+  grammar::GrammarCompiler& grammars();
+
  private:
   void load(const EngineOptions& options);
 
@@ -48,6 +54,8 @@ class Engine {
   std::optional<ModelText> text_;
   std::unique_ptr<executor::Executor> executor_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::once_flag grammars_made_;
+  std::unique_ptr<grammar::GrammarCompiler> grammars_;
 };
 
 }  // namespace xlacel::engine

@@ -2,11 +2,13 @@
 // What a caller asks of the scheduler for one sequence, and what it hears back.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+#include "grammar/grammar_matcher.h"
 
 namespace xlacel::engine {
 
@@ -15,6 +17,9 @@ struct RequestOptions {
   int64_t max_tokens = 128;       // new tokens at most (>= 1)
   std::vector<int32_t> eos_ids;   // any of these ends the request (kept in the output)
   std::vector<std::string> stop;  // stop strings: the text ends before the first one found
+  // Constrains the output to a grammar (grammar/grammar_compiler.h; null: none): each token is
+  // drawn from those the grammar allows next, an end-of-sequence id only where it is complete.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 enum class FinishReason {
@@ -23,6 +28,8 @@ enum class FinishReason {
   kLength,     // max_tokens
   kCapacity,   // the slot's KV cache is full
   kCancelled,  // cancel()
+  kGrammar,    // the grammar is complete and nothing may follow (a request without eos_ids), or
+               // it allows no token at all (then `message` says so)
 };
 const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length", ...
 

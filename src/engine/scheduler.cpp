@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
+#include <limits>
 #include <utility>
 
 #include "common/error.h"
@@ -32,6 +34,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "capacity";
     case FinishReason::kCancelled:
       return "cancelled";
+    case FinishReason::kGrammar:
+      return "grammar";
   }
   return "unknown";
 }
@@ -57,15 +61,19 @@ struct Scheduler::Sequence {
         stops(request_options.stop),
         submitted(Clock::now()) {
     if (tokenizer != nullptr) text.emplace(*tokenizer, true);
+    if (options.grammar) grammar.emplace(options.grammar, options.eos_ids);
   }
 
   bool prefilling() const { return !finished && !pending; }
+  // A grammar masks the logits on the host, so even a greedy request needs them there.
+  bool needs_logits() const { return options.sampling.needs_logits() || grammar.has_value(); }
   bool decoding() const { return !finished && pending.has_value(); }
 
   uint64_t id;
   RequestOptions options;
   EventCallback on_event;
   Sampler sampler;
+  std::optional<grammar::GrammarMatcher> grammar;
   std::vector<int32_t> tokens;  // prompt, then every output fed back; [0, cached) are cached
   int64_t prompt_tokens;
   int64_t cached = 0;
@@ -230,10 +238,25 @@ void Scheduler::emit_last(Sequence& sequence, TokenEvent event, FinishReason rea
 }
 
 void Scheduler::sample_and_accept(Sequence& sequence, std::span<float> logits) {
+  if (sequence.grammar) {
+    sequence.grammar->apply_mask(logits);
+    if (std::none_of(logits.begin(), logits.end(),
+                     [](float logit) { return logit > -std::numeric_limits<float>::infinity(); })) {
+      TokenEvent event;
+      event.request = sequence.id;
+      event.message = "grammar: no token may come next";
+      emit_last(sequence, std::move(event), FinishReason::kGrammar);
+      return;
+    }
+  }
   std::optional<TokenLogprobs> logprobs;
   if (sequence.options.sampling.logprobs) logprobs.emplace();
   const int32_t token =
       sequence.sampler.sample(logits, sequence.tokens, logprobs ? &*logprobs : nullptr);
+  // The mask allowed it, so the grammar accepts it.
+  if (sequence.grammar && !sequence.grammar->accept(token)) {
+    fail("grammar", "token {} was drawn against the grammar's mask", token);
+  }
   accept_token(sequence, token, std::move(logprobs));
 }
 
@@ -262,6 +285,8 @@ void Scheduler::accept_token(Sequence& sequence, int32_t token,
     reason = FinishReason::kEos;
   } else if (sequence.stops.stopped()) {
     reason = FinishReason::kStop;
+  } else if (sequence.grammar && sequence.grammar->terminated()) {
+    reason = FinishReason::kGrammar;
   } else if (stats.output_tokens >= sequence.options.max_tokens) {
     reason = FinishReason::kLength;
   } else if (sequence.cached >= caps_.capacity) {
@@ -306,7 +331,7 @@ void Scheduler::prefill_one() {
   std::vector<int32_t> bucket(static_cast<std::size_t>(caps_.prefill_bucket), 0);
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;
-  const bool want_logits = last && sequence.options.sampling.needs_logits();
+  const bool want_logits = last && sequence.needs_logits();
   try {
     runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
                           static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
@@ -334,7 +359,7 @@ void Scheduler::decode_all() {
     if (sequence && sequence->decoding()) {
       highest = static_cast<int64_t>(i);
       ++sequences;
-      want_logits = want_logits || sequence->options.sampling.needs_logits();
+      want_logits = want_logits || sequence->needs_logits();
     }
   }
   if (highest < 0) return;
@@ -358,12 +383,26 @@ void Scheduler::decode_all() {
     positions[b] = static_cast<int32_t>(sequence->cached);
     if (sequence->decoding()) tokens[b] = *sequence->pending;
   }
+  // Each grammar's next mask is computed while the device runs the step: it depends only on
+  // the tokens drawn so far.
+  std::future<void> masks;
+  if (std::any_of(slots_.begin(), slots_.end(),
+                  [](const auto& sequence) { return sequence && sequence->grammar; })) {
+    masks = std::async(std::launch::async, [this] {
+      for (auto& sequence : slots_) {
+        if (sequence && sequence->decoding() && sequence->grammar)
+          sequence->grammar->compute_mask();
+      }
+    });
+  }
   try {
     runner_.decode(tokens, positions, want_logits, decode_out_);
   } catch (...) {
+    if (masks.valid()) masks.wait();
     forget_resident();
     throw;
   }
+  if (masks.valid()) masks.get();
   const auto vocab = static_cast<std::size_t>(caps_.vocab_size);
   for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
     Sequence* sequence = slots_[b].get();
@@ -371,7 +410,7 @@ void Scheduler::decode_all() {
     sequence->tokens.push_back(*sequence->pending);
     sequence->pending.reset();
     ++sequence->cached;
-    if (sequence->options.sampling.needs_logits()) {
+    if (sequence->needs_logits()) {
       sample_and_accept(*sequence, std::span<float>(decode_out_.logits).subspan(b * vocab, vocab));
     } else {
       accept_token(*sequence, decode_out_.tokens[b]);

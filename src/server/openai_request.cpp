@@ -128,11 +128,6 @@ void refuse_unsupported(const Json& body) {
       throw invalid_request(name, fmt::format("'{}' is not supported", name));
     }
   }
-  if (const Json* format = field(body, "response_format")) {
-    if (!format->is_object() || format->value("type", "") != "text") {
-      throw invalid_request("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
 }
 
 // {"token id": bias, ...}: ids as decimal strings (OpenAI's shape), biases in [-100, 100].
@@ -244,6 +239,9 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
     throw invalid_request(name, fmt::format("'{}'{}", name, problem.substr(name.size())));
   }
   request.stop = parse_stop(body);
+  if (const Json* value = field(body, "response_format")) {
+    request.response_format = parse_response_format(*value);
+  }
   if (const Json* value = field(body, "stream")) request.stream = boolean(*value, "stream");
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object())

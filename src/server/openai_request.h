@@ -12,6 +12,7 @@
 
 #include "common/json_file.h"
 #include "engine/sampler.h"
+#include "server/response_format.h"
 #include "server/tool_calls.h"
 
 namespace xlacel::server {
@@ -37,6 +38,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  ResponseFormat response_format;
 };
 
 // `default_seed` is used when the request names none (OpenAI samples differently each time).

@@ -29,6 +29,7 @@ const char* openai_finish_reason(engine::FinishReason reason) {
   switch (reason) {
     case engine::FinishReason::kEos:
     case engine::FinishReason::kStop:
+    case engine::FinishReason::kGrammar:
       return "stop";
     case engine::FinishReason::kLength:
     case engine::FinishReason::kCapacity:

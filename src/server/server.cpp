@@ -360,6 +360,7 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
         request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
     options_for_engine.sampling = request.sampling;
     options_for_engine.stop = request.stop;
+    options_for_engine.grammar = response_grammar(loaded, request.response_format, req.body);
     // Choice i samples with seed + i (see GenerationRequest::n).
     const auto choices = static_cast<std::size_t>(request.n);
     std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);

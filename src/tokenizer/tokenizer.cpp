@@ -217,6 +217,21 @@ bool Tokenizer::is_special(int32_t id) const {
   return added != nullptr && added->special;
 }
 
+bool Tokenizer::tokens_are_byte_pieces() const {
+  return parts_->decoder.kind != DecoderKind::kJoin;
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  const TokenizerParts& p = *parts_;
+  if (id < 0 || static_cast<std::size_t>(id) >= p.vocab_size) return {};
+  if (p.added.find_id(id) == nullptr && !p.model.has_id(id)) return {};
+  const auto index = static_cast<std::size_t>(id);
+  if (p.decoder.kind == DecoderKind::kByteFallback && p.fallback_byte[index] >= 0) {
+    return std::string(1, static_cast<char>(p.fallback_byte[index]));
+  }
+  return p.decoded_bytes[index];
+}
+
 std::optional<int32_t> Tokenizer::bos_token_id() const {
   return parts_->bos_id;
 }

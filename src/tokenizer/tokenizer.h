@@ -48,6 +48,13 @@ class Tokenizer {
   std::optional<int32_t> eos_token_id() const;
   std::string describe() const;  // one line for `xlacel inspect`
 
+  // Whether a text is the concatenation of its tokens' bytes (byte-level BPE, SentencePiece with
+  // byte fallback), as grammar engines need; false for a decoder that joins tokens with spaces.
+  bool tokens_are_byte_pieces() const;
+  // The bytes token `id` adds in the middle of a text (a <0xNN> token: that byte); "" for an id
+  // the vocabulary lacks.
+  std::string token_bytes(int32_t id) const;
+
   // What the decoder carries from one token to the next within one decode (a StreamDecoder
   // keeps it across feeds).
   struct DecodeState {
