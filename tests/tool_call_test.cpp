@@ -16,12 +16,15 @@
 #include "chat/tool_call_parser.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "grammar/grammar_compiler.h"
+#include "grammar/grammar_matcher.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse_writer.h"
 #include "server/tool_calls.h"
 #include "test_paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace xlacel {
 namespace {
@@ -165,8 +168,9 @@ TEST(ToolCallParser, ParallelFalseKeepsTheFirstCall) {
 
 TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
   const Json tools = read_json_file(test_data("chat/tools.json").string());
+  const OrderedJson ordered_tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
   const ToolCallSyntax hermes = tool_call_syntax(template_source("qwen3.jinja"));
-  Json tag = tool_call_structural_tag(hermes, tools, true, "", true);
+  Json tag = tool_call_structural_tag(hermes, ordered_tools, true, "", true);
   EXPECT_EQ(tag["type"], "structural_tag");
   EXPECT_EQ(tag["format"]["type"], "triggered_tags");
   EXPECT_EQ(tag["format"]["triggers"], Json::array({"<tool_call>"}));
@@ -178,25 +182,64 @@ TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
   EXPECT_EQ(first["content"]["json_schema"], tools[0]["function"]["parameters"]);
 
   // Named: only that tool; parallel false: one call.
-  tag = tool_call_structural_tag(hermes, tools, true, "add", false);
+  tag = tool_call_structural_tag(hermes, ordered_tools, true, "add", false);
   ASSERT_EQ(tag["format"]["tags"].size(), 1u);
   EXPECT_EQ(tag["format"]["stop_after_first"], true);
 
   // Mistral: a list after the marker; Llama 3: bare objects with "parameters".
   const ToolCallSyntax mistral =
       tool_call_syntax(template_source("mistral-7b-instruct-v0.3.jinja"));
-  tag = tool_call_structural_tag(mistral, tools, true, "", true);
+  tag = tool_call_structural_tag(mistral, ordered_tools, true, "", true);
   EXPECT_EQ(tag["format"]["type"], "sequence");
   EXPECT_EQ(tag["format"]["elements"][0]["value"], "[TOOL_CALLS] [");
   EXPECT_EQ(tag["format"]["elements"][1]["separator"], ", ");
   const ToolCallSyntax mistral_args = tool_call_syntax("{{ tools }}[TOOL_CALLS]{{ n }}[ARGS]");
-  tag = tool_call_structural_tag(mistral_args, tools, true, "add", true);
+  tag = tool_call_structural_tag(mistral_args, ordered_tools, true, "add", true);
   EXPECT_EQ(tag["format"]["tags"][0]["begin"], "[TOOL_CALLS]add[ARGS]");
   EXPECT_EQ(tag["format"]["tags"][0]["end"], "");
   const ToolCallSyntax llama = tool_call_syntax(template_source("llama-3.2-instruct.jinja"));
-  tag = tool_call_structural_tag(llama, tools, false, "", true);
+  tag = tool_call_structural_tag(llama, ordered_tools, false, "", true);
   EXPECT_EQ(tag["format"]["type"], "triggered_tags");
   EXPECT_EQ(tag["format"]["tags"][0]["begin"], "{\"name\": \"get_weather\", \"parameters\": ");
+}
+
+// Each family's structural tag compiles with xgrammar (over the tiny Qwen 3 vocabulary), admits
+// a call written in that family's syntax, refuses text where a call must come, and the parser
+// finds the call in what it admitted.
+TEST(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
+  const auto model = test_data("models/qwen3");
+  const auto tokenizer = Tokenizer::from_tokenizer_json((model / "tokenizer.json").string());
+  const int64_t vocab_size = read_json_file((model / "config.json").string())["vocab_size"];
+  const std::vector<int32_t> eos = {*tokenizer->eos_token_id()};
+  grammar::GrammarCompiler compiler(*tokenizer, vocab_size, eos);
+  const OrderedJson tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {template_source("qwen3.jinja"),
+       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"},
+      {template_source("mistral-7b-instruct-v0.3.jinja"),
+       "[TOOL_CALLS] [{\"name\": \"add\", \"arguments\": {\"a\": 1}}]"},
+      {"{{ tools }}[TOOL_CALLS]{{ name }}[ARGS]", "[TOOL_CALLS]add[ARGS]{\"a\": 1}"},
+      {template_source("granite.jinja"),
+       "<|tool_call|>[{\"name\": \"add\", \"arguments\": {\"a\": -1.5}}]"},
+      {template_source("llama-3.2-instruct.jinja"),
+       "{\"name\": \"add\", \"parameters\": {\"a\": 1}}"},
+      {template_source("smollm2.jinja"), "{\"name\": \"add\", \"arguments\": {\"a\": 1}}"},
+  };
+  for (const auto& [source, call] : cases) {
+    const ToolCallSyntax syntax = tool_call_syntax(source);
+    const std::string family = tool_call_family_name(syntax.family);
+    const std::string tag = tool_call_structural_tag(syntax, tools, true, "add", true).dump();
+    grammar::GrammarMatcher matcher(compiler.structural_tag(tag, "tools"), eos);
+    EXPECT_FALSE(matcher.allows(tokenizer->encode("Hello", false).front())) << family;
+    for (int32_t id : tokenizer->encode(call, false)) {
+      ASSERT_TRUE(matcher.accept(id)) << family << ": refused at token " << id << " of " << call;
+    }
+    EXPECT_TRUE(matcher.allows(eos[0])) << family << ": not complete after " << call;
+    const Parsed parsed = parse_pieces(syntax, {call});
+    ASSERT_EQ(parsed.calls.size(), 1u) << family;
+    EXPECT_EQ(parsed.calls[0].name, "add") << family;
+    EXPECT_EQ(parsed.content, "") << family;
+  }
 }
 
 // --- the request ----------------------------------------------------------------------------

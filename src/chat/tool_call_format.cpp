@@ -32,10 +32,8 @@ Json function_of(const Json& tool) {
   return tool.at("function");
 }
 
-Json parameters_of(const Json& function) {
-  return function.contains("parameters") ? function["parameters"]
-                                         : Json{{"type", "object"}, {"properties", Json::object()}};
-}
+// The arguments' schema of a function without `parameters`: an object (OpenAI's default).
+const OrderedJson kNoParameters = {{"type", "object"}, {"properties", OrderedJson::object()}};
 
 }  // namespace
 
@@ -108,8 +106,8 @@ std::string generic_tool_prompt(const Json& tools, bool required,
   return prompt;
 }
 
-Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, bool required,
-                              const std::string& only_name, bool parallel) {
+OrderedJson tool_call_structural_tag(const ToolCallSyntax& syntax, const OrderedJson& tools,
+                                     bool required, const std::string& only_name, bool parallel) {
   // One tag per callable tool: the text before its arguments, their schema, the text after.
   // Array bodies list their calls inside one `start[...]`, so there the tag is a single call
   // object and the array's brackets and separators come around it.
@@ -117,9 +115,9 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
   // As the templates render a list of calls (Mistral v0.3 with a space after the marker).
   const std::string list_open =
       syntax.start + (syntax.family == ToolCallFamily::kMistral ? " [" : "[");
-  Json tags = Json::array();
-  for (const Json& tool : tools) {
-    const Json function = function_of(tool);
+  OrderedJson tags = OrderedJson::array();
+  for (const OrderedJson& tool : tools) {
+    const OrderedJson& function = tool.at("function");
     const std::string name = function.at("name").get<std::string>();
     if (!only_name.empty() && name != only_name) continue;
     std::string begin =
@@ -132,34 +130,36 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
       begin = syntax.start + "\n" + begin;
       end += "\n" + syntax.end;
     }
-    tags.push_back(
-        {{"type", "tag"},
-         {"begin", begin},
-         {"content", {{"type", "json_schema"}, {"json_schema", parameters_of(function)}}},
-         {"end", end}});
+    tags.push_back({{"type", "tag"},
+                    {"begin", begin},
+                    {"content",
+                     {{"type", "json_schema"},
+                      {"json_schema",
+                       function.contains("parameters") ? function["parameters"] : kNoParameters}}},
+                    {"end", end}});
   }
-  Json format;
+  OrderedJson format;
   if (syntax.array_body || bare) {
     // A list of call objects after the marker (none for bare JSON), each one of the tags.
-    Json calls = {{"type", "tags_with_separator"},
-                  {"tags", tags},
-                  {"separator", bare ? "; " : ", "},
-                  {"at_least_one", true},
-                  {"stop_after_first", !parallel}};
+    OrderedJson calls = {{"type", "tags_with_separator"},
+                         {"tags", tags},
+                         {"separator", bare ? "; " : ", "},
+                         {"at_least_one", true},
+                         {"stop_after_first", !parallel}};
     if (bare) {
       format = calls;
     } else {
       format = {{"type", "sequence"},
-                {"elements", Json::array({{{"type", "const_string"}, {"value", list_open}},
-                                          calls,
-                                          {{"type", "const_string"}, {"value", "]"}}})}};
+                {"elements", OrderedJson::array({{{"type", "const_string"}, {"value", list_open}},
+                                                 calls,
+                                                 {{"type", "const_string"}, {"value", "]"}}})}};
     }
     if (!required) {
       // Free text, or the calls when the marker starts them (bare JSON: a reply opening with
       // '{"name": ' is a call).
       const std::string trigger = bare ? "{\"name\": " : syntax.start;
-      Json triggered = Json::array();
-      for (Json tag : tags) {
+      OrderedJson triggered = OrderedJson::array();
+      for (OrderedJson tag : tags) {
         if (bare) {
           triggered.push_back(tag);
           continue;
@@ -169,14 +169,14 @@ Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, b
         triggered.push_back(tag);
       }
       format = {{"type", "triggered_tags"},
-                {"triggers", Json::array({trigger})},
+                {"triggers", OrderedJson::array({trigger})},
                 {"tags", triggered},
                 {"at_least_one", false},
                 {"stop_after_first", !parallel}};
     }
   } else {
     format = {{"type", "triggered_tags"},
-              {"triggers", Json::array({syntax.start})},
+              {"triggers", OrderedJson::array({syntax.start})},
               {"tags", tags},
               {"at_least_one", required},
               {"stop_after_first", !parallel}};

@@ -25,6 +25,8 @@
 
 namespace xlacel {
 
+using OrderedJson = nlohmann::ordered_json;
+
 enum class ToolCallFamily { kHermes, kMistral, kGranite, kLlama3, kGeneric };
 const char* tool_call_family_name(ToolCallFamily family);
 
@@ -64,7 +66,9 @@ std::string generic_tool_prompt(const Json& tools, bool required, const std::str
 // with `required` the reply is one call or more (only that of `only_name` when it is not empty),
 // else free text in which a call may start at the family's marker; `parallel` false stops after
 // the first call.
-Json tool_call_structural_tag(const ToolCallSyntax& syntax, const Json& tools, bool required,
-                              const std::string& only_name, bool parallel);
+// `tools` keep the key order they came with (the order in which the grammar lays out each
+// tool's properties).
+OrderedJson tool_call_structural_tag(const ToolCallSyntax& syntax, const OrderedJson& tools,
+                                     bool required, const std::string& only_name, bool parallel);
 
 }  // namespace xlacel

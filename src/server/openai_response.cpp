@@ -57,8 +57,9 @@ ToolReply::Delta Choice::add(const engine::TokenEvent& event) {
 }
 
 const char* Choice::finish_reason() const {
-  const bool ended_itself =
-      reason == engine::FinishReason::kEos || reason == engine::FinishReason::kStop;
+  const bool ended_itself = reason == engine::FinishReason::kEos ||
+                            reason == engine::FinishReason::kStop ||
+                            reason == engine::FinishReason::kGrammar;
   if (tools && !tools->calls().empty() && ended_itself) return "tool_calls";
   return openai_finish_reason(reason);
 }

@@ -311,10 +311,12 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                                  request.model, options.model_id),
                      "model", "model_not_found");
     }
-    // Chat: the tools shown to the model as its template's family expects them, and its
-    // replies parsed for calls in that family's syntax.
+    // Chat: the tools shown to the model as its template's family expects them, its replies
+    // parsed for calls in that family's syntax, and constrained to calls when tool_choice
+    // requires them.
     Json template_variables = Json::object();
     std::optional<ToolReply> tools;
+    std::shared_ptr<const grammar::CompiledGrammar> tool_constraint;
     if (endpoint == Endpoint::kChat) {
       const engine::ModelText& text = text_of(loaded, "messages");
       const ToolCallSyntax syntax = tool_call_syntax(text.chat_template_source());
@@ -323,6 +325,7 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
       template_variables = std::move(shown.extra_context);
       if (request.tools.active()) {
         tools.emplace(syntax, request.tools.parallel, marker_tokens(syntax, text.tokenizer()));
+        tool_constraint = tool_grammar(loaded, syntax, request.tools, req.body);
       }
     }
     std::vector<int32_t> prompt = prompt_ids(loaded, request, template_variables);
@@ -360,7 +363,9 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
         request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
     options_for_engine.sampling = request.sampling;
     options_for_engine.stop = request.stop;
-    options_for_engine.grammar = response_grammar(loaded, request.response_format, req.body);
+    options_for_engine.grammar = tool_constraint
+                                     ? tool_constraint
+                                     : response_grammar(loaded, request.response_format, req.body);
     // Choice i samples with seed + i (see GenerationRequest::n).
     const auto choices = static_cast<std::size_t>(request.n);
     std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);

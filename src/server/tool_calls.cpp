@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "common/error.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 
@@ -288,6 +289,21 @@ ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options,
           : std::string();
   prompt.messages = generic_messages(tools_text, syntax.template_mentions_system, messages);
   return prompt;
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& engine,
+                                                             const ToolCallSyntax& syntax,
+                                                             const ToolOptions& options,
+                                                             const std::string& body) {
+  if (!options.active() || options.choice == ToolChoice::kAuto) return nullptr;
+  const std::string tag = tool_call_structural_tag(syntax, OrderedJson::parse(body).at("tools"),
+                                                   true, options.named, options.parallel)
+                              .dump();
+  try {
+    return engine.grammars().structural_tag(tag, "tools");
+  } catch (const Error& e) {
+    throw invalid_request("tools", e.what());
+  }
 }
 
 std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,

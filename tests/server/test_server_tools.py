@@ -4,11 +4,12 @@ message) and on tiny random-weight families whose real templates render tools (Q
 <tool_call>; Granite: <|tool_call|>; the Llama 3.2 and Mistral v0.3 templates on the tiny Qwen 3
 weights). Checked: tools reach the prompt (and `tool_choice: none` keeps them out), replies are
 well-formed (tool_calls with ids, names of the tools and JSON-object arguments, finish_reason
-tool_calls; or text), streamed replies reassemble (the client's own accumulator) to the
+tool_calls; or text), `tool_choice: required` and a named function always give calls (the
+grammar makes the model write the family's call syntax) whose arguments validate against the
+tool's parameters, streamed replies reassemble (the client's own accumulator) to the
 non-streamed ones, conversations with tool_calls and tool results render, and every malformed
-tools / tool_choice / message value is a 400 naming the field. Random weights do not choose to
-call tools; the parsing of each family's calls is checked on recorded replies in
-tests/tool_call_test.cpp."""
+tools / tool_choice / message value is a 400 naming the field. The parsing of each family's
+calls is also checked on recorded replies in tests/tool_call_test.cpp."""
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import unittest
 
+import jsonschema
 import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
@@ -27,6 +29,11 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 with open(os.path.join(DATA, "chat", "tools.json")) as tools_file:
     TOOLS = json.load(tools_file)
 QUESTION = "What is the weather like in Paris today? Use the get_weather tool."
+# A tool whose calls are short whatever the weights: random tiny models write them in full.
+SWITCH = {"type": "function", "function": {
+    "name": "switch_light", "description": "Turn the light on or off.",
+    "parameters": {"type": "object", "properties": {"state": {"enum": ["on", "off"]}},
+                   "required": ["state"], "additionalProperties": False}}}
 
 # A finished exchange as clients send it back: the call's arguments as a string of JSON, the
 # result as a tool message. Ids of 9 letters and digits (Mistral's templates require them).
@@ -60,6 +67,7 @@ class ToolServerTest:
     """Checks every model gets; subclasses start the server (MODEL_ARGS)."""
     MODEL_ARGS = []
     MAX_TOKENS = 24
+    CALL_TOKENS = 64  # enough for any call to switch_light in every family's syntax
     CONTEXT = 1024
     TOOLS = TOOLS
 
@@ -100,8 +108,8 @@ class ToolServerTest:
             state.handle_chunk(chunk)
         return state.current_completion_snapshot
 
-    def assert_well_formed(self, choice):
-        names = {t["function"]["name"] for t in self.TOOLS}
+    def assert_well_formed(self, choice, tools=None):
+        names = {t["function"]["name"] for t in tools or self.TOOLS}
         if choice.message.tool_calls:
             self.assertEqual(choice.finish_reason, "tool_calls")
             for call in choice.message.tool_calls:
@@ -141,6 +149,28 @@ class ToolServerTest:
                 whole = self.create(tools=self.TOOLS, **kwargs)
                 self.assert_well_formed(whole.choices[0])
                 self.assert_same_reply(whole, self.reassembled(tools=self.TOOLS, **kwargs))
+
+    def test_required_and_named_calls_are_always_made(self):
+        tools = self.TOOLS + [SWITCH] if SWITCH not in self.TOOLS else self.TOOLS
+        schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
+        named = {"type": "function", "function": {"name": "switch_light"}}
+        # parallel_tool_calls false: the grammar ends the reply after the call, so it fits.
+        for kwargs in ({"tool_choice": named, "parallel_tool_calls": False},
+                       {"tool_choice": "required", "parallel_tool_calls": False}):
+            with self.subTest(**kwargs):
+                whole = self.create(tools=tools, max_tokens=self.CALL_TOKENS, **kwargs)
+                choice = whole.choices[0]
+                self.assertEqual(choice.finish_reason, "tool_calls", choice.message)
+                calls = choice.message.tool_calls
+                self.assertEqual(len(calls), 1)
+                for call in calls:
+                    if kwargs["tool_choice"] == named:
+                        self.assertEqual(call.function.name, "switch_light")
+                    jsonschema.validate(json.loads(call.function.arguments),
+                                        schemas[call.function.name])
+                self.assert_well_formed(choice, tools)
+                self.assert_same_reply(whole, self.reassembled(
+                    tools=tools, max_tokens=self.CALL_TOKENS, **kwargs))
 
     def test_a_conversation_with_calls_and_results_renders(self):
         whole = self.create(HISTORY, tools=self.TOOLS)
@@ -186,7 +216,8 @@ class DefaultModelTools(ToolServerTest, unittest.TestCase):
 class TinyModelTools(ToolServerTest):
     CONTEXT = 2048  # the tiny models' max_position_embeddings
     # Their byte-level vocabularies spend a token per byte: one short tool.
-    TOOLS = [TOOLS[1]]
+    TOOLS = [SWITCH]
+    CALL_TOKENS = 120
 
 
 class Qwen3Tools(TinyModelTools, unittest.TestCase):
