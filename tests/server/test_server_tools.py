@@ -212,6 +212,17 @@ class DefaultModelTools(ToolServerTest, unittest.TestCase):
     """SmolLM2: no tools in its template, so the generic fallback."""
     MAX_TOKENS = 48
 
+    def test_a_real_model_fills_in_the_call_it_must_make(self):
+        # Greedy SmolLM2 answers this question in text when free ("auto"); made to call a tool,
+        # it picks get_weather and fills in the city from the question.
+        messages = [{"role": "user", "content": "What is the weather like in Paris today?"}]
+        choice = self.create(messages, tools=TOOLS, tool_choice="required").choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        self.assertIsNone(choice.message.content)
+        (call,) = choice.message.tool_calls
+        self.assertEqual(call.function.name, "get_weather")
+        self.assertEqual(json.loads(call.function.arguments)["city"], "Paris")
+
 
 class TinyModelTools(ToolServerTest):
     CONTEXT = 2048  # the tiny models' max_position_embeddings
