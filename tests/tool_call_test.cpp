@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -239,6 +240,47 @@ TEST(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
     ASSERT_EQ(parsed.calls.size(), 1u) << family;
     EXPECT_EQ(parsed.calls[0].name, "add") << family;
     EXPECT_EQ(parsed.content, "") << family;
+  }
+}
+
+// tool_choice "auto": text, or a call once its marker (bare JSON: '{"name": ') starts one; the
+// reply may end anywhere outside a call.
+TEST(ToolCallGrammar, AutoAdmitsTextThenConstrainsACallOnceItStarts) {
+  const auto model = test_data("models/qwen3");
+  const auto tokenizer = Tokenizer::from_tokenizer_json((model / "tokenizer.json").string());
+  const int64_t vocab_size = read_json_file((model / "config.json").string())["vocab_size"];
+  const std::vector<int32_t> eos = {*tokenizer->eos_token_id()};
+  grammar::GrammarCompiler compiler(*tokenizer, vocab_size, eos);
+  const OrderedJson tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {template_source("qwen3.jinja"), "Let me check. ",
+       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"},
+      {template_source("llama-3.2-instruct.jinja"), "",
+       "{\"name\": \"add\", \"parameters\": {\"a\": 1}}"},
+      {template_source("smollm2.jinja"), "", "{\"name\": \"add\", \"arguments\": {\"a\": 1}}"},
+  };
+  const auto walk = [&](grammar::GrammarMatcher& matcher, const std::string& text) {
+    for (int32_t id : tokenizer->encode(text, false)) {
+      if (!matcher.accept(id)) return false;
+    }
+    return true;
+  };
+  for (const auto& [source, text, call] : cases) {
+    const ToolCallSyntax syntax = tool_call_syntax(source);
+    const std::string family = tool_call_family_name(syntax.family);
+    const std::string tag = tool_call_structural_tag(syntax, tools, false, "", true).dump();
+    const auto compiled = compiler.structural_tag(tag, "tools");
+    grammar::GrammarMatcher free_text(compiled, eos);
+    EXPECT_TRUE(free_text.allows(eos[0])) << family;
+    EXPECT_TRUE(walk(free_text, "It is sunny {or not}.")) << family;
+    EXPECT_TRUE(free_text.allows(eos[0])) << family;
+    grammar::GrammarMatcher calling(compiled, eos);
+    EXPECT_TRUE(walk(calling, text + call)) << family;
+    EXPECT_TRUE(calling.allows(eos[0])) << family;
+    grammar::GrammarMatcher unknown(compiled, eos);
+    const std::string start =
+        syntax.start.empty() ? "{\"name\": \"nope" : syntax.start + "\n{\"name\": \"nope";
+    EXPECT_FALSE(walk(unknown, text + start)) << family << ": a call to an unknown tool";
   }
 }
 
