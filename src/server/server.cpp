@@ -24,6 +24,7 @@
 #include "server/sse_writer.h"
 #include "server/tokenize_request.h"
 #include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 
 namespace xlacel::server {
 

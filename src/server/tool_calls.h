@@ -5,7 +5,6 @@
 // made for the model's tool-call family (chat/tool_call_format.h); and each choice's reply split
 // into content and calls (ToolReply), which the response and the stream both use.
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,7 +13,6 @@
 #include "chat/tool_call_format.h"
 #include "chat/tool_call_parser.h"
 #include "common/json_file.h"
-#include "engine/engine.h"
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,17 +48,6 @@ struct ToolPrompt {
   Json extra_context = Json::object();
 };
 ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options, Json messages);
-
-// The grammar of the reply tool_choice asks for: "required" or the named function, calls only;
-// "auto", free text in which a call, once its marker starts it, follows the family's syntax with
-// arguments that match the tool's `parameters` (tool_call_structural_tag); null for "none", and
-// for "auto" where the family's marker is a special token (grammars never allow those). `body`:
-// the request's JSON text, whose schemas keep their key order there. 400 naming `tools` when a
-// schema cannot be enforced.
-std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& engine,
-                                                             const ToolCallSyntax& syntax,
-                                                             const ToolOptions& options,
-                                                             const std::string& body);
 
 // Token ids whose text decoding skips (special tokens) but which mark calls in `syntax`.
 std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,
