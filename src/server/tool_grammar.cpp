@@ -1,6 +1,9 @@
 #include "server/tool_grammar.h"
 
+#include <fmt/format.h>
+
 #include "common/error.h"
+#include "grammar/json_schema_support.h"
 #include "server/api_error.h"
 
 namespace xlacel::server {
@@ -16,13 +19,30 @@ std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& eng
   // [TOOL_CALLS], Granite's <|tool_call|>), a grammar would stop the model from calling at all:
   // those replies stay unconstrained.
   if (!required && !marker_tokens(syntax, engine.text().tokenizer()).empty()) return nullptr;
+  // What the grammar cannot enforce (a schema keyword xgrammar would drop, a vocabulary without
+  // byte pieces): required calls are refused with a 400 naming it; auto ones go unconstrained.
+  for (std::size_t i = 0; i < options.tools.size(); ++i) {
+    const Json& function = options.tools[i]["function"];
+    if ((!options.named.empty() && function["name"] != options.named) ||
+        !function.contains("parameters")) {
+      continue;
+    }
+    if (auto keyword = grammar::unsupported_schema_keyword(function["parameters"])) {
+      if (!required) return nullptr;
+      const std::string param = fmt::format("tools[{}].function.parameters", i);
+      throw invalid_request(param,
+                            fmt::format("'{}' cannot be enforced for tool_choice {}: {}", param,
+                                        options.named.empty() ? "required" : "named", *keyword));
+    }
+  }
   const std::string tag = tool_call_structural_tag(syntax, OrderedJson::parse(body).at("tools"),
                                                    required, options.named, options.parallel)
                               .dump();
   try {
     return engine.grammars().structural_tag(tag, "tools");
   } catch (const Error& e) {
-    throw invalid_request("tools", e.what());
+    if (!required) return nullptr;
+    throw invalid_request("tool_choice", e.what());
   }
 }
 

@@ -206,6 +206,15 @@ class ToolServerTest:
         with self.assertRaises(openai.BadRequestError) as raised:
             self.create([{"role": "tool", "content": "18"}], tools=self.TOOLS, max_tokens=1)
         self.assertEqual(raised.exception.body["param"], "messages[0].tool_call_id")
+        # A schema keyword the grammar cannot enforce: refused where calls are required, the
+        # call left unconstrained under "auto".
+        tags = {"type": "function", "function": {"name": "tag", "parameters": {
+            "type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}}}
+        with self.assertRaises(openai.BadRequestError) as raised:
+            self.create(tools=[tags], tool_choice="required", max_tokens=1)
+        self.assertEqual(raised.exception.body["param"], "tools[0].function.parameters")
+        self.assertIn("uniqueItems", raised.exception.body["message"])
+        self.assert_well_formed(self.create(tools=[tags], max_tokens=1).choices[0], [tags])
 
 
 class DefaultModelTools(ToolServerTest, unittest.TestCase):
