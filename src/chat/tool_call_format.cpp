@@ -134,8 +134,9 @@ OrderedJson tool_call_structural_tag(const ToolCallSyntax& syntax, const Ordered
                     {"begin", begin},
                     {"content",
                      {{"type", "json_schema"},
-                      {"json_schema",
-                       function.contains("parameters") ? function["parameters"] : kNoParameters},
+                      {"json_schema", function.value("parameters", OrderedJson()).is_object()
+                                          ? function["parameters"]
+                                          : kNoParameters},
                       // Whitespace runs of one character at most: xgrammar allows any by
                       // default, and a model may pad the arguments until its tokens run out.
                       {"max_whitespace_cnt", 1}}},
