@@ -29,6 +29,10 @@ class ModelText {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   bool has_chat_template() const { return chat_template_.has_value(); }
+  // The template's text ("" without one): what it renders tells the model's tool-call syntax.
+  std::string_view chat_template_source() const {
+    return chat_template_ ? std::string_view(chat_template_->source()) : std::string_view();
+  }
 
   // `messages`: a list of {"role": string, ...} objects; `extra_context`: further template
   // variables (an object, may be empty). Error naming the field when malformed, or the model

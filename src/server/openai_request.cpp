@@ -7,6 +7,7 @@
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "server/tool_calls.h"
 
 namespace xlacel::server {
 
@@ -54,16 +55,26 @@ Json parse_messages(const Json& body) {
     }
     const std::string role_name = role->get<std::string>();
     if (role_name != "system" && role_name != "developer" && role_name != "user" &&
-        role_name != "assistant") {
+        role_name != "assistant" && role_name != "tool") {
       throw invalid_request(
           where + ".role",
-          fmt::format("'{}.role' must be system, developer, user or assistant, got '{}'", where,
-                      role_name));
+          fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'",
+                      where, role_name));
+    }
+    std::string content = text_content(message.value("content", Json()), where + ".content");
+    if (role_name == "tool") {
+      out.push_back(template_tool_message(message, where, std::move(content)));
+      continue;
     }
     // Templates know "system"; OpenAI's newer name for it is "developer".
-    out.push_back(
-        {{"role", role_name == "developer" ? "system" : role_name},
-         {"content", text_content(message.value("content", Json()), where + ".content")}});
+    Json converted = {{"role", role_name == "developer" ? "system" : role_name},
+                      {"content", std::move(content)}};
+    // Only when there are calls: some templates test `'tool_calls' in message`.
+    if (const Json* calls = field(message, "tool_calls");
+        role_name == "assistant" && calls != nullptr && !calls->empty()) {
+      converted["tool_calls"] = template_tool_calls(*calls, where);
+    }
+    out.push_back(std::move(converted));
   }
   return out;
 }
@@ -111,7 +122,7 @@ void refuse_unsupported(const Json& body) {
   if (const Json* echo = field(body, "echo"); echo && boolean(*echo, "echo")) {
     throw invalid_request("echo", "'echo' is not supported");
   }
-  for (const char* name : {"tools", "functions", "suffix"}) {
+  for (const char* name : {"functions", "suffix"}) {
     const Json* value = field(body, name);
     if (value && !value->empty()) {
       throw invalid_request(name, fmt::format("'{}' is not supported", name));
@@ -183,7 +194,11 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
   request.model = model->get<std::string>();
   if (endpoint == Endpoint::kChat) {
     request.messages = parse_messages(body);
+    request.tools = parse_tool_options(body);
   } else {
+    if (field(body, "tools") != nullptr) {
+      throw invalid_request("tools", "'tools' belong to /v1/chat/completions");
+    }
     request.prompt = parse_prompt(body);
   }
   refuse_unsupported(body);

@@ -13,6 +13,7 @@
 #include "common/json_file.h"
 #include "engine/sampler.h"
 #include "server/response_format.h"
+#include "server/tool_calls.h"
 
 namespace xlacel::server {
 
@@ -23,7 +24,10 @@ inline constexpr int64_t kMaxChoices = 128;  // `n` at most, as OpenAI
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
-  Json messages;  // chat: [{"role", "content": string}], content parts joined into one string
+  // chat: [{"role", "content": string}], content parts joined into one string; assistant
+  // tool_calls and tool messages as templates read them (server/tool_calls.h)
+  Json messages;
+  ToolOptions tools;  // chat: tools, tool_choice, parallel_tool_calls
   // completions: the prompt as text, or as token ids
   std::variant<std::string, std::vector<int32_t>> prompt;
   int64_t max_tokens = 0;  // 0: until the context is full

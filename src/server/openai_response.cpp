@@ -43,14 +43,25 @@ Choice::Choice(Endpoint endpoint, const Tokenizer* logprobs_tokenizer) {
   if (logprobs_tokenizer != nullptr) logprobs.emplace(endpoint, *logprobs_tokenizer);
 }
 
-void Choice::add(const engine::TokenEvent& event) {
+ToolReply::Delta Choice::add(const engine::TokenEvent& event) {
   if (logprobs && event.logprobs) logprobs->add(*event.logprobs, characters);
-  text += event.text;
-  characters += count_code_points(event.text);
-  if (!event.finished) return;
-  finished = true;
-  reason = event.reason;
-  stats = event.stats;
+  ToolReply::Delta delta = tools ? tools->add(event) : ToolReply::Delta{event.text, {}};
+  text += delta.content;
+  characters += count_code_points(delta.content);
+  if (event.finished) {
+    finished = true;
+    reason = event.reason;
+    stats = event.stats;
+  }
+  return delta;
+}
+
+const char* Choice::finish_reason() const {
+  const bool ended_itself = reason == engine::FinishReason::kEos ||
+                            reason == engine::FinishReason::kStop ||
+                            reason == engine::FinishReason::kGrammar;
+  if (tools && !tools->calls().empty() && ended_itself) return "tool_calls";
+  return openai_finish_reason(reason);
 }
 
 engine::RequestStats total_usage(const std::vector<Choice>& choices) {
@@ -75,10 +86,20 @@ Json full_response(const ResponseHeader& header, std::vector<Choice>& choices) {
   for (std::size_t i = 0; i < choices.size(); ++i) {
     Choice& from = choices[i];
     Json choice = {{"index", i},
-                   {"finish_reason", openai_finish_reason(from.reason)},
+                   {"finish_reason", from.finish_reason()},
                    {"logprobs", from.logprobs ? from.logprobs->take() : Json()}};
     if (header.endpoint == Endpoint::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", from.text}};
+      if (from.tools && !from.tools->calls().empty()) {
+        // As OpenAI: content null when the reply is only calls; calls without stream indices.
+        if (from.text.empty()) choice["message"]["content"] = Json();
+        Json calls = Json::array();
+        for (Json call : from.tools->calls()) {
+          call.erase("index");
+          calls.push_back(std::move(call));
+        }
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       choice["text"] = from.text;
     }
@@ -89,10 +110,10 @@ Json full_response(const ResponseHeader& header, std::vector<Choice>& choices) {
 }
 
 Json stream_chunk(const ResponseHeader& header, std::size_t index, const std::string& text,
-                  bool first, std::optional<engine::FinishReason> finish, Json logprobs) {
+                  bool first, const char* finish_reason, Json logprobs) {
   Json chunk = header_json(header, true);
   Json choice = {{"index", index},
-                 {"finish_reason", finish ? Json(openai_finish_reason(*finish)) : Json()},
+                 {"finish_reason", finish_reason ? Json(finish_reason) : Json()},
                  {"logprobs", std::move(logprobs)}};
   if (header.endpoint == Endpoint::kChat) {
     Json delta = Json::object();
@@ -103,6 +124,21 @@ Json stream_chunk(const ResponseHeader& header, std::size_t index, const std::st
     choice["text"] = text;
   }
   chunk["choices"] = Json::array({choice});
+  return chunk;
+}
+
+Json tool_call_chunk(const ResponseHeader& header, std::size_t index, Json tool_calls, bool first,
+                     Json logprobs) {
+  Json chunk = header_json(header, true);
+  Json delta = {{"tool_calls", std::move(tool_calls)}};
+  if (first) {
+    delta["role"] = "assistant";
+    delta["content"] = Json();
+  }
+  chunk["choices"] = Json::array({{{"index", index},
+                                   {"delta", std::move(delta)},
+                                   {"finish_reason", Json()},
+                                   {"logprobs", std::move(logprobs)}}});
   return chunk;
 }
 

@@ -10,6 +10,7 @@
 #include "engine/request.h"
 #include "server/logprobs_json.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace xlacel::server {
@@ -31,11 +32,16 @@ struct Choice {
   // `logprobs_tokenizer`: when not null, the choice reports the events' logprobs.
   Choice(Endpoint endpoint, const Tokenizer* logprobs_tokenizer);
 
-  // Adds an event's text and logprobs; the last event also gives how the choice ended.
-  void add(const engine::TokenEvent& event);
+  // Adds an event's text and logprobs; the last event also gives how the choice ended. Returns
+  // what the event adds to the reply: its text, or with `tools` its content and the tool calls
+  // it completed.
+  ToolReply::Delta add(const engine::TokenEvent& event);
+  // "tool_calls" when the reply called tools and ended by itself, else openai_finish_reason.
+  const char* finish_reason() const;
 
-  std::string text;
-  int64_t characters = 0;  // code points of `text`, for the completions' text_offset
+  std::optional<ToolReply> tools;  // set when the reply is parsed for tool calls
+  std::string text;                // with `tools`: the content
+  int64_t characters = 0;          // code points of `text`, for the completions' text_offset
   std::optional<LogprobsJson> logprobs;
   bool started = false;  // a chunk was streamed (chat's first carries the role)
   bool finished = false;
@@ -50,10 +56,14 @@ engine::RequestStats total_usage(const std::vector<Choice>& choices);
 // The whole response; takes the choices' logprobs.
 Json full_response(const ResponseHeader& header, std::vector<Choice>& choices);
 
-// One streamed chunk of choice `index`: new text, and on the last one the finish reason. Chat's
-// first chunk carries the role. `logprobs`: the chunk's tokens' (null when none).
+// One streamed chunk of choice `index`: new text, and on the last one the finish reason (null
+// before). Chat's first chunk carries the role. `logprobs`: the chunk's tokens' (null when none).
 Json stream_chunk(const ResponseHeader& header, std::size_t index, const std::string& text,
-                  bool first, std::optional<engine::FinishReason> finish, Json logprobs = Json());
+                  bool first, const char* finish_reason, Json logprobs = Json());
+// A chat chunk of choice `index` whose delta carries tool call fragments ({"index", "id",
+// "type", "function": {"name", "arguments"}}, later ones {"index", "function": {"arguments"}}).
+Json tool_call_chunk(const ResponseHeader& header, std::size_t index, Json tool_calls, bool first,
+                     Json logprobs = Json());
 
 // The chunk stream_options.include_usage asks for, after the last choice chunk.
 Json usage_chunk(const ResponseHeader& header, const engine::RequestStats& stats);

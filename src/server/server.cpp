@@ -23,6 +23,8 @@
 #include "server/openai_response.h"
 #include "server/sse_writer.h"
 #include "server/tokenize_request.h"
+#include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 
 namespace xlacel::server {
 
@@ -106,7 +108,8 @@ struct Server::Impl {
   // The loaded engine; 503 while it loads or once the server drains.
   engine::Engine& ready_engine();
   void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  std::vector<int32_t> prompt_ids(engine::Engine& engine, const GenerationRequest& request);
+  std::vector<int32_t> prompt_ids(engine::Engine& engine, const GenerationRequest& request,
+                                  const Json& template_variables);
   // Answers a request whose events are read here, in the HTTP thread, until the last one.
   void answer_whole(Flight& flight, httplib::Response& res);
   void answer_streamed(std::shared_ptr<Flight> flight, httplib::Response& res);
@@ -232,14 +235,15 @@ void Server::Impl::routes() {
 }
 
 std::vector<int32_t> Server::Impl::prompt_ids(engine::Engine& loaded,
-                                              const GenerationRequest& request) {
+                                              const GenerationRequest& request,
+                                              const Json& template_variables) {
   const bool chat = request.endpoint == Endpoint::kChat;
   if (const auto* ids = std::get_if<std::vector<int32_t>>(&request.prompt); ids && !chat) {
     return *ids;
   }
   try {
     const engine::ModelText& text = loaded.text();
-    if (chat) return text.encode_chat(request.messages, Json::object());
+    if (chat) return text.encode_chat(request.messages, template_variables);
     return text.encode_text(std::get<std::string>(request.prompt));
   } catch (const Error& e) {
     throw invalid_request(chat ? "messages" : "prompt", e.what());
@@ -301,15 +305,31 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    const GenerationRequest request =
-        parse_generation_request(endpoint, parse_body(req), next_seed());
+    GenerationRequest request = parse_generation_request(endpoint, parse_body(req), next_seed());
     if (request.model != options.model_id) {
       throw ApiError(404, "invalid_request_error",
                      fmt::format("the model '{}' does not exist; this server has '{}'",
                                  request.model, options.model_id),
                      "model", "model_not_found");
     }
-    std::vector<int32_t> prompt = prompt_ids(loaded, request);
+    // Chat: the tools shown to the model as its template's family expects them, its replies
+    // parsed for calls in that family's syntax, and constrained to calls when tool_choice
+    // requires them.
+    Json template_variables = Json::object();
+    std::optional<ToolReply> tools;
+    std::shared_ptr<const grammar::CompiledGrammar> tool_constraint;
+    if (endpoint == Endpoint::kChat) {
+      const engine::ModelText& text = text_of(loaded, "messages");
+      const ToolCallSyntax syntax = tool_call_syntax(text.chat_template_source());
+      ToolPrompt shown = tool_prompt(syntax, request.tools, std::move(request.messages));
+      request.messages = std::move(shown.messages);
+      template_variables = std::move(shown.extra_context);
+      if (request.tools.active()) {
+        tools.emplace(syntax, request.tools.parallel, marker_tokens(syntax, text.tokenizer()));
+        tool_constraint = tool_grammar(loaded, syntax, request.tools, req.body);
+      }
+    }
+    std::vector<int32_t> prompt = prompt_ids(loaded, request, template_variables);
     const auto& caps = loaded.executor().capabilities();
     const auto prompt_size = static_cast<int64_t>(prompt.size());
     const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
@@ -344,7 +364,9 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
         request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
     options_for_engine.sampling = request.sampling;
     options_for_engine.stop = request.stop;
-    options_for_engine.grammar = response_grammar(loaded, request.response_format, req.body);
+    options_for_engine.grammar = tool_constraint
+                                     ? tool_constraint
+                                     : response_grammar(loaded, request.response_format, req.body);
     // Choice i samples with seed + i (see GenerationRequest::n).
     const auto choices = static_cast<std::size_t>(request.n);
     std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);
@@ -358,9 +380,11 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
     const Tokenizer* logprobs_tokenizer =
         request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
     if (request.stream) {
-      flight->streamed.emplace(flight->header, request.include_usage, choices, logprobs_tokenizer);
+      flight->streamed.emplace(flight->header, request.include_usage, choices, logprobs_tokenizer,
+                               tools);
     } else {
       flight->choices.assign(choices, Choice(endpoint, logprobs_tokenizer));
+      for (Choice& choice : flight->choices) choice.tools = tools;
     }
     flight->unfinished = choices;
     try {

@@ -5,11 +5,13 @@
 namespace xlacel::server {
 
 SseWriter::SseWriter(ResponseHeader header, bool include_usage, std::size_t choices,
-                     const Tokenizer* logprobs_tokenizer)
+                     const Tokenizer* logprobs_tokenizer, const std::optional<ToolReply>& tools)
     : header_(std::move(header)),
       include_usage_(include_usage),
       choices_(choices, Choice(header_.endpoint, logprobs_tokenizer)),
-      unfinished_(choices) {}
+      unfinished_(choices) {
+  for (Choice& choice : choices_) choice.tools = tools;
+}
 
 bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
                        const std::string& cancel_message, std::string& out) {
@@ -22,17 +24,31 @@ bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
     finished_ = true;
     return true;
   }
-  choice.add(event);
+  ToolReply::Delta delta = choice.add(event);
   const auto pending_logprobs = [&] {
     return choice.logprobs && !choice.logprobs->empty() ? choice.logprobs->take() : Json();
   };
-  if (!event.text.empty() || !choice.started) {
-    out += sse_event(stream_chunk(header_, index, event.text, !choice.started, std::nullopt,
-                                  pending_logprobs()));
+  if (!delta.content.empty() || !choice.started) {
+    out += sse_event(
+        stream_chunk(header_, index, delta.content, !choice.started, nullptr, pending_logprobs()));
     choice.started = true;
   }
+  for (Json& call : delta.calls) {
+    // A call as OpenAI streams one and its client reassembles it: index, id, type and name
+    // first (arguments empty), then the arguments, which clients append by index.
+    Json arguments = std::move(call["function"]["arguments"]);
+    call["function"]["arguments"] = "";
+    const Json call_index = call["index"];
+    out += sse_event(
+        tool_call_chunk(header_, index, Json::array({std::move(call)}), false, pending_logprobs()));
+    out += sse_event(tool_call_chunk(
+        header_, index,
+        Json::array({{{"index", call_index}, {"function", {{"arguments", std::move(arguments)}}}}}),
+        false));
+  }
   if (!event.finished) return false;
-  out += sse_event(stream_chunk(header_, index, "", false, event.reason, pending_logprobs()));
+  out += sse_event(
+      stream_chunk(header_, index, "", false, choice.finish_reason(), pending_logprobs()));
   if (--unfinished_ > 0) return false;
   if (include_usage_) out += sse_event(usage_chunk(header_, total_usage(choices_)));
   out += kSseDone;

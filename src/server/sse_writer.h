@@ -8,6 +8,7 @@
 // text of the chunks, joined, is exactly the text of the events, and it never yields an empty
 // write (an empty write ends an httplib chunked response).
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,8 +22,11 @@ namespace xlacel::server {
 class SseWriter {
  public:
   // `choices`: how many (n); `logprobs_tokenizer`: when not null, chunks carry logprobs.
+  // `tools`: when set, each choice's reply is parsed for tool calls, which stream as
+  // delta.tool_calls (tool_call_chunk) and withhold text that may start one.
   SseWriter(ResponseHeader header, bool include_usage, std::size_t choices = 1,
-            const Tokenizer* logprobs_tokenizer = nullptr);
+            const Tokenizer* logprobs_tokenizer = nullptr,
+            const std::optional<ToolReply>& tools = std::nullopt);
 
   // Appends the SSE text an event of choice `index` adds to `out` (possibly nothing: a token
   // that ends inside a UTF-8 character adds no text yet). True once the stream ended: every

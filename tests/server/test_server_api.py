@@ -356,7 +356,7 @@ class ServerApiTest(ServedModelTest):
                              ("logit_bias", {"5": 100.5}), ("logit_bias", {"5": "x"}),
                              ("logit_bias", {"5": None}), ("best_of", 2), ("echo", True),
                              ("stream", "yes"), ("stop", 5), ("stop", ["a"] * 5),
-                             ("tools", [{"type": "function"}])]:
+                             ("tools", {"type": "function"}), ("tool_choice", "any")]:
             with self.subTest(field=field, value=value):
                 self.assert_error(chat, {"model": m, "messages": user, field: value}, 400,
                                   param=field)

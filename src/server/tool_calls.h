@@ -1,0 +1,81 @@
+#pragma once
+// Tool calling on /v1/chat/completions: the request's `tools`, `tool_choice` and
+// `parallel_tool_calls` checked field by field; the conversation's assistant `tool_calls` and
+// `tool` messages turned into what chat templates read (as transformers takes them); the prompt
+// made for the model's tool-call family (chat/tool_call_format.h); and each choice's reply split
+// into content and calls (ToolReply), which the response and the stream both use.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chat/tool_call_format.h"
+#include "chat/tool_call_parser.h"
+#include "common/json_file.h"
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xlacel::server {
+
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+
+struct ToolOptions {
+  Json tools = Json::array();  // [{"type": "function", "function": {"name", ...}}], checked
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;     // kNamed: the function to call
+  bool parallel = true;  // parallel_tool_calls
+  // Whether the reply is parsed for calls (OpenAI's "none": the model answers in text, so the
+  // tools are neither shown to it nor parsed out).
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
+// `tools`, `tool_choice`, `parallel_tool_calls` (400 naming the field when malformed).
+ToolOptions parse_tool_options(const Json& body);
+
+// An assistant message's `tool_calls` as templates read them: [{"id", "type": "function",
+// "function": {"name", "arguments": object}}], the arguments' JSON string parsed into an object
+// (what transformers' templates index and `tojson`); `where` names the message in errors.
+Json template_tool_calls(const Json& tool_calls, const std::string& where);
+// A `tool` message: {"role": "tool", "tool_call_id", "content"} (+ "name" when given).
+Json template_tool_message(const Json& message, const std::string& where, std::string content);
+
+// The messages and template variables that render `tools` for the model: `tools` passed to a
+// template that reads them; else the tools described in a system message and past calls and
+// results written as text (templates without tool support know no tool_calls nor tool role).
+struct ToolPrompt {
+  Json messages;
+  Json extra_context = Json::object();
+};
+ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options, Json messages);
+
+// Token ids whose text decoding skips (special tokens) but which mark calls in `syntax`.
+std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,
+                                                           const Tokenizer& tokenizer);
+
+// One choice's reply as content and tool calls, fed with its token events.
+class ToolReply {
+ public:
+  ToolReply(ToolCallSyntax syntax, bool parallel,
+            std::vector<std::pair<int32_t, std::string>> markers);
+
+  // The event's new content and the calls it completed (each with its index and a new id), as
+  // {"index", "id", "type": "function", "function": {"name", "arguments"}}.
+  struct Delta {
+    std::string content;
+    std::vector<Json> calls;
+  };
+  Delta add(const engine::TokenEvent& event);
+
+  const std::vector<Json>& calls() const { return calls_; }
+
+ private:
+  ToolCallParser parser_;
+  std::vector<std::pair<int32_t, std::string>> markers_;
+  std::vector<Json> calls_;
+};
+
+// A call's id: 9 letters and digits (Mistral's templates refuse any other when it comes back).
+std::string new_tool_call_id();
+
+}  // namespace xlacel::server
