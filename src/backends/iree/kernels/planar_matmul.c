@@ -548,15 +548,13 @@ INLINE void wide_row_times_many(const uint16_t* w, const float* x, size_t k, siz
   for (size_t t = 0; t < rows; ++t) out[t * out_stride] = vec_sum(acc[t]);
 }
 
+// No software prefetch here: the weight is one stream, which the hardware prefetcher follows
+// better than a row's worth of prefetches issued at once (one thread, bf16, no prefetch against
+// 1536 bytes ahead: 8192x2048 21-22 against 12.5-17 GB/s, 32768x2048 19-20 against 12-13).
 #define SPECIALISE_WIDE(ROWS, BF16)                                                               \
   static void wide_rows##ROWS##_bf16##BF16(const uint16_t* w, const float* x, float* y, size_t n, \
                                            size_t k, size_t first, size_t last) {                 \
-    const size_t ahead = (PREFETCH_BYTES + 2 * k - 1) / (2 * k);                                  \
     for (size_t row = first; row < last; ++row) {                                                 \
-      if (row + ahead < n) {                                                                      \
-        const uint16_t* p = w + (row + ahead) * k;                                                \
-        for (size_t b = 0; b < k; b += 32) _mm_prefetch((const char*)(p + b), _MM_HINT_T0);       \
-      }                                                                                           \
       if (ROWS == 1) {                                                                            \
         y[row] = wide_row_times_one(w + row * k, x, k, BF16);                                     \
       } else {                                                                                    \
