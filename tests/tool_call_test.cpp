@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -204,16 +205,27 @@ TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
   EXPECT_EQ(tag["format"]["tags"][0]["begin"], "{\"name\": \"get_weather\", \"parameters\": ");
 }
 
+// The tiny Qwen 3 vocabulary, a grammar compiler over it and the test tools: what the grammar
+// tests share.
+class ToolCallGrammar : public ::testing::Test {
+ protected:
+  static std::unique_ptr<Tokenizer> qwen3_tokenizer() {
+    return Tokenizer::from_tokenizer_json((test_data("models/qwen3") / "tokenizer.json").string());
+  }
+  static int64_t qwen3_vocab_size() {
+    return read_json_file((test_data("models/qwen3") / "config.json").string())["vocab_size"];
+  }
+
+  const std::unique_ptr<Tokenizer> tokenizer = qwen3_tokenizer();
+  const std::vector<int32_t> eos = {*tokenizer->eos_token_id()};
+  grammar::GrammarCompiler compiler{*tokenizer, qwen3_vocab_size(), eos};
+  const OrderedJson tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
+};
+
 // Each family's structural tag compiles with xgrammar (over the tiny Qwen 3 vocabulary), admits
 // a call written in that family's syntax, refuses text where a call must come, and the parser
 // finds the call in what it admitted.
-TEST(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
-  const auto model = test_data("models/qwen3");
-  const auto tokenizer = Tokenizer::from_tokenizer_json((model / "tokenizer.json").string());
-  const int64_t vocab_size = read_json_file((model / "config.json").string())["vocab_size"];
-  const std::vector<int32_t> eos = {*tokenizer->eos_token_id()};
-  grammar::GrammarCompiler compiler(*tokenizer, vocab_size, eos);
-  const OrderedJson tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
+TEST_F(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {template_source("qwen3.jinja"),
        "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"},
@@ -245,13 +257,7 @@ TEST(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
 
 // tool_choice "auto": text, or a call once its marker (bare JSON: '{"name": ') starts one; the
 // reply may end anywhere outside a call.
-TEST(ToolCallGrammar, AutoAdmitsTextThenConstrainsACallOnceItStarts) {
-  const auto model = test_data("models/qwen3");
-  const auto tokenizer = Tokenizer::from_tokenizer_json((model / "tokenizer.json").string());
-  const int64_t vocab_size = read_json_file((model / "config.json").string())["vocab_size"];
-  const std::vector<int32_t> eos = {*tokenizer->eos_token_id()};
-  grammar::GrammarCompiler compiler(*tokenizer, vocab_size, eos);
-  const OrderedJson tools = OrderedJson::parse(read_text(test_data("chat/tools.json")));
+TEST_F(ToolCallGrammar, AutoAdmitsTextThenConstrainsACallOnceItStarts) {
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {template_source("qwen3.jinja"), "Let me check. ",
        "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"},
