@@ -259,7 +259,7 @@ INLINE void group_factors(struct Planes p, size_t g, size_t group, enum ScaleFor
 // codes can take, formed once per group (one multiply-add for 32 weights) and indexed by the
 // nibbles themselves (vpermps reads an index's low 4 bits), instead of widening, converting and
 // scaling every code. The table holds exactly the values dequantize gives, so the products are
-// the same bits; one thread, 8192x2048, one row: Q4_0 ~1.4x, Q4_K ~1.15x. (A 32-entry table
+// the same bits; one thread, 8192x2048, one row: Q4_0 ~1.4x, Q4_K ~1.2x. (A 32-entry table
 // for the 5-bit forms, vpermt2ps, measured slower than converting.)
 INLINE int reads_table(enum CodeForm form) {
   return form == NIBBLES_32 || form == NIBBLES_32_CENTRED;
