@@ -281,48 +281,78 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 #endif
 
 #if LANES == 16
-// 6-bit codes (Q6_K) eight groups of 16 at a time: four 32-element blocks' nibbles (one 64-byte
-// load) and high bits (32 bytes) joined with whole-vector operations, instead of a 128-bit
-// join per group (~14 operations per 16 weights); one thread, 8192x2048: one row 1915 -> 1310
-// us (~1.46x), 4 rows ~1.42x, the same bits.
-#define SIX_BIT_CHUNK_GROUPS 8
-INLINE int reads_six_bit_chunks(enum CodeForm form) {
-  return form == NIBBLES_HIGH2_16_CENTRED;
+// Codes with high bits (Q5_0, Q5_1, Q5_K, Q6_K) 128 elements (four 32-element blocks) at a
+// time: the blocks' nibbles (one 64-byte load) and high bits joined with whole-vector
+// operations, instead of a 128-bit join per 16 elements (~14 operations per 16 weights). One
+// thread, 8192x2048, one row: Q6_K 1915 -> 1310 us (~1.46x), 4 rows ~1.42x; the same bits.
+#define CHUNK_ELEMENTS 128
+#define CHUNK_VECTORS (CHUNK_ELEMENTS / LANES)
+INLINE int reads_chunks(enum CodeForm form) {
+  return high_bits_per_code(form) != 0;
 }
 
-// Groups [8c, 8c + 8) of a 6-bit weight row as f32 vectors, one per group: the values dequantize
-// gives (scale * (code - 32)).
-INLINE void six_bit_chunk_weights(const uint8_t* codes, struct Planes p, size_t c,
-                                  enum ScaleForm scale_form, vec out[SIX_BIT_CHUNK_GROUPS]) {
+// A chunk's codes as i8 with the form's bias taken off: bytes 16b + j of `first` hold element
+// j of block b, of `second` element 16 + j.
+INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, enum CodeForm form,
+                        __m512i* first, __m512i* second) {
   const __m512i packed = _mm512_loadu_si512((const void*)(codes + c * 64));
-  // Block b's 8 high-bit bytes twice in 128-bit lane b: byte 16b + j holds element j's (j < 8)
-  // or element j - 8's fields (model_files/planar_blocks.h: byte j has elements j, j + 8,
-  // j + 16 and j + 24 at bits 0, 2, 4 and 6).
-  const __m512i highs = _mm512_permutexvar_epi64(
-      _mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3),
-      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(p.high_bits + c * 32))));
-  // Per 16-bit lane (bytes j, j + 1 of a block share j < 8): elements 0..15 want fields 0 and 1
-  // at bits 5:4, elements 16..31 fields 2 and 3.
-  const __m512i low_shift = _mm512_set4_epi32(0x00020002, 0x00020002, 0x00040004, 0x00040004);
-  const __m512i high_shift = _mm512_set4_epi32(0x00020002, 0x00020002, 0, 0);
-  const __m512i nibble = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
-  // Bytes 16b + j: element j of block b (group 2b) and element 16 + j (group 2b + 1).
-  const __m512i first_halves = _mm512_or_si512(
-      _mm512_and_si512(packed, nibble), _mm512_and_si512(_mm512_sllv_epi16(highs, low_shift), top));
-  const __m512i second_halves =
-      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble),
-                      _mm512_and_si512(_mm512_srlv_epi16(highs, high_shift), top));
-  // Less 32, as i8; then through memory, so that each group widens from a load (one shuffle)
-  // rather than an extract and a widen (two, on the one port that shuffles).
-  const __m512i bias = _mm512_set1_epi8(32);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512i low = _mm512_and_si512(packed, nibble);
+  __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+  if (high_bits_per_code(form) == 2) {
+    // Block b's 8 high-bit bytes twice in 128-bit lane b: byte 16b + j holds the fields of
+    // element j % 8 + 8 (j / 8) at bits 2 (j / 8) and of element 16 + that at bits 4 + 2 (j / 8)
+    // (model_files/planar_blocks.h: byte j has elements j, j + 8, j + 16 and j + 24 at bits 0,
+    // 2, 4 and 6). Bytes j, j + 1 share j / 8, so 16-bit shifts move each field to bits 5:4.
+    const __m512i bits = _mm512_permutexvar_epi64(
+        _mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3),
+        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(highs + c * 32))));
+    const __m512i top = _mm512_set1_epi8(0x30);
+    const __m512i low_shift = _mm512_set4_epi32(0x00020002, 0x00020002, 0x00040004, 0x00040004);
+    const __m512i high_shift = _mm512_set4_epi32(0x00020002, 0x00020002, 0, 0);
+    low = _mm512_or_si512(low, _mm512_and_si512(_mm512_sllv_epi16(bits, low_shift), top));
+    high = _mm512_or_si512(high, _mm512_and_si512(_mm512_srlv_epi16(bits, high_shift), top));
+  } else {
+    // Block b's 4 high-bit bytes in each dword of 128-bit lane b: element e's bit is bit e / 4
+    // of byte e % 4, so byte 16b + j (= 4m + r) tests bit m (elements j) or 4 + m (16 + j).
+    const __m512i bits = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+        _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(highs + c * 16))));
+    const __m512i low_bit = _mm512_set4_epi32(0x08080808, 0x04040404, 0x02020202, 0x01010101);
+    const __m512i sixteen = _mm512_set1_epi8(0x10);
+    low = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(bits, low_bit), low, sixteen);
+    high = _mm512_mask_add_epi8(high, _mm512_test_epi8_mask(bits, _mm512_slli_epi16(low_bit, 4)),
+                                high, sixteen);
+  }
+  const int bias = form == NIBBLES_HIGH2_16_CENTRED   ? 32
+                   : form == NIBBLES_HIGH1_32_CENTRED ? 16
+                                                      : 0;
+  if (bias != 0) {
+    low = _mm512_sub_epi8(low, _mm512_set1_epi8((char)bias));
+    high = _mm512_sub_epi8(high, _mm512_set1_epi8((char)bias));
+  }
+  *first = low, *second = high;
+}
+
+// Chunk c of a weight row as f32 vectors of consecutive elements, dequantized as group_weights
+// does.
+INLINE void chunk_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
+                          enum ScaleForm scale_form, int has_offsets, vec out[CHUNK_VECTORS]) {
+  __m512i first, second;
+  chunk_codes(codes, p.high_bits, c, form, &first, &second);
+  // Through memory, so that each vector widens from a load (one shuffle) rather than an
+  // extract and a widen (two, on the one port that shuffles).
   int8_t bytes[2][64] __attribute__((aligned(64)));
-  _mm512_store_si512((void*)bytes[0], _mm512_sub_epi8(first_halves, bias));
-  _mm512_store_si512((void*)bytes[1], _mm512_sub_epi8(second_halves, bias));
+  _mm512_store_si512((void*)bytes[0], first);
+  _mm512_store_si512((void*)bytes[1], second);
   __asm__ volatile("" : : : "memory");
-  for (size_t i = 0; i < SIX_BIT_CHUNK_GROUPS; ++i) {
-    const vec scale =
-        vec_broadcast(plane_value(p.scales, p.super_scales, c * 8 + i, 16, scale_form));
-    out[i] = vec_mul(scale, widen(_mm_load_si128((const __m128i*)(bytes[i % 2] + (i / 2) * 16))));
+  const size_t vectors = vectors_per_group(form);
+  for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+    vec scale, offset;
+    group_factors(p, (c * CHUNK_VECTORS + v) / vectors, vectors * LANES, scale_form, has_offsets,
+                  &scale, &offset);
+    const vec code = widen(_mm_load_si128((const __m128i*)(bytes[v % 2] + (v / 2) * 16)));
+    out[v] = dequantize(code, scale, offset, has_offsets, scale_form);
   }
 }
 #endif
@@ -371,13 +401,14 @@ INLINE float row_times_one(const uint8_t* codes, struct Planes p, int has_offset
   vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
   size_t g = 0;
 #if LANES == 16
-  if (reads_six_bit_chunks(form)) {
-    // Group g into acc[g % 4], as the loop below.
-    for (; g + SIX_BIT_CHUNK_GROUPS <= groups; g += SIX_BIT_CHUNK_GROUPS) {
-      vec w[SIX_BIT_CHUNK_GROUPS];
-      six_bit_chunk_weights(codes, p, g / SIX_BIT_CHUNK_GROUPS, scale_form, w);
-      for (size_t i = 0; i < SIX_BIT_CHUNK_GROUPS; ++i)
-        acc[i % 4] = vec_fmadd(w[i], vec_load(x + (g + i) * LANES), acc[i % 4]);
+  if (reads_chunks(form)) {
+    // Vector u of the row into acc[u % 4], as the loop below.
+    const size_t chunk_groups = CHUNK_VECTORS / vectors;
+    for (; g + chunk_groups <= groups; g += chunk_groups) {
+      vec w[CHUNK_VECTORS];
+      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
+      for (size_t v = 0; v < CHUNK_VECTORS; ++v)
+        acc[v % 4] = vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[v % 4]);
     }
   }
 #endif
@@ -402,13 +433,15 @@ INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offset
   for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
   size_t g = 0;
 #if LANES == 16
-  if (reads_six_bit_chunks(form)) {
-    for (; g + SIX_BIT_CHUNK_GROUPS <= groups; g += SIX_BIT_CHUNK_GROUPS) {
-      vec w[SIX_BIT_CHUNK_GROUPS];
-      six_bit_chunk_weights(codes, p, g / SIX_BIT_CHUNK_GROUPS, scale_form, w);
-      for (size_t i = 0; i < SIX_BIT_CHUNK_GROUPS; ++i) {
+  if (reads_chunks(form)) {
+    const size_t chunk_groups = CHUNK_VECTORS / vectors;
+    for (; g + chunk_groups <= groups; g += chunk_groups) {
+      vec w[CHUNK_VECTORS];
+      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
+      for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+        const size_t at = g * vectors * LANES + v * LANES;
         for (size_t t = 0; t < rows; ++t)
-          acc[t] = vec_fmadd(w[i], vec_load(x + t * k + (g + i) * LANES), acc[t]);
+          acc[t] = vec_fmadd(w[v], vec_load(x + t * k + at), acc[t]);
       }
     }
   }
@@ -700,12 +733,13 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
         planes_row(w.planes, row + r, groups, group, w.scales, high_row_bytes(w.form, k));
     size_t g = first / group;
 #if LANES == 16
-    if (reads_six_bit_chunks(w.form)) {
-      for (; g + SIX_BIT_CHUNK_GROUPS <= (first + columns) / group; g += SIX_BIT_CHUNK_GROUPS) {
-        vec weights[SIX_BIT_CHUNK_GROUPS];
-        six_bit_chunk_weights(codes, planes, g / SIX_BIT_CHUNK_GROUPS, w.scales, weights);
-        for (size_t i = 0; i < SIX_BIT_CHUNK_GROUPS; ++i)
-          vec_store(out + (g + i) * group - first, weights[i]);
+    if (reads_chunks(w.form)) {
+      const size_t chunk_groups = CHUNK_VECTORS / vectors;
+      for (; g + chunk_groups <= (first + columns) / group; g += chunk_groups) {
+        vec weights[CHUNK_VECTORS];
+        chunk_weights(codes, planes, g / chunk_groups, w.form, w.scales, w.has_offsets, weights);
+        for (size_t v = 0; v < CHUNK_VECTORS; ++v)
+          vec_store(out + (g * group - first) + v * LANES, weights[v]);
       }
     }
 #endif
