@@ -379,6 +379,56 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
 INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),
                          [](const auto& runtime) { return runtime.param; });
 
+// Large tensors convert on several threads (planar_blocks.cpp): the planes are those of
+// converting each row on its own (one thread: rows are below the threshold).
+TEST(PlanarBlocks, ALargeTensorConvertsAsItsRowsDoOneByOne) {
+  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const auto& info : gguf.tensor_infos()) {
+    TensorView tensor = gguf.tensor(info);
+    if (!is_block_quantized(tensor.dtype)) continue;
+    const std::string format = dtype_name(tensor.dtype);
+    const int64_t cols = tensor.shape[1];
+    const int64_t rows = (int64_t{1} << 20) / cols + 3;  // over the threshold, slices uneven
+    const std::vector<std::byte> blocks = more_rows(tensor, rows);
+    const PlanarBlocks whole =
+        to_planar(tensor.dtype, blocks, static_cast<std::size_t>(rows * cols));
+    const std::size_t row_bytes = blocks.size() / static_cast<std::size_t>(rows);
+    PlanarBlocks by_rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      const PlanarBlocks row =
+          to_planar(tensor.dtype,
+                    std::span(blocks).subspan(static_cast<std::size_t>(r) * row_bytes, row_bytes),
+                    static_cast<std::size_t>(cols));
+      auto append = [](auto& to, const auto& from) {
+        to.insert(to.end(), from.begin(), from.end());
+      };
+      append(by_rows.codes, row.codes);
+      append(by_rows.high_bits, row.high_bits);
+      append(by_rows.scales, row.scales);
+      append(by_rows.offsets, row.offsets);
+      append(by_rows.scale_codes, row.scale_codes);
+      append(by_rows.super_scales, row.super_scales);
+      append(by_rows.offset_codes, row.offset_codes);
+      append(by_rows.super_offsets, row.super_offsets);
+    }
+    EXPECT_EQ(whole.codes, by_rows.codes) << format;
+    EXPECT_EQ(whole.high_bits, by_rows.high_bits) << format;
+    EXPECT_EQ(whole.scale_codes, by_rows.scale_codes) << format;
+    EXPECT_EQ(whole.offset_codes, by_rows.offset_codes) << format;
+    // Compared as bits: -0 offsets and NaN-free f16 factors alike.
+    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    };
+    EXPECT_TRUE(same_bits(whole.scales, by_rows.scales)) << format;
+    EXPECT_TRUE(same_bits(whole.offsets, by_rows.offsets)) << format;
+    EXPECT_TRUE(same_bits(whole.super_scales, by_rows.super_scales)) << format;
+    EXPECT_TRUE(same_bits(whole.super_offsets, by_rows.super_offsets)) << format;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
 TEST(ResidentWeightSpecs, TheDefaultModelKeepsItsBlockFormatsAsPlanes) {
   XLACEL_REQUIRE_DEFAULT_MODEL(path);
   const ModelFiles model = ModelFiles::open(path);

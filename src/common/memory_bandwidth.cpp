@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/parallel_slices.h"
+
 namespace xlacel {
 
 namespace {
@@ -45,26 +47,12 @@ XLACEL_UNINSTRUMENTED uint64_t sum_words(const uint64_t* words, size_t count) {
   return total;
 }
 
-// Runs body(thread_index, begin, end) on each thread's slice of [0, count) and waits.
-template <typename Body>
-void for_each_slice(int threads, size_t count, const Body& body) {
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  const size_t per_thread = count / threads;
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = per_thread * t;
-    const size_t end = t + 1 == threads ? count : begin + per_thread;
-    workers.emplace_back([&body, t, begin, end] { body(t, begin, end); });
-  }
-  for (std::thread& worker : workers) worker.join();
-}
-
 volatile uint64_t g_sink;  // where the sums go, so that the reads have an observable effect
 
 }  // namespace
 
 double measure_read_bandwidth(int threads, uint64_t buffer_bytes) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = hardware_threads();
   if (buffer_bytes == 0) buffer_bytes = default_buffer_bytes();
   buffer_bytes = (buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
   const size_t count = buffer_bytes / sizeof(uint64_t);

@@ -11,7 +11,8 @@ convert_hf_to_gguf.py turns it into a BF16 GGUF and its llama-quantize into the 
 row: prompt (pp) and generation (tg) tok/s of both engines (median of the rounds) and their
 ratio; resident MiB against the file's MiB; the bytes a decode step reads and the fraction of
 the measured read-bandwidth limit that decode reaches; prefill's FLOP rate against numpy's f32
-GEMM (OpenBLAS) on the same threads, at the shape of the model's products.
+GEMM (OpenBLAS) on the same threads, at the shape of the model's products; and model load, each
+engine's server from start to ready.
 
 --check-exact also compares xlacel's greedy tokens with HF transformers' on 2 prompts x 16
 tokens for the Q4_K_M file (transformers dequantizes the GGUF; it is given the HF directory's
@@ -25,6 +26,7 @@ import sys
 import time
 
 import compare_bench
+import compare_servers
 
 here = compare_bench.here
 root = compare_bench.root
@@ -98,6 +100,29 @@ print(2 * a.shape[0] * a.shape[1] * b.shape[1] / best)
                                 env=env).stdout)
 
 
+def load_seconds(path, bin_dir, threads):
+    """Start to ready of each engine's server on the file (its graphs already compiled and the
+    file in the page cache, as on a machine that has run it before): /health answering 200."""
+    compare_servers.ServerProcess(compare_servers.xlacel_path(), "-m", path, "--threads", str(threads),
+                                  "--context", "512").stop()  # compiles the server's graphs once
+    started = time.perf_counter()
+    ours = compare_servers.ServerProcess(compare_servers.xlacel_path(), "-m", path, "--threads",
+                                         str(threads), "--context", "512")
+    xlacel = time.perf_counter() - started
+    ours.stop()
+    port = compare_servers.free_port()
+    started = time.perf_counter()
+    peer = subprocess.Popen([os.path.join(bin_dir, "llama-server"), "-m", path, "--host", "127.0.0.1",
+                             "--port", str(port), "-t", str(threads), "-c", "512"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        compare_servers.wait_healthy(port, peer, poll_seconds=0.05)
+        return xlacel, time.perf_counter() - started
+    finally:
+        peer.terminate()
+        peer.wait(30)
+
+
 def check_exact(hf, path, llama_cpp):
     """xlacel's greedy tokens against transformers' on the GGUF file, 2 prompts x 16 tokens."""
     code = r"""
@@ -160,19 +185,20 @@ def main():
                   f" | llama.cpp pp {peer_pp:.1f} tg {peer_tg:.2f}", flush=True)
         median = {engine: (statistics.median(pp[engine]), statistics.median(tg[engine])) for engine in pp}
         read = sum(report["decode_bytes_per_token"].values())
+        load = load_seconds(path, bin_dir, args.threads)
         rows.append((name, os.path.getsize(path) / MiB, report["weight_bytes"] / MiB, median, read / MiB,
-                     report["decode_fraction_of_limit"], median["xlacel"][0] * flops / gemm))
+                     report["decode_fraction_of_limit"], median["xlacel"][0] * flops / gemm, load))
     print(f"\nLlama-3.2-1B shape, random weights, {args.threads} threads, xlacel --backend {args.backend}, "
           f"pp{args.pp} / tg{args.tg}, median of {args.rounds} alternating rounds; "
-          f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s")
+          f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s; load: server start to ready, compiled and cached")
     print("| file | file MiB | resident MiB | resident/file | xlacel pp | llama.cpp pp | pp ratio | pp / f32 GEMM "
-          "| xlacel tg | llama.cpp tg | tg ratio | MiB read/token | tg / bandwidth limit |")
-    print("|" + "---|" * 13)
-    for name, file_mib, resident_mib, m, read_mib, fraction, of_gemm in rows:
+          "| xlacel tg | llama.cpp tg | tg ratio | MiB read/token | tg / bandwidth limit | load s xlacel / llama.cpp |")
+    print("|" + "---|" * 14)
+    for name, file_mib, resident_mib, m, read_mib, fraction, of_gemm, load in rows:
         x, peer = m["xlacel"], m["llama.cpp"]
         print(f"| {name} | {file_mib:.0f} | {resident_mib:.0f} | {resident_mib / file_mib:.2f} | {x[0]:.1f} "
               f"| {peer[0]:.1f} | {x[0] / peer[0]:.2f}x | {of_gemm:.2f} | {x[1]:.2f} | {peer[1]:.2f} "
-              f"| {x[1] / peer[1]:.2f}x | {read_mib:.0f} | {fraction:.2f} |")
+              f"| {x[1] / peer[1]:.2f}x | {read_mib:.0f} | {fraction:.2f} | {load[0]:.1f} / {load[1]:.1f} |")
     if args.check_exact and "Q4_K_M" in files:
         same, total = check_exact(hf, files["Q4_K_M"], llama_cpp_sources(bin_dir))
         print(f"Q4_K_M greedy vs HF: {same}/{total} prompts token-exact")

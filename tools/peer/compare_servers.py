@@ -28,7 +28,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_healthy(port, process, timeout=600):
+def wait_healthy(port, process, timeout=600, poll_seconds=0.5):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
@@ -40,7 +40,7 @@ def wait_healthy(port, process, timeout=600):
                 return
         except OSError:
             pass
-        time.sleep(0.5)
+        time.sleep(poll_seconds)
     raise RuntimeError("llama-server was not ready in time")
 
 
