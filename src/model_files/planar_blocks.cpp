@@ -110,11 +110,16 @@ void k_quant(const std::byte* block, const std::byte* qh, const std::byte* qs, B
     out.offsets[sub] = -(dmin * static_cast<float>(min));
     out.scale_codes[sub] = static_cast<int8_t>(scale);
     out.offset_codes[sub] = static_cast<int8_t>(min);
-    int shift = (sub % 2) * 4;
+    const int shift = (sub % 2) * 4;
+    int8_t* codes = out.codes + sub * 32;
     for (int l = 0; l < 32; ++l) {
-      int q = (byte_at(qs, static_cast<std::size_t>((sub / 2) * 32 + l)) >> shift) & 0x0F;
-      if (qh != nullptr) q |= ((byte_at(qh, static_cast<std::size_t>(l)) >> sub) & 1) << 4;
-      out.codes[sub * 32 + l] = static_cast<int8_t>(q);
+      codes[l] = static_cast<int8_t>(
+          (byte_at(qs, static_cast<std::size_t>((sub / 2) * 32 + l)) >> shift) & 0x0F);
+    }
+    if (qh == nullptr) continue;
+    for (int l = 0; l < 32; ++l) {
+      codes[l] = static_cast<int8_t>(
+          codes[l] | (((byte_at(qh, static_cast<std::size_t>(l)) >> sub) & 1) << 4));
     }
   }
 }
@@ -182,22 +187,6 @@ int conversion_threads(std::size_t elements) {
   return elements >= (std::size_t{1} << 20) ? hardware_threads() : 1;
 }
 
-// The low 4 bits of `codes` (one per element, less `bias`) as nibbles: see planar_blocks.h.
-std::vector<int8_t> pack_nibbles(const std::vector<int8_t>& codes, int bias) {
-  std::vector<int8_t> packed(codes.size() / 2);
-  for_each_slice(conversion_threads(codes.size()), codes.size() / 32,
-                 [&](int, std::size_t begin, std::size_t end) {
-                   for (std::size_t g = begin; g < end; ++g) {
-                     for (std::size_t j = 0; j < 16; ++j) {
-                       const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias) & 0x0F;
-                       const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias) & 0x0F;
-                       packed[g * 16 + j] = static_cast<int8_t>(low | (high << 4));
-                     }
-                   }
-                 });
-  return packed;
-}
-
 // Where element i's high bits (`bits` of them) lie in the high-bits plane: its byte, and the
 // shift within it (planar_blocks.h).
 std::pair<std::size_t, unsigned> high_bits_at(std::size_t i, int bits) {
@@ -207,21 +196,35 @@ std::pair<std::size_t, unsigned> high_bits_at(std::size_t i, int bits) {
           static_cast<unsigned>(bits) * static_cast<unsigned>(e / per_block)};
 }
 
-// `codes` (one per element, less `bias`) above their nibble, `Bits` each (planar_blocks.h); a
-// constant, so that high_bits_at divides by constants.
+// Codes of elements [first, first + count) (first and count multiples of 32), one per element
+// less `bias`, into the nibbles and, above them, the `Bits` - 4 high bits of planar_blocks.h
+// (`highs` zeroed before).
 template <int Bits>
-std::vector<int8_t> pack_high_bits(const std::vector<int8_t>& codes, int bias) {
-  std::vector<int8_t> packed(codes.size() * Bits / 8);
-  for_each_slice(
-      conversion_threads(codes.size()), codes.size() / 32,
-      [&](int, std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin * 32; i < end * 32; ++i) {
-          const auto high = static_cast<unsigned>(static_cast<uint8_t>(codes[i] - bias) >> 4);
-          const auto [byte, shift] = high_bits_at(i, Bits);
-          packed[byte] = static_cast<int8_t>(static_cast<uint8_t>(packed[byte]) | high << shift);
+void pack_codes(const int8_t* codes, std::size_t first, std::size_t count, int bias,
+                int8_t* nibbles, int8_t* highs) {
+  for (std::size_t g = 0; g < count / 32; ++g) {
+    for (std::size_t j = 0; j < 16; ++j) {
+      const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias) & 0x0F;
+      const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias) & 0x0F;
+      nibbles[(first / 32 + g) * 16 + j] = static_cast<int8_t>(low | (high << 4));
+    }
+  }
+  if constexpr (Bits > 4) {
+    // Per 32 elements B = 4 (Bits - 4) bytes: byte j gathers elements j, j + B, ... (high_bits_at),
+    // written out so that the loops vectorize.
+    constexpr std::size_t bits = Bits - 4, per_block = 4 * bits;
+    for (std::size_t g = 0; g < count / 32; ++g) {
+      int8_t* out = highs + (first / 32 + g) * per_block;
+      for (std::size_t j = 0; j < per_block; ++j) {
+        unsigned byte = 0;
+        for (std::size_t s = 0; s < 32 / per_block; ++s) {
+          const auto code = static_cast<uint8_t>(codes[g * 32 + j + s * per_block] - bias);
+          byte |= static_cast<unsigned>(code >> 4) << (bits * s);
         }
-      });
-  return packed;
+        out[j] = static_cast<int8_t>(byte);
+      }
+    }
+  }
 }
 
 int code_at(const PlanarBlocks& planar, std::size_t i) {
@@ -235,6 +238,36 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
     packed |= (high & ((1 << bits) - 1)) << 4;
   }
   return packed + planar.code_bias;
+}
+
+// Blocks [begin, end) of `in` into `planar` (sized by to_planar): each block's codes, one per
+// element, on the stack, then packed as planar_blocks.h keeps Bits-bit codes (8: as they are).
+template <int Bits>
+void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begin, std::size_t end,
+                    PlanarBlocks& planar) {
+  const BlockFn fn = block_fn(dtype);
+  const std::size_t block_elements = dtype_block_elements(dtype);
+  const std::size_t block_bytes = dtype_block_bytes(dtype);
+  const std::size_t groups_per_block = block_elements / static_cast<std::size_t>(planar.group_size);
+  int8_t codes[256];  // the largest block (the K-quants' super-blocks)
+  for (std::size_t b = begin; b < end; ++b) {
+    BlockOut out{Bits == 8 ? planar.codes.data() + b * block_elements : codes,
+                 planar.scales.data() + b * groups_per_block,
+                 planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
+    if (!planar.scale_codes.empty()) {
+      out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
+      out.super_scale = planar.super_scales.data() + b;
+    }
+    if (!planar.offset_codes.empty()) {
+      out.offset_codes = planar.offset_codes.data() + b * groups_per_block;
+      out.super_offset = planar.super_offsets.data() + b;
+    }
+    fn(in.data() + b * block_bytes, out);
+    if constexpr (Bits < 8) {
+      pack_codes<Bits>(codes, b * block_elements, block_elements, planar.code_bias,
+                       planar.codes.data(), planar.high_bits.data());
+    }
+  }
 }
 
 }  // namespace
@@ -283,49 +316,35 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   planar.group_size = planar_group_size(dtype);
   planar.scales_f16 = planar_scales_are_f16(dtype);
   const auto group = static_cast<std::size_t>(planar.group_size);
-  planar.codes.resize(elements);
+  const int bits = planar_code_bits(dtype);
+  const bool has_offsets = planar_has_offsets(dtype);
+  if (bits < 8) {
+    planar.code_bits = bits;
+    planar.code_bias = packed_code_bias(bits, has_offsets);
+  }
+  // Packed planes: two nibbles per byte, and the bits above them (planar_blocks.h).
+  planar.codes.resize(bits < 8 ? elements / 2 : elements);
+  planar.high_bits.resize(
+      static_cast<std::size_t>(high_bits_row_bytes(bits, static_cast<int64_t>(elements))));
   planar.scales.resize(elements / group);
-  if (planar_has_offsets(dtype)) planar.offsets.resize(elements / group);
-  const BlockFn fn = block_fn(dtype);
+  if (has_offsets) planar.offsets.resize(elements / group);
   const std::size_t block_elements = dtype_block_elements(dtype);
-  const std::size_t block_bytes = dtype_block_bytes(dtype);
-  const std::size_t groups_per_block = block_elements / group;
-  const bool two_level = planar_scales_are_two_level(dtype);
-  if (two_level) {
+  if (planar_scales_are_two_level(dtype)) {
     planar.scale_codes.resize(elements / group);
     planar.super_scales.resize(elements / block_elements);
-  }
-  if (two_level && !planar.offsets.empty()) {
-    planar.offset_codes.resize(elements / group);
-    planar.super_offsets.resize(elements / block_elements);
-  }
-  auto convert_block = [&](std::size_t b) {
-    BlockOut out{planar.codes.data() + b * block_elements,
-                 planar.scales.data() + b * groups_per_block,
-                 planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
-    if (two_level) {
-      out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
-      out.super_scale = planar.super_scales.data() + b;
+    if (has_offsets) {
+      planar.offset_codes.resize(elements / group);
+      planar.super_offsets.resize(elements / block_elements);
     }
-    if (!planar.offset_codes.empty()) {
-      out.offset_codes = planar.offset_codes.data() + b * groups_per_block;
-      out.super_offset = planar.super_offsets.data() + b;
-    }
-    fn(in.data() + b * block_bytes, out);
-  };
+  }
   const std::size_t blocks = (elements + block_elements - 1) / block_elements;
   for_each_slice(conversion_threads(elements), blocks,
                  [&](int, std::size_t begin, std::size_t end) {
-                   for (std::size_t b = begin; b < end; ++b) convert_block(b);
+                   if (bits == 4) convert_blocks<4>(dtype, in, begin, end, planar);
+                   if (bits == 5) convert_blocks<5>(dtype, in, begin, end, planar);
+                   if (bits == 6) convert_blocks<6>(dtype, in, begin, end, planar);
+                   if (bits == 8) convert_blocks<8>(dtype, in, begin, end, planar);
                  });
-  const int bits = planar_code_bits(dtype);
-  if (bits < 8) {
-    planar.code_bits = bits;
-    planar.code_bias = packed_code_bias(bits, !planar.offsets.empty());
-    if (bits == 5) planar.high_bits = pack_high_bits<1>(planar.codes, planar.code_bias);
-    if (bits == 6) planar.high_bits = pack_high_bits<2>(planar.codes, planar.code_bias);
-    planar.codes = pack_nibbles(planar.codes, planar.code_bias);
-  }
   return planar;
 }
 
