@@ -24,10 +24,14 @@ uint8_t byte_at(const std::byte* p, std::size_t i) {
   return static_cast<uint8_t>(p[i]);
 }
 
-// Where one block's planes go: its codes, and its groups' scales and offsets; for the
-// two-level formats also the factors of each (planar_blocks.h).
+// Where one block's planes go: its codes packed as planar_blocks.h keeps them (8-bit: one i8
+// per element; else nibbles and the high bits above them), its groups' scales and offsets; for
+// the two-level formats also the factors of each. Each format's codes are gathered straight
+// from the block's bits into the packed layout, with no one-byte-per-element copy between (a 1B
+// model's codes would be 1.2 GB of it at load).
 struct BlockOut {
   int8_t* codes;
+  int8_t* high_bits;  // 5- and 6-bit codes only
   float* scales;
   float* offsets;  // null for formats without a minimum
   int8_t* scale_codes = nullptr;
@@ -36,46 +40,55 @@ struct BlockOut {
   float* super_offset = nullptr;
 };
 
-// 32-element blocks: low nibbles give elements 0..15, high nibbles 16..31.
+// Nibbles of one 32-element group: byte j holds element j's and element j + 16's, each taken
+// from the low nibble of `low[j]` (at `shift` up) and of `low[j + 16]`.
+void put_nibbles(const std::byte* low, int shift, int8_t* nibbles) {
+  for (int j = 0; j < 16; ++j) {
+    const auto first = (byte_at(low, static_cast<std::size_t>(j)) >> shift) & 0x0F;
+    const auto second = (byte_at(low, static_cast<std::size_t>(j + 16)) >> shift) & 0x0F;
+    nibbles[j] = static_cast<int8_t>(first | (second << 4));
+  }
+}
+
+// One high bit per element of a 32-element group (element e's is bit(e)) into the 4 bytes of
+// planar_blocks.h: byte j holds element j + 4s at bit s.
+template <typename BitOf>
+void put_high_bits1(const BitOf& bit, int8_t* high_bits) {
+  for (int j = 0; j < 4; ++j) {
+    unsigned byte = 0;
+    for (int s = 0; s < 8; ++s) byte |= static_cast<unsigned>(bit(j + 4 * s)) << s;
+    high_bits[j] = static_cast<int8_t>(byte);
+  }
+}
+
+// Q4_0 and Q4_1 store their nibbles as planar_blocks.h keeps them: byte j has elements j and
+// j + 16.
 void q4_0(const std::byte* block, BlockOut out) {
   out.scales[0] = load_half(block);
-  for (int j = 0; j < 16; ++j) {
-    uint8_t q = byte_at(block, 2 + j);
-    out.codes[j] = static_cast<int8_t>((q & 0x0F) - 8);
-    out.codes[j + 16] = static_cast<int8_t>((q >> 4) - 8);
-  }
+  std::memcpy(out.codes, block + 2, 16);
 }
 
 void q4_1(const std::byte* block, BlockOut out) {
   out.scales[0] = load_half(block);
   out.offsets[0] = load_half(block + 2);
-  for (int j = 0; j < 16; ++j) {
-    uint8_t q = byte_at(block, 4 + j);
-    out.codes[j] = static_cast<int8_t>(q & 0x0F);
-    out.codes[j + 16] = static_cast<int8_t>(q >> 4);
-  }
+  std::memcpy(out.codes, block + 4, 16);
 }
 
-// Fifth bit of element i is bit i of qh.
-void five_bit_codes(const std::byte* qs, uint32_t qh, int bias, int8_t* codes) {
-  for (int j = 0; j < 16; ++j) {
-    uint8_t q = byte_at(qs, static_cast<std::size_t>(j));
-    int low = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
-    int high = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
-    codes[j] = static_cast<int8_t>(low - bias);
-    codes[j + 16] = static_cast<int8_t>(high - bias);
-  }
+// Q5_0 and Q5_1: the same nibbles, and element e's fifth bit is bit e of qh.
+void five_bit_codes(const std::byte* qs, uint32_t qh, BlockOut out) {
+  std::memcpy(out.codes, qs, 16);
+  put_high_bits1([qh](int e) { return (qh >> e) & 1; }, out.high_bits);
 }
 
 void q5_0(const std::byte* block, BlockOut out) {
   out.scales[0] = load_half(block);
-  five_bit_codes(block + 6, load_u32(block + 2), 16, out.codes);
+  five_bit_codes(block + 6, load_u32(block + 2), out);
 }
 
 void q5_1(const std::byte* block, BlockOut out) {
   out.scales[0] = load_half(block);
   out.offsets[0] = load_half(block + 2);
-  five_bit_codes(block + 8, load_u32(block + 4), 0, out.codes);
+  five_bit_codes(block + 8, load_u32(block + 4), out);
 }
 
 void q8_0(const std::byte* block, BlockOut out) {
@@ -110,16 +123,11 @@ void k_quant(const std::byte* block, const std::byte* qh, const std::byte* qs, B
     out.offsets[sub] = -(dmin * static_cast<float>(min));
     out.scale_codes[sub] = static_cast<int8_t>(scale);
     out.offset_codes[sub] = static_cast<int8_t>(min);
-    const int shift = (sub % 2) * 4;
-    int8_t* codes = out.codes + sub * 32;
-    for (int l = 0; l < 32; ++l) {
-      codes[l] = static_cast<int8_t>(
-          (byte_at(qs, static_cast<std::size_t>((sub / 2) * 32 + l)) >> shift) & 0x0F);
-    }
-    if (qh == nullptr) continue;
-    for (int l = 0; l < 32; ++l) {
-      codes[l] = static_cast<int8_t>(
-          codes[l] | (((byte_at(qh, static_cast<std::size_t>(l)) >> sub) & 1) << 4));
+    put_nibbles(qs + (sub / 2) * 32, (sub % 2) * 4, out.codes + sub * 16);
+    if (qh != nullptr) {
+      put_high_bits1(
+          [qh, sub](int e) { return (byte_at(qh, static_cast<std::size_t>(e)) >> sub) & 1; },
+          out.high_bits + sub * 4);
     }
   }
 }
@@ -134,7 +142,8 @@ void q5_k(const std::byte* block, BlockOut out) {
 
 // Rows of 32: row r lies in 128-element half c = r / 4; its low 4 bits come from ql (low or
 // high nibble, first or second 32 bytes of the half) and its top 2 bits from qh >> 2*(r % 4).
-// One i8 scale per 16 elements.
+// One i8 scale per 16 elements. The high bits go in 8 bytes per row: byte j holds element
+// j + 8s at bits 2s (planar_blocks.h).
 void q6_k(const std::byte* block, BlockOut out) {
   const std::byte* ql = block;
   const std::byte* qh = block + 128;
@@ -146,12 +155,16 @@ void q6_k(const std::byte* block, BlockOut out) {
     out.scales[group] = d * static_cast<float>(out.scale_codes[group]);
   }
   for (int row = 0; row < 8; ++row) {
-    int half = row / 4, k = row % 4;
-    for (int l = 0; l < 32; ++l) {
-      uint8_t low_byte = byte_at(ql, static_cast<std::size_t>(half * 64 + (k % 2) * 32 + l));
-      int low = (k < 2 ? low_byte : low_byte >> 4) & 0x0F;
-      int high = (byte_at(qh, static_cast<std::size_t>(half * 32 + l)) >> (2 * k)) & 0x03;
-      out.codes[row * 32 + l] = static_cast<int8_t>((low | (high << 4)) - 32);
+    const int half = row / 4, k = row % 4;
+    put_nibbles(ql + half * 64 + (k % 2) * 32, k < 2 ? 0 : 4, out.codes + row * 16);
+    const std::byte* high = qh + half * 32;
+    for (int j = 0; j < 8; ++j) {
+      unsigned byte = 0;
+      for (int s = 0; s < 4; ++s) {
+        byte |= ((byte_at(high, static_cast<std::size_t>(j + 8 * s)) >> (2 * k)) & 0x03u)
+                << (2 * s);
+      }
+      out.high_bits[row * 8 + j] = static_cast<int8_t>(byte);
     }
   }
 }
@@ -196,37 +209,6 @@ std::pair<std::size_t, unsigned> high_bits_at(std::size_t i, int bits) {
           static_cast<unsigned>(bits) * static_cast<unsigned>(e / per_block)};
 }
 
-// Codes of elements [first, first + count) (first and count multiples of 32), one per element
-// less `bias`, into the nibbles and, above them, the `Bits` - 4 high bits of planar_blocks.h
-// (`highs` zeroed before).
-template <int Bits>
-void pack_codes(const int8_t* codes, std::size_t first, std::size_t count, int bias,
-                int8_t* nibbles, int8_t* highs) {
-  for (std::size_t g = 0; g < count / 32; ++g) {
-    for (std::size_t j = 0; j < 16; ++j) {
-      const auto low = static_cast<uint8_t>(codes[g * 32 + j] - bias) & 0x0F;
-      const auto high = static_cast<uint8_t>(codes[g * 32 + j + 16] - bias) & 0x0F;
-      nibbles[(first / 32 + g) * 16 + j] = static_cast<int8_t>(low | (high << 4));
-    }
-  }
-  if constexpr (Bits > 4) {
-    // Per 32 elements B = 4 (Bits - 4) bytes: byte j gathers elements j, j + B, ... (high_bits_at),
-    // written out so that the loops vectorize.
-    constexpr std::size_t bits = Bits - 4, per_block = 4 * bits;
-    for (std::size_t g = 0; g < count / 32; ++g) {
-      int8_t* out = highs + (first / 32 + g) * per_block;
-      for (std::size_t j = 0; j < per_block; ++j) {
-        unsigned byte = 0;
-        for (std::size_t s = 0; s < 32 / per_block; ++s) {
-          const auto code = static_cast<uint8_t>(codes[g * 32 + j + s * per_block] - bias);
-          byte |= static_cast<unsigned>(code >> 4) << (bits * s);
-        }
-        out[j] = static_cast<int8_t>(byte);
-      }
-    }
-  }
-}
-
 int code_at(const PlanarBlocks& planar, std::size_t i) {
   if (planar.code_bits == 8) return planar.codes[i];
   const auto byte = static_cast<uint8_t>(planar.codes[(i / 32) * 16 + i % 16]);
@@ -240,18 +222,19 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
   return packed + planar.code_bias;
 }
 
-// Blocks [begin, end) of `in` into `planar` (sized by to_planar): each block's codes, one per
-// element, on the stack, then packed as planar_blocks.h keeps Bits-bit codes (8: as they are).
-template <int Bits>
+// Blocks [begin, end) of `in` into `planar` (sized by to_planar).
 void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begin, std::size_t end,
                     PlanarBlocks& planar) {
   const BlockFn fn = block_fn(dtype);
   const std::size_t block_elements = dtype_block_elements(dtype);
   const std::size_t block_bytes = dtype_block_bytes(dtype);
   const std::size_t groups_per_block = block_elements / static_cast<std::size_t>(planar.group_size);
-  int8_t codes[256];  // the largest block (the K-quants' super-blocks)
+  const std::size_t code_bytes = block_elements * (planar.code_bits == 8 ? 2 : 1) / 2;
+  const std::size_t high_bytes = static_cast<std::size_t>(
+      high_bits_row_bytes(planar.code_bits, static_cast<int64_t>(block_elements)));
   for (std::size_t b = begin; b < end; ++b) {
-    BlockOut out{Bits == 8 ? planar.codes.data() + b * block_elements : codes,
+    BlockOut out{planar.codes.data() + b * code_bytes,
+                 high_bytes == 0 ? nullptr : planar.high_bits.data() + b * high_bytes,
                  planar.scales.data() + b * groups_per_block,
                  planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
     if (!planar.scale_codes.empty()) {
@@ -263,10 +246,6 @@ void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begi
       out.super_offset = planar.super_offsets.data() + b;
     }
     fn(in.data() + b * block_bytes, out);
-    if constexpr (Bits < 8) {
-      pack_codes<Bits>(codes, b * block_elements, block_elements, planar.code_bias,
-                       planar.codes.data(), planar.high_bits.data());
-    }
   }
 }
 
@@ -340,10 +319,7 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   const std::size_t blocks = (elements + block_elements - 1) / block_elements;
   for_each_slice(conversion_threads(elements), blocks,
                  [&](int, std::size_t begin, std::size_t end) {
-                   if (bits == 4) convert_blocks<4>(dtype, in, begin, end, planar);
-                   if (bits == 5) convert_blocks<5>(dtype, in, begin, end, planar);
-                   if (bits == 6) convert_blocks<6>(dtype, in, begin, end, planar);
-                   if (bits == 8) convert_blocks<8>(dtype, in, begin, end, planar);
+                   convert_blocks(dtype, in, begin, end, planar);
                  });
   return planar;
 }
