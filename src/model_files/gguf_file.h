@@ -78,6 +78,8 @@ class GgufFile {
   // Tensor view with HF-order shape (outermost first, i.e. ggml_shape reversed).
   TensorView tensor(const GgufTensorInfo& info) const;
   std::optional<TensorView> find_tensor(const std::string& name) const;
+  // See MappedFile::release.
+  void release(const TensorView& tensor) const { file_->release(tensor.data); }
 
  private:
   std::unique_ptr<MappedFile> file_;

@@ -172,6 +172,11 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
   return model;
 }
 
+void ModelFiles::release(const TensorView& tensor) const {
+  if (gguf_) gguf_->release(tensor);
+  for (const auto& shard : shards_) shard->release(tensor);
+}
+
 std::optional<TensorView> ModelFiles::find_tensor(const std::string& name) const {
   for (const TensorView& tensor : tensors_) {
     if (tensor.name == name) return tensor;

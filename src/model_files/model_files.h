@@ -35,6 +35,9 @@ class ModelFiles {
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }
   std::optional<TensorView> find_tensor(const std::string& name) const;
+  // Drops a tensor's file pages from the resident set once it has been copied (uploaded or
+  // converted): MappedFile::release.
+  void release(const TensorView& tensor) const;
 
   // Tokenizer inputs: the GGUF file itself, or the path of tokenizer.json (empty if absent).
   const GgufFile* gguf() const { return gguf_.get(); }

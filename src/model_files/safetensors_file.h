@@ -17,6 +17,8 @@ class SafetensorsFile {
 
   const std::string& path() const { return file_->path(); }
   const std::vector<TensorView>& tensors() const { return tensors_; }
+  // See MappedFile::release.
+  void release(const TensorView& tensor) const { file_->release(tensor.data); }
 
  private:
   std::unique_ptr<MappedFile> file_;

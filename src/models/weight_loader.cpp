@@ -151,6 +151,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   }
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+  files.release(tensor);
   const int64_t rows = codes.shape[0];
   const int64_t groups = scales.shape[1];
   const int64_t supers = columns / kSuperGroupSize;
@@ -225,6 +226,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   }
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
+  files.release(tensor);
   const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
   take_source_rows(files, spec, values, spec.shape[0], columns);
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) {
