@@ -1,0 +1,110 @@
+// Times the IREE planar kernel (src/backends/iree/kernels/planar_matmul.c, included whole) on
+// one thread, outside IREE: random planes of one format, x of `rows` rows, every workgroup of
+// the product called in turn as the runtime would. Prints the best time of `reps`, the bytes of
+// the weight read per second, weights per second and a checksum of y (equal checksums across
+// kernel versions: the same bits, in practice). Built and run by planar_matmul_bench (next to
+// this file), which also builds a second version of the kernel to compare against.
+//
+//   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include KERNEL_SOURCE
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint16_t half(float f) {
+  return _cvtss_sh(f, 0);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: %s FORMAT N K ROWS REPS\n", argv[0]);
+    return 2;
+  }
+  const char* format = argv[1];
+  const size_t n = strtoul(argv[2], NULL, 10), k = strtoul(argv[3], NULL, 10);
+  const size_t rows = strtoul(argv[4], NULL, 10), reps = strtoul(argv[5], NULL, 10);
+  size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16;
+  ptrdiff_t bias = 0;
+  if (!strcmp(format, "q4_0")) {
+    bias = -8;
+  } else if (!strcmp(format, "q4_1")) {
+    has_offsets = 1;
+  } else if (!strcmp(format, "q4k")) {
+    has_offsets = 1, scale_bits = 8;
+  } else if (!strcmp(format, "q5_0")) {
+    code_bits = 5, bias = -16;
+  } else if (!strcmp(format, "q5_1")) {
+    code_bits = 5, has_offsets = 1;
+  } else if (!strcmp(format, "q5k")) {
+    code_bits = 5, has_offsets = 1, scale_bits = 8;
+  } else if (!strcmp(format, "q6k")) {
+    code_bits = 6, group = 16, bias = -32, scale_bits = 8;
+  } else if (!strcmp(format, "q8_0")) {
+    code_bits = 8;
+  } else {
+    fprintf(stderr, "unknown format %s\n", format);
+    return 2;
+  }
+  const size_t code_bytes = code_bits == 8 ? n * k : n * k / 2;
+  const size_t high_bytes = code_bits == 5 || code_bits == 6 ? n * k * (code_bits - 4) / 8 : 0;
+  const size_t groups = n * k / group, scale_width = scale_bits / 8, supers = n * k / 256;
+  uint8_t* codes = aligned_alloc(64, code_bytes + 64);
+  uint8_t* highs = aligned_alloc(64, high_bytes + 64);
+  uint8_t* scales = aligned_alloc(64, groups * 4 + 64);
+  uint8_t* offsets = aligned_alloc(64, groups * 4 + 64);
+  uint16_t* super_scales = aligned_alloc(64, supers * 2 + 64);
+  uint16_t* super_offsets = aligned_alloc(64, supers * 2 + 64);
+  float* x = aligned_alloc(64, rows * k * 4 + 64);
+  float* y = aligned_alloc(64, rows * n * 4 + 64);
+  srand(1);
+  for (size_t i = 0; i < code_bytes; ++i) codes[i] = (uint8_t)rand();
+  for (size_t i = 0; i < high_bytes; ++i) highs[i] = (uint8_t)rand();
+  for (size_t g = 0; g < groups; ++g) {
+    if (scale_width == 1) {
+      scales[g] = (uint8_t)(rand() % 64);
+      offsets[g] = (uint8_t)(rand() % 64);
+    } else {
+      ((uint16_t*)scales)[g] = half((float)(rand() % 1000) * 1e-5f);
+      ((uint16_t*)offsets)[g] = half(-(float)(rand() % 1000) * 1e-4f);
+    }
+  }
+  for (size_t i = 0; i < supers; ++i) {
+    super_scales[i] = half((float)(rand() % 1000) * 1e-6f);
+    super_offsets[i] = half(-(float)(rand() % 1000) * 1e-6f);
+  }
+  for (size_t i = 0; i < rows * k; ++i) {
+    x[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * (i % 97 == 0 ? 20.0f : 1.0f);
+  }
+  // As backends/iree/iree_planar_kernel.cpp splits a product (16 workgroups, whole 8-row blocks).
+  size_t rows_per_workgroup = (n + 127) / 128 * 8;
+  if (rows_per_workgroup < 8) rows_per_workgroup = 8;
+  const size_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;
+  double best = 1e30;
+  for (size_t r = 0; r < reps; ++r) {
+    const double start = now();
+    for (size_t w = 0; w < workgroups; ++w) {
+      xlacel_planar_matmul_workgroup(codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales,
+                                     0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
+                                     0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
+                                     y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
+                                     scale_bits, rows_per_workgroup, w);
+    }
+    const double seconds = now() - start;
+    if (seconds < best) best = seconds;
+  }
+  double checksum = 0;
+  for (size_t i = 0; i < rows * n; ++i) checksum += y[i];
+  const double bytes = (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
+                                (scale_width == 1 ? supers * 2 * (1 + has_offsets) : 0));
+  printf("%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  checksum %.6g\n", format,
+         n, k, rows, best * 1e6, bytes / best / 1e9, (double)n * (double)k / best / 1e9, checksum);
+  return 0;
+}
