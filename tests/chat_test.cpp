@@ -141,6 +141,72 @@ TEST(ChatCli, ATurnThatDoesNotFitIsDroppedAndTheChatGoesOn) {
   EXPECT_FALSE(turns[0]["output_ids"].empty());
 }
 
+// --json-schema holds for every turn: each reply is JSON that the schema admits, and the first
+// equals `generate --json-schema` on the same message. A schema file that cannot be used is one
+// line naming it and exit status 1.
+TEST(ChatCli, JsonSchemaConstrainsEveryTurn) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const fs::path scratch = test_scratch();
+  const fs::path schema = scratch / "capital.json";
+  testing::write_text(schema, R"({"type": "object", "properties": {
+    "city": {"type": "string", "maxLength": 30},
+    "country": {"enum": ["France", "Germany", "Japan"]}},
+    "required": ["city", "country"], "additionalProperties": false})");
+  const std::vector<std::string> shape = {"--context", "1024", "-n", "64"};
+  const auto chat = run_chat(
+      "What is the capital of France? Answer in JSON.\nAnd of Japan?\n",
+      with({"-m", model, "--json-schema", schema.string(), "--output-format", "json"}, shape));
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  const std::vector<json> turns = json_lines(chat.out);
+  ASSERT_EQ(turns.size(), 2u) << chat.out;
+  for (const json& turn : turns) {
+    EXPECT_EQ(turn["stop"], "eos") << turn.dump();
+    const json reply = json::parse(turn["text"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(reply.is_object()) << turn["text"];
+    EXPECT_EQ(reply.size(), 2u) << reply.dump();
+    ASSERT_TRUE(reply.contains("city") && reply["city"].is_string()) << reply.dump();
+    EXPECT_LE(reply["city"].get<std::string>().size(), 30u);
+    const json countries = {"France", "Germany", "Japan"};
+    EXPECT_NE(std::find(countries.begin(), countries.end(), reply["country"]), countries.end())
+        << reply.dump();
+  }
+
+  const fs::path messages = scratch / "turn0.json";
+  testing::write_text(messages,
+                      json::array({{{"role", "user"},
+                                    {"content", "What is the capital of France? Answer in JSON."}}})
+                          .dump());
+  const auto generate = testing::run_xlacel(
+      scratch, with({"generate", "-m", model, "--messages", messages.string(), "--json-schema",
+                     schema.string(), "--output-format", "json"},
+                    shape));
+  ASSERT_EQ(generate.exit_code, 0) << generate.err;
+  EXPECT_EQ(turns[0]["output_ids"], json::parse(generate.out)["output_ids"]);
+
+  const fs::path unsupported = scratch / "unique.json";
+  testing::write_text(unsupported, R"({"type": "array", "uniqueItems": true})");
+  const fs::path missing = scratch / "missing.json";
+  const fs::path not_json = scratch / "broken.json";
+  testing::write_text(not_json, "{\"type\": ");
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {unsupported,
+       "the keyword 'uniqueItems' at the root is not supported by constrained "
+       "decoding"},
+      {missing, "cannot open"},
+      {not_json, "invalid JSON: "}};
+  for (const auto& [path, message] : cases) {
+    const auto bad = run_chat("Hello\n", {"-m", model, "--json-schema", path.string()});
+    EXPECT_EQ(bad.exit_code, 1) << path;
+    EXPECT_EQ(bad.out, "") << path;
+    // The model loads first (its progress lines), then the one error line.
+    const std::string line = "xlacel: " + path.string() + ": " + message;
+    const std::size_t last = bad.err.rfind('\n', bad.err.size() - 2) + 1;
+    EXPECT_EQ(bad.err.substr(last, line.size()), line) << bad.err;
+    EXPECT_EQ(count(bad.err, "xlacel: "), 1u) << bad.err;
+  }
+}
+
 // Every bad flag: exit status 1 and one line on stderr naming it.
 TEST(ChatCli, BadFlagsAreOneLineAndExitOne) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);

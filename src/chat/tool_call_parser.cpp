@@ -130,6 +130,36 @@ std::optional<std::vector<ToolCall>> calls_from_value(std::string_view value, bo
   return calls;
 }
 
+// Whether `name` may be (the start of) a function name: OpenAI's rule, at most 64 letters,
+// digits, '_' or '-'.
+bool function_name_so_far(std::string_view name) {
+  return name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+         });
+}
+
+// The JSON string at `at` (its opening quote) decoded, when it is complete and valid.
+std::optional<std::string> string_at(std::string_view text, std::size_t at) {
+  if (at >= text.size() || text[at] != '"') return std::nullopt;
+  const std::size_t end = string_end(text, at);
+  if (end == kIncomplete) return std::nullopt;
+  const Json parsed = Json::parse(text.substr(at, end - at), nullptr, false);
+  if (!parsed.is_string()) return std::nullopt;
+  return parsed.get<std::string>();
+}
+
+// `at` past the whitespace, then past `c` and the whitespace after it; npos when `c` is not next.
+std::size_t past(std::string_view text, std::size_t at, char c) {
+  at = skip_space(text, at);
+  return at < text.size() && text[at] == c ? skip_space(text, at + 1) : std::string_view::npos;
+}
+
+// The object at `at` as far as it is written, up to its end when complete.
+std::string object_so_far(std::string_view text, std::size_t at) {
+  const std::size_t end = value_end(text, at);
+  return std::string(text.substr(at, (end == kIncomplete ? text.size() : end) - at));
+}
+
 // Whether `text` is a proper, non-empty prefix of `whole`.
 bool is_proper_prefix(std::string_view text, std::string_view whole) {
   return !text.empty() && text.size() < whole.size() && whole.starts_with(text);
@@ -145,15 +175,17 @@ std::size_t marker_prefix_at_end(std::string_view text, std::string_view marker)
 
 }  // namespace
 
-ToolCallParser::ToolCallParser(ToolCallSyntax syntax, bool parallel)
+ToolCallParser::ToolCallParser(ToolCallSyntax syntax, bool parallel, bool constrained)
     : syntax_(std::move(syntax)),
       parallel_(parallel),
+      constrained_(constrained),
       mode_(syntax_.start.empty() ? Mode::kStart : Mode::kText) {}
 
 ToolCallUpdate ToolCallParser::feed(std::string_view text) {
   buffer_ += text;
   ToolCallUpdate out;
   advance(false, out);
+  if (constrained_ && mode_ == Mode::kCallBody) out.partial = call_so_far();
   return out;
 }
 
@@ -239,7 +271,7 @@ bool ToolCallParser::step_call_body(bool final, ToolCallUpdate& out) {
     calls = calls_from_value(text.substr(at, end - at), syntax_.array_body);
   }
   if (!calls) {
-    fall_back();
+    fall_back(out);
     return true;
   }
   for (ToolCall& call : *calls) add_call(std::move(call), out);
@@ -256,13 +288,8 @@ bool ToolCallParser::step_named_call(bool final, ToolCallUpdate& out) {
   if (separator == std::string_view::npos) {
     name.remove_suffix(marker_prefix_at_end(name, syntax_.name_end));  // "[AR" may be "[ARGS]"
   }
-  // A function name (OpenAI's rule: at most 64 letters, digits, '_' or '-') until the separator.
-  const bool name_so_far =
-      name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-      });
-  if (!name_so_far || (separator == std::string_view::npos && final)) {
-    fall_back();
+  if (!function_name_so_far(name) || (separator == std::string_view::npos && final)) {
+    fall_back(out);
     return true;
   }
   if (separator == std::string_view::npos) return false;
@@ -272,7 +299,7 @@ bool ToolCallParser::step_named_call(bool final, ToolCallUpdate& out) {
   const bool object = !name.empty() && end != kIncomplete && end != kInvalid && text[at] == '{' &&
                       Json::parse(text.substr(at, end - at), nullptr, false).is_object();
   if (!object) {
-    fall_back();
+    fall_back(out);
     return true;
   }
   add_call({std::string(name), std::string(text.substr(at, end - at))}, out);
@@ -312,9 +339,47 @@ bool ToolCallParser::step_after_call(bool final) {
   return true;
 }
 
-void ToolCallParser::fall_back() {
-  pos_ = call_start_;
+void ToolCallParser::fall_back(ToolCallUpdate& out) {
   mode_ = Mode::kPlain;
+  if (std::optional<ToolCall> call = constrained_ ? call_so_far() : std::nullopt) {
+    // Cut off (or, against its grammar, malformed) after its partial may have been streamed:
+    // what was written of it is the call.
+    add_call(std::move(*call), out);
+    pos_ = buffer_.size();
+    return;
+  }
+  pos_ = call_start_;
+}
+
+std::optional<ToolCall> ToolCallParser::call_so_far() const {
+  if (!parallel_ && calls_ > 0) return std::nullopt;  // dropped when complete
+  const std::string_view text(buffer_);
+  std::size_t at = skip_space(text, pos_);
+  if (!syntax_.name_end.empty()) {
+    const std::size_t separator = text.find(syntax_.name_end, at);
+    if (separator == std::string_view::npos) return std::nullopt;
+    const std::string_view name = text.substr(at, separator - at);
+    if (name.empty() || !function_name_so_far(name)) return std::nullopt;
+    at = skip_space(text, separator + syntax_.name_end.size());
+    if (at >= text.size() || text[at] != '{') return std::nullopt;
+    return ToolCall{std::string(name), object_so_far(text, at)};
+  }
+  if (syntax_.array_body) at = past(text, at, '[');  // the list's first call
+  if (at == std::string_view::npos || (at = past(text, at, '{')) == std::string_view::npos ||
+      string_at(text, at) != "name") {
+    return std::nullopt;
+  }
+  at = past(text, string_end(text, at), ':');
+  if (at == std::string_view::npos) return std::nullopt;
+  std::optional<std::string> name = string_at(text, at);
+  if (!name || name->empty()) return std::nullopt;
+  at = past(text, string_end(text, at), ',');
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::optional<std::string> key = string_at(text, at);
+  if (key != "arguments" && key != "parameters") return std::nullopt;
+  at = past(text, string_end(text, at), ':');
+  if (at == std::string_view::npos || at >= text.size() || text[at] != '{') return std::nullopt;
+  return ToolCall{std::move(*name), object_so_far(text, at)};
 }
 
 void ToolCallParser::add_content(std::string_view text, ToolCallUpdate& out) {

@@ -325,8 +325,9 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
       request.messages = std::move(shown.messages);
       template_variables = std::move(shown.extra_context);
       if (request.tools.active()) {
-        tools.emplace(syntax, request.tools.parallel, marker_tokens(syntax, text.tokenizer()));
         tool_constraint = tool_grammar(loaded, syntax, request.tools, req.body);
+        tools.emplace(syntax, request.tools.parallel, marker_tokens(syntax, text.tokenizer()),
+                      tool_constraint != nullptr);
       }
     }
     std::vector<int32_t> prompt = prompt_ids(loaded, request, template_variables);

@@ -33,18 +33,9 @@ bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
         stream_chunk(header_, index, delta.content, !choice.started, nullptr, pending_logprobs()));
     choice.started = true;
   }
-  for (Json& call : delta.calls) {
-    // A call as OpenAI streams one and its client reassembles it: index, id, type and name
-    // first (arguments empty), then the arguments, which clients append by index.
-    Json arguments = std::move(call["function"]["arguments"]);
-    call["function"]["arguments"] = "";
-    const Json call_index = call["index"];
-    out += sse_event(
-        tool_call_chunk(header_, index, Json::array({std::move(call)}), false, pending_logprobs()));
-    out += sse_event(tool_call_chunk(
-        header_, index,
-        Json::array({{{"index", call_index}, {"function", {{"arguments", std::move(arguments)}}}}}),
-        false));
+  for (Json& fragment : delta.calls) {
+    out += sse_event(tool_call_chunk(header_, index, Json::array({std::move(fragment)}), false,
+                                     pending_logprobs()));
   }
   if (!event.finished) return false;
   out += sse_event(

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -301,8 +302,8 @@ std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax&
 }
 
 ToolReply::ToolReply(ToolCallSyntax syntax, bool parallel,
-                     std::vector<std::pair<int32_t, std::string>> markers)
-    : parser_(std::move(syntax), parallel), markers_(std::move(markers)) {}
+                     std::vector<std::pair<int32_t, std::string>> markers, bool constrained)
+    : parser_(std::move(syntax), parallel, constrained), markers_(std::move(markers)) {}
 
 ToolReply::Delta ToolReply::add(const engine::TokenEvent& event) {
   std::string text = event.text;
@@ -314,18 +315,37 @@ ToolReply::Delta ToolReply::add(const engine::TokenEvent& event) {
     ToolCallUpdate last = parser_.finish();
     update.content += last.content;
     for (ToolCall& call : last.calls) update.calls.push_back(std::move(call));
+    update.partial.reset();
   }
   Delta delta{std::move(update.content), {}};
   for (ToolCall& call : update.calls) {
-    Json json = {
-        {"index", calls_.size()},
-        {"id", new_tool_call_id()},
-        {"type", "function"},
-        {"function", {{"name", std::move(call.name)}, {"arguments", std::move(call.arguments)}}}};
-    calls_.push_back(json);
-    delta.calls.push_back(std::move(json));
+    stream(call, delta.calls);
+    calls_.push_back(
+        {{"index", calls_.size()},
+         {"id", std::exchange(open_id_, {})},
+         {"type", "function"},
+         {"function", {{"name", std::move(call.name)}, {"arguments", std::move(call.arguments)}}}});
+    arguments_sent_ = 0;
   }
+  if (update.partial) stream(*update.partial, delta.calls);
   return delta;
+}
+
+void ToolReply::stream(const ToolCall& call, std::vector<Json>& fragments) {
+  const std::size_t index = calls_.size();
+  if (open_id_.empty()) {
+    open_id_ = new_tool_call_id();
+    fragments.push_back({{"index", index},
+                         {"id", open_id_},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", ""}}}});
+  }
+  // A call's arguments so far are a prefix of its arguments when complete (ToolCallParser).
+  if (call.arguments.size() > arguments_sent_) {
+    fragments.push_back(
+        {{"index", index}, {"function", {{"arguments", call.arguments.substr(arguments_sent_)}}}});
+    arguments_sent_ = call.arguments.size();
+  }
 }
 
 std::string new_tool_call_id() {

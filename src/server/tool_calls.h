@@ -53,26 +53,37 @@ ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options,
 std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,
                                                            const Tokenizer& tokenizer);
 
-// One choice's reply as content and tool calls, fed with its token events.
+// One choice's reply as content and tool calls, fed with its token events. `constrained`: the
+// reply is under a grammar that admits only well-formed calls, so a call's arguments are
+// streamed as they are generated (and a call cut off by max_tokens is kept, as far as it was
+// written); otherwise each call is streamed once complete.
 class ToolReply {
  public:
   ToolReply(ToolCallSyntax syntax, bool parallel,
-            std::vector<std::pair<int32_t, std::string>> markers);
+            std::vector<std::pair<int32_t, std::string>> markers, bool constrained = false);
 
-  // The event's new content and the calls it completed (each with its index and a new id), as
-  // {"index", "id", "type": "function", "function": {"name", "arguments"}}.
+  // The event's new content and its delta.tool_calls fragments as OpenAI streams them and its
+  // client reassembles them: a call's first, {"index", "id", "type": "function", "function":
+  // {"name", "arguments": ""}}, then {"index", "function": {"arguments"}} with the text its
+  // arguments grew by.
   struct Delta {
     std::string content;
     std::vector<Json> calls;
   };
   Delta add(const engine::TokenEvent& event);
 
+  // The complete calls, {"index", "id", "type": "function", "function": {"name", "arguments"}}.
   const std::vector<Json>& calls() const { return calls_; }
 
  private:
+  // Fragments for the call at calls_.size() having `call`'s name and arguments so far.
+  void stream(const ToolCall& call, std::vector<Json>& fragments);
+
   ToolCallParser parser_;
   std::vector<std::pair<int32_t, std::string>> markers_;
   std::vector<Json> calls_;
+  std::string open_id_;             // the id of the call being streamed; empty: none is
+  std::size_t arguments_sent_ = 0;  // how much of its arguments text
 };
 
 // A call's id: 9 letters and digits (Mistral's templates refuse any other when it comes back).

@@ -8,7 +8,8 @@ tool_calls; or text), `tool_choice: required` and a named function always give c
 grammar makes the model write the family's call syntax) whose arguments validate against the
 tool's parameters, streamed replies reassemble (the client's own accumulator) to the
 non-streamed ones, conversations with tool_calls and tool results render, and every malformed
-tools / tool_choice / message value is a 400 naming the field. The parsing of each family's
+tools / tool_choice / message value is a 400 naming the field. Grammar-constrained calls stream
+their arguments in fragments as they are generated. The parsing of each family's
 calls is also checked on recorded replies in tests/tool_call_test.cpp."""
 import json
 import os
@@ -111,12 +112,18 @@ class ToolServerTest:
     def assert_well_formed(self, choice, tools=None):
         names = {t["function"]["name"] for t in tools or self.TOOLS}
         if choice.message.tool_calls:
-            self.assertEqual(choice.finish_reason, "tool_calls")
-            for call in choice.message.tool_calls:
+            # Cut off by max_tokens (grammar-constrained calls only): the last call's arguments
+            # as far as they were written.
+            cut = choice.finish_reason == "length"
+            self.assertEqual(choice.finish_reason, "length" if cut else "tool_calls")
+            for i, call in enumerate(choice.message.tool_calls):
                 self.assertEqual(call.type, "function")
                 self.assertRegex(call.id, r"^[A-Za-z0-9]{9}$")
                 self.assertIn(call.function.name, names)
-                self.assertIsInstance(json.loads(call.function.arguments), dict)
+                if cut and i + 1 == len(choice.message.tool_calls):
+                    self.assertTrue(call.function.arguments.startswith("{"))
+                else:
+                    self.assertIsInstance(json.loads(call.function.arguments), dict)
         else:
             self.assertIsInstance(choice.message.content, str)
             self.assertIn(choice.finish_reason, ("stop", "length"))
@@ -171,6 +178,27 @@ class ToolServerTest:
                 self.assert_well_formed(choice, tools)
                 self.assert_same_reply(whole, self.reassembled(
                     tools=tools, max_tokens=self.CALL_TOKENS, **kwargs))
+
+    def test_constrained_call_arguments_stream_in_fragments(self):
+        tools = self.TOOLS + [SWITCH] if SWITCH not in self.TOOLS else self.TOOLS
+        kwargs = {"tools": tools, "max_tokens": self.CALL_TOKENS, "parallel_tool_calls": False,
+                  "tool_choice": {"type": "function", "function": {"name": "switch_light"}}}
+        whole = self.create(**kwargs)
+        fragments = []
+        state = ChatCompletionStreamState()
+        for chunk in self.client.chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": QUESTION}], stream=True,
+                temperature=0, **kwargs):
+            state.handle_chunk(chunk)
+            for choice in chunk.choices:
+                for call in choice.delta.tool_calls or []:
+                    if call.function and call.function.arguments:
+                        fragments.append(call.function.arguments)
+        # '{"state": "on"}' is several tokens: each adds to the arguments as it is generated.
+        self.assertGreater(len(fragments), 1, fragments)
+        self.assert_same_reply(whole, state.current_completion_snapshot)
+        (call,) = whole.choices[0].message.tool_calls
+        self.assertEqual("".join(fragments), call.function.arguments)
 
     def test_a_conversation_with_calls_and_results_renders(self):
         whole = self.create(HISTORY, tools=self.TOOLS)
