@@ -103,13 +103,19 @@ class Printer {
       for (size_t r = 0; r < op.regions.size(); ++r) {
         const Block& region = *op.regions[r];
         std::vector<std::string>& region_names = names_[&region];
-        std::string arguments;
-        for (size_t i = 0; i < region.arguments().size(); ++i) {
-          region_names.push_back(fresh());
-          arguments += fmt::format("{}{}: {}", i > 0 ? ", " : "", region_names.back(),
-                                   region.arguments()[i].type().str());
+        out_ += fmt::format("{}{{\n", r > 0 ? ", " : "");
+        if (!region.captured().empty() || region.arguments().empty()) {
+          // Captured values keep their outer names; the entry block needs no label.
+          for (const Value& outer : region.captured()) region_names.push_back(name_of(outer));
+        } else {
+          std::string arguments;
+          for (size_t i = 0; i < region.arguments().size(); ++i) {
+            region_names.push_back(fresh());
+            arguments += fmt::format("{}{}: {}", i > 0 ? ", " : "", region_names.back(),
+                                     region.arguments()[i].type().str());
+          }
+          out_ += fmt::format("{:{}}^bb0({}):\n", "", indent, arguments);
         }
-        out_ += fmt::format("{}{{\n{:{}}^bb0({}):\n", r > 0 ? ", " : "", "", indent, arguments);
         block_body(region, indent + 2);
         out_ += fmt::format("{:{}}}}", "", indent);
       }
