@@ -24,7 +24,6 @@ Value Block::add_argument(TensorType type) {
 Value Block::capture(Value outer) {
   if (!outer.valid()) throw BuildError("capture of an empty Value");
   if (&outer.block() == this) throw BuildError("a block cannot capture its own value");
-  if (!operations_.empty()) throw BuildError("captures must come before operations");
   if (captured_.size() != arguments_.size()) {
     throw BuildError("a block with arguments cannot capture values");
   }

@@ -68,7 +68,7 @@ class Block {
   Value add_argument(TensorType type);
   // A stand-in in this block for `outer`, a value of an enclosing block: ops here use the
   // stand-in, and the printed region names `outer` itself. Capturing a value again returns the
-  // same stand-in. Only for blocks without arguments (an if's branches), before their first op.
+  // same stand-in. Only for blocks without arguments (an if's branches).
   Value capture(Value outer);
   // The enclosing values captured, by stand-in (parallel to arguments(), which then holds the
   // stand-ins).
@@ -81,6 +81,7 @@ class Block {
   // Throws BuildError naming `op` unless every value is valid and defined in this block.
   void check_owns(std::string_view op, std::span<const Value> values) const;
 
+  size_t value_count() const { return types_.size(); }  // arguments, stand-ins and results
   const TensorType& type_of(int32_t index) const { return types_.at(static_cast<size_t>(index)); }
   const std::vector<Value>& arguments() const { return arguments_; }
   const std::vector<Operation>& operations() const { return operations_; }
