@@ -294,15 +294,16 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     const TensorType scalar(ElementType::kF32, {});
     Value picked = reshape(slice(*chosen_by_any, {i}, {i + 1}), {});
     Value pred = compare(picked, constant(b, scalar, 0.0), Direction::kGT);
+    // The sum runs through the branches (a skipped expert passes it on), one addition per
+    // chosen expert in expert order, rather than adding every conditional's result at the end
+    // (which compilers fuse into one kernel of as many operands as experts).
     auto run = [&](Block& branch) -> std::vector<Value> {
       const Expert inside{captured(expert.gate, branch), captured(expert.up, branch),
                           captured(expert.down, branch)};
-      return {weighted(branch.capture(x), inside, branch.capture(w))};
+      return {branch.capture(out) + weighted(branch.capture(x), inside, branch.capture(w))};
     };
-    auto skip = [&](Block& branch) -> std::vector<Value> {
-      return {constant(branch, x.type(), 0.0)};
-    };
-    out = out + conditional(pred, run, skip).front();
+    auto skip = [&](Block& branch) -> std::vector<Value> { return {branch.capture(out)}; };
+    out = conditional(pred, run, skip).front();
   }
   return out;
 }
