@@ -271,10 +271,12 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
   }
   Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;
   weights = select(*chosen, weights, constant(b, scores, 0.0));
-  // An expert's weighted MLP, y * w: rows that did not choose it weigh 0, which adds exactly 0.
-  auto weighted = [&](Value rows, const Expert& expert, Value row_weights) {
+  // Expert i's MLP (`expert`, its weights as the block at hand reads them) times its column of
+  // `all_weights` [T, count]: rows that did not choose it weigh 0, which adds exactly 0.
+  auto weighted = [&](Value rows, const Expert& expert, int64_t i, Value all_weights) {
     Value y = mlp(rows, expert.gate, expert.up, expert.down, activation);
-    return y * broadcast_like(row_weights, y.shape(), {0});
+    Value w = reshape(slice(all_weights, {0, i}, {tokens, i + 1}), {tokens});
+    return y * broadcast_like(w, y.shape(), {0});
   };
   // Each expert's MLP under a stablehlo.if on whether some row chose it: a step reads the chosen
   // experts' weights alone, and the sum is the same as the dense one's.
@@ -285,10 +287,8 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
   }
   Value out = constant(b, x.type(), 0.0);
   for (int64_t i = 0; i < count; ++i) {
-    const Expert& expert = experts[static_cast<size_t>(i)];
-    Value w = reshape(slice(weights, {0, i}, {tokens, i + 1}), {tokens});
     if (!chosen_by_any) {
-      out = out + weighted(x, expert, w);
+      out = out + weighted(x, experts[static_cast<size_t>(i)], i, weights);
       continue;
     }
     const TensorType scalar(ElementType::kF32, {});
@@ -298,9 +298,11 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     // chosen expert in expert order, rather than adding every conditional's result at the end
     // (which compilers fuse into one kernel of as many operands as experts).
     auto run = [&](Block& branch) -> std::vector<Value> {
+      const Expert& expert = experts[static_cast<size_t>(i)];
       const Expert inside{captured(expert.gate, branch), captured(expert.up, branch),
                           captured(expert.down, branch)};
-      return {branch.capture(out) + weighted(branch.capture(x), inside, branch.capture(w))};
+      return {branch.capture(out) +
+              weighted(branch.capture(x), inside, i, branch.capture(weights))};
     };
     auto skip = [&](Block& branch) -> std::vector<Value> { return {branch.capture(out)}; };
     out = conditional(pred, run, skip).front();
