@@ -376,6 +376,63 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
   }
 }
 
+// A planar weight read inside a stablehlo.if, as a mixture's decode reads each expert (every
+// plane captured; the runtime's kernel where it has one): the branch's product equals the one
+// outside bit for bit, and a false predicate runs the other branch (zeros) instead.
+TEST_P(PlanarOnRuntime, APlanarProductUnderAConditionalIsTheSame) {
+  auto device = open_device();
+  const device::PlanarKernel* kernel = device->planar_kernel();
+  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const auto& info : gguf.tensor_infos()) {
+    TensorView tensor = gguf.tensor(info);
+    if (!is_block_quantized(tensor.dtype)) continue;
+    const std::string format = dtype_name(tensor.dtype);
+    const int64_t rows = 6, cols = tensor.shape[1];
+    const PlanarBlocks planar =
+        to_planar(tensor.dtype, more_rows(tensor, rows), static_cast<std::size_t>(rows * cols));
+    stablehlo::Module module("resident_weight_test");
+    stablehlo::Function& f = module.add_function("main");
+    models::Weight weight = planar_arguments(f, planar, rows, cols);
+    weight.kernel = kernel;
+    Value x = f.argument("x", TensorType(ElementType::kF32, {1, cols}));
+    Value flag = f.argument("flag", TensorType(ElementType::kF32, {}));
+    Value pred = compare(flag, constant(f.body(), flag.type(), 0.0), stablehlo::Direction::kGT);
+    auto product = [&](stablehlo::Block& branch) -> std::vector<Value> {
+      return {models::linear(branch.capture(x), models::captured(weight, branch))};
+    };
+    auto zeros = [&](stablehlo::Block& branch) -> std::vector<Value> {
+      return {constant(branch, TensorType(ElementType::kF32, {1, rows}), 0.0)};
+    };
+    f.finish({models::linear(x, weight), stablehlo::conditional(pred, product, zeros)[0]});
+    auto executable = load_module(*device, format + "-if", module.to_text());
+    std::vector<float> xs(static_cast<std::size_t>(cols));
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
+    for (float flag_value : {1.0f, 0.0f}) {
+      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
+      buffers.push_back(
+          device->upload(bytes_of(xs), ElementType::kF32, std::vector<int64_t>{1, cols}));
+      buffers.push_back(device->upload(bytes_of(std::vector<float>{flag_value}), ElementType::kF32,
+                                       std::vector<int64_t>{}));
+      std::vector<device::Buffer*> arguments;
+      for (auto& buffer : buffers) arguments.push_back(buffer.get());
+      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+      ASSERT_EQ(results.size(), 2u);
+      std::vector<float> outside(static_cast<std::size_t>(rows)), inside(outside.size());
+      device->read(*results[0], std::as_writable_bytes(std::span(outside)));
+      device->read(*results[1], std::as_writable_bytes(std::span(inside)));
+      if (flag_value > 0) {
+        EXPECT_EQ(std::memcmp(outside.data(), inside.data(), outside.size() * 4), 0)
+            << GetParam() << " " << format;
+      } else {
+        EXPECT_EQ(inside, std::vector<float>(outside.size(), 0.0f)) << GetParam() << " " << format;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),
                          [](const auto& runtime) { return runtime.param; });
 

@@ -490,6 +490,64 @@ TEST(StablehloErrors, FunctionsAndModules) {
   expect_build_error([&] { lonely.argument("late", f32({2})); }, {"after the first operation"});
 }
 
+// stablehlo.if: branches read the enclosing block's values through captures, printed under
+// the outer names (no block arguments); both branches return the op's result types.
+TEST(StablehloInference, Conditional) {
+  Function f("f");
+  Value x = f.argument("x", f32({2, 3}));
+  Value p = f.argument("p", i1({}));
+  auto doubled = [&](Block& branch) -> std::vector<Value> {
+    Value inside = branch.capture(x);
+    EXPECT_EQ(branch.capture(x), inside);  // one stand-in per captured value
+    return {inside + inside};
+  };
+  auto zeros = [&](Block& branch) -> std::vector<Value> {
+    return {constant(branch, f32({2, 3}), 0.0)};
+  };
+  // A capture may follow the branch's ops; it prints under the outer name all the same.
+  auto late = [&](Block& branch) -> std::vector<Value> {
+    Value one = constant(branch, f32({2, 3}), 1.0);
+    return {one + branch.capture(x)};
+  };
+  f.finish({conditional(p, doubled, zeros)[0], conditional(p, late, zeros)[0]});
+  const std::string text = print_function(f);
+  EXPECT_NE(text.find("\"stablehlo.if\"(%p) ({\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stablehlo.add\"(%x, %x)"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stablehlo.add\"(%4, %x)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("^bb0"), std::string::npos) << text;
+  EXPECT_NE(text.find("}) : (tensor<i1>) -> tensor<2x3xf32>"), std::string::npos) << text;
+}
+
+TEST(StablehloErrors, Conditional) {
+  Function f("f");
+  Value x = f.argument("x", f32({2, 3}));
+  Value p = f.argument("p", i1({}));
+  auto same = [&](Block& branch) -> std::vector<Value> { return {branch.capture(x)}; };
+  auto wider = [&](Block& branch) -> std::vector<Value> {
+    return {constant(branch, f32({2, 4}), 0.0)};
+  };
+  expect_build_error([&] { conditional(x, same, same); },
+                     {"stablehlo.if", "predicate must be tensor<i1>", "tensor<2x3xf32>"});
+  expect_build_error([&] { conditional(p, same, wider); },
+                     {"stablehlo.if", "(tensor<2x3xf32>) and (tensor<2x4xf32>)"});
+  // Without a capture, an outer value stays outside the branch.
+  expect_build_error(
+      [&] {
+        conditional(
+            p, [&](Block&) -> std::vector<Value> { return {x}; }, same);
+      },
+      {"stablehlo.return", "another block"});
+  Function g("g");
+  Value y = g.argument("y", f32({2, 3}));
+  expect_build_error([&] { g.body().capture(y); }, {"cannot capture its own value"});
+  expect_build_error(
+      [&] {
+        conditional(
+            p, [&](Block& branch) -> std::vector<Value> { return {branch.capture(y)}; }, same);
+      },
+      {"stablehlo.if", "captures tensor<2x3xf32> from a block other than the op's"});
+}
+
 TEST(StablehloConstants, Literals) {
   Function f("f");
   Block& b = f.body();

@@ -447,6 +447,26 @@ std::vector<OpCase> op_cases() {
                                      return {minimum(a[0], a[2]), maximum(a[1], a[3])};
                                    });
                    }});
+  // Each branch reads x0 through a capture; the first if takes its then branch, the second its
+  // else branch.
+  cases.push_back(
+      {"conditional",
+       {{F({3, 4}), uniform(-1, 1, {3, 4})}, {F({}), "1.5"}},
+       "out = (x0 * x0, x0 - x1)",
+       0,
+       0,
+       [](Module&, Function& f, const Args& x) -> Results {
+         Value zero = scalar(f.body(), ElementType::kF32, 0);
+         auto square = [&](Block& branch) -> Results {
+           Value y = branch.capture(x[0]);
+           return {y * y};
+         };
+         auto minus = [&](Block& branch) -> Results {
+           return {branch.capture(x[0]) - broadcast_in_dim(branch.capture(x[1]), {3, 4}, {})};
+         };
+         return {conditional(compare(x[1], zero, Direction::kGT), square, minus)[0],
+                 conditional(compare(x[1], zero, Direction::kLT), square, minus)[0]};
+       }});
   cases.push_back({"dot_general",
                    {{F({3, 4}), uniform(-1, 1, {3, 4})},
                     {F({4, 5}), uniform(-1, 1, {4, 5})},

@@ -26,6 +26,7 @@
 #include "common/process_stats.h"
 #include "engine/engine.h"
 #include "models/architecture.h"
+#include "models/llama_layers.h"
 #include "models/weight_layout.h"
 
 namespace xlacel::cli {
@@ -77,7 +78,8 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
 
 // Bytes one decode step over B sequences reads from memory: every weight argument of that
 // step's graph once (the tied embedding as the output head; an untied model's embedding table
-// only for B rows; with --weights auto, B = 1 may read planes where larger B read f32) and B
+// only for B rows; with --weights auto, B = 1 may read planes where larger B read f32; a
+// mixture's experts at most B * top_k of each layer's, where the step runs only the chosen) and B
 // slots' KV cache in the attention window of the run's last position (a sliding layer's ring
 // in full once the window reaches it), which the attention reads at every position (masked) in
 // these static-shape graphs.
@@ -99,15 +101,22 @@ uint64_t decode_weight_bytes(const executor::Executor& executor, const ModelConf
                              int64_t batch, int32_t last_position) {
   const models::GraphOptions graph = executor.decode_graph(batch, false, last_position);
   uint64_t bytes = 0;
+  uint64_t expert_bytes = 0;
   for (const models::WeightSpec& spec :
        models::architecture_for(config).signature(config, graph).weights) {
     uint64_t size = device::dense_byte_size(spec.element, spec.shape);
     if (!config.tie_word_embeddings && spec.hf_name == "model.embed_tokens.weight") {
       size = size / static_cast<uint64_t>(spec.shape[0]) * static_cast<uint64_t>(batch);
     }
-    bytes += size;
+    (spec.expert ? expert_bytes : bytes) += size;
   }
-  return bytes;
+  const int64_t choices = batch * config.experts_per_token;
+  if (models::experts_run_conditionally(batch, config.experts_per_token, config.num_experts) &&
+      choices < config.num_experts) {
+    expert_bytes =
+        expert_bytes / static_cast<uint64_t>(config.num_experts) * static_cast<uint64_t>(choices);
+  }
+  return bytes + expert_bytes;
 }
 
 DecodeTraffic decode_traffic(const executor::Executor& executor, const ModelConfig& config,

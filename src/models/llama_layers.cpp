@@ -234,6 +234,11 @@ Value cohere_layer_norm(Value x, Value weight, double eps) {
   return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
 }
 
+bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts) {
+  // Below 2 * experts choices, random routing leaves over e^-2 (~14%) of the experts unchosen.
+  return rows * top_k < 2 * experts;
+}
+
 Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
                          int64_t top_k, bool normalize, Activation activation) {
   Block& b = x.block();
@@ -266,12 +271,41 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
   }
   Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;
   weights = select(*chosen, weights, constant(b, scores, 0.0));
+  // Expert i's MLP (`expert`, its weights as the block at hand reads them) times its column of
+  // `all_weights` [T, count]: rows that did not choose it weigh 0, which adds exactly 0.
+  auto weighted = [&](Value rows, const Expert& expert, int64_t i, Value all_weights) {
+    Value y = mlp(rows, expert.gate, expert.up, expert.down, activation);
+    Value w = reshape(slice(all_weights, {0, i}, {tokens, i + 1}), {tokens});
+    return y * broadcast_like(w, y.shape(), {0});
+  };
+  // Each expert's MLP under a stablehlo.if on whether some row chose it: a step reads the chosen
+  // experts' weights alone, and the sum is the same as the dense one's.
+  std::optional<Value> chosen_by_any;  // f32 [count]: 1 where some row chose the expert
+  if (experts_run_conditionally(tokens, top_k, count)) {
+    chosen_by_any =
+        reduce_max(select(*chosen, constant(b, scores, 1.0), constant(b, scores, 0.0)), {0});
+  }
   Value out = constant(b, x.type(), 0.0);
   for (int64_t i = 0; i < count; ++i) {
-    const Expert& expert = experts[static_cast<size_t>(i)];
-    Value y = mlp(x, expert.gate, expert.up, expert.down, activation);
-    Value w = reshape(slice(weights, {0, i}, {tokens, i + 1}), {tokens});
-    out = out + y * broadcast_like(w, y.shape(), {0});
+    if (!chosen_by_any) {
+      out = out + weighted(x, experts[static_cast<size_t>(i)], i, weights);
+      continue;
+    }
+    const TensorType scalar(ElementType::kF32, {});
+    Value picked = reshape(slice(*chosen_by_any, {i}, {i + 1}), {});
+    Value pred = compare(picked, constant(b, scalar, 0.0), Direction::kGT);
+    // The sum runs through the branches (a skipped expert passes it on), one addition per
+    // chosen expert in expert order, rather than adding every conditional's result at the end
+    // (which compilers fuse into one kernel of as many operands as experts).
+    auto run = [&](Block& branch) -> std::vector<Value> {
+      const Expert& expert = experts[static_cast<size_t>(i)];
+      const Expert inside{captured(expert.gate, branch), captured(expert.up, branch),
+                          captured(expert.down, branch)};
+      return {branch.capture(out) +
+              weighted(branch.capture(x), inside, i, branch.capture(weights))};
+    };
+    auto skip = [&](Block& branch) -> std::vector<Value> { return {branch.capture(out)}; };
+    out = conditional(pred, run, skip).front();
   }
   return out;
 }

@@ -69,13 +69,19 @@ Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps);
 // CohereLayerNorm in f32: weight * ((x - mean) * rsqrt(var + eps)), no bias.
 Value cohere_layer_norm(Value x, Value weight, double eps);
 
+// Whether a mixture runs each expert only if one of `rows` rows chose it: few rows (decode)
+// choose few experts; many (prefill) choose most, where the conditionals would save little.
+bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts);
+
 struct Expert {
   Weight gate, up, down;
 };
 // A sparse mixture of experts as transformers computes it: router probabilities
 // softmax(x @ router^T) in f32, the top `top_k` per token (ties to the lower expert), renormalised
 // to sum 1 when `normalize`; the result sums each chosen expert's gated MLP times its weight, in
-// expert order. Every expert runs on every row (unchosen ones weigh 0, which adds exactly 0).
+// expert order. Every expert runs on every row (unchosen ones weigh 0, which adds exactly 0),
+// except where experts_run_conditionally: an expert no row chose then does not run at all (a
+// stablehlo.if), so its weights are not read.
 Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
                          int64_t top_k, bool normalize, Activation activation);
 

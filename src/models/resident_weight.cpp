@@ -169,6 +169,16 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   return weight;
 }
 
+Weight captured(const Weight& weight, stablehlo::Block& branch) {
+  Weight inside = weight;
+  inside.values = branch.capture(weight.values);
+  for (auto plane : {&Weight::scales, &Weight::offsets, &Weight::super_scales,
+                     &Weight::super_offsets, &Weight::high_bits}) {
+    if (weight.*plane) inside.*plane = branch.capture(*(weight.*plane));
+  }
+  return inside;
+}
+
 device::PlanarOperands planar_operands(const Weight& weight) {
   return {weight.values,  weight.code_bits,    weight.code_bias,     *weight.scales,
           weight.offsets, weight.super_scales, weight.super_offsets, weight.high_bits};

@@ -66,6 +66,10 @@ Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
                        const std::string& name, bool widen,
                        const device::PlanarKernel* kernel = nullptr);
 
+// The weight as read from inside `branch` (an if's branch, stablehlo/control_flow.h): each of
+// its values captured.
+Weight captured(const Weight& weight, stablehlo::Block& branch);
+
 // A planar weight as the runtime's kernel takes it.
 device::PlanarOperands planar_operands(const Weight& weight);
 

@@ -143,6 +143,7 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
           specs.back().source_rows = c.num_experts * shape[0];
           specs.back().source_row = x * shape[0];
           specs.back().source_rows_gguf_only = true;
+          specs.back().expert = true;
         };
         expert("gate_proj", family.expert_gate_hf, "ffn_gate_exps.weight", {ei, c.hidden_size},
                Split::kOutputs);

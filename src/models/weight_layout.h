@@ -75,6 +75,7 @@ struct WeightSpec {
   int64_t source_rows = 0;
   int64_t source_row = 0;
   bool source_rows_gguf_only = false;  // HF files hold the argument as its own tensor (experts)
+  bool expert = false;  // one expert's matrix (or plane) of a mixture: decode may skip it
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
   // Tensor parallelism (tensor_split.h); planes inherit their matrix's role.

@@ -14,10 +14,27 @@ Block::Block(Function* function, std::string terminator)
 
 Value Block::add_argument(TensorType type) {
   if (!operations_.empty()) throw BuildError("block arguments must come before operations");
+  if (!captured_.empty()) throw BuildError("a block that captures values takes no arguments");
   Value value(this, static_cast<int32_t>(types_.size()));
   types_.push_back(std::move(type));
   arguments_.push_back(value);
   return value;
+}
+
+Value Block::capture(Value outer) {
+  if (!outer.valid()) throw BuildError("capture of an empty Value");
+  if (&outer.block() == this) throw BuildError("a block cannot capture its own value");
+  if (captured_.size() != arguments_.size()) {
+    throw BuildError("a block with arguments cannot capture values");
+  }
+  for (size_t i = 0; i < captured_.size(); ++i) {
+    if (captured_[i] == outer) return arguments_[i];
+  }
+  Value stand_in(this, static_cast<int32_t>(types_.size()));
+  types_.push_back(outer.type());
+  arguments_.push_back(stand_in);
+  captured_.push_back(outer);
+  return stand_in;
 }
 
 std::vector<Value> Block::append(Operation op, const std::vector<TensorType>& result_types) {
@@ -45,7 +62,7 @@ void Block::check_owns(std::string_view op, std::span<const Value> values) const
     if (&values[i].block() != this) {
       build_fail(op,
                  "operand #{} ({}) is defined in another block or function (values cannot "
-                 "cross functions, and reduce bodies capture nothing)",
+                 "cross functions; an if's branches read outer values through Block::capture)",
                  i, values[i].type().str());
     }
   }

@@ -5,8 +5,9 @@
 // TensorType. Ops are free functions (ops.h) that take Values, infer the result type per the
 // StableHLO spec, reject bad operands with BuildError and append one operation to the Block the
 // operands live in; ops without operands (constant, iota, call) take that Block explicitly.
-// A Block is a function body or the body of a reduce or scatter; values may only be used in the
-// block that defines them (those bodies capture nothing from outside).
+// A Block is a function body or the body of a reduce, scatter or if; values may only be used in
+// the block that defines them. A branch of an if reads values of the blocks around it through
+// captures: stand-ins of its own, printed with the outer value's name (MLIR's implicit capture).
 //
 //   Function f("scale", Visibility::kPublic);
 //   Value x = f.argument("x", TensorType(ElementType::kF32, {2, 3}));
@@ -65,6 +66,13 @@ class Block {
   Block& operator=(const Block&) = delete;
 
   Value add_argument(TensorType type);
+  // A stand-in in this block for `outer`, a value of an enclosing block: ops here use the
+  // stand-in, and the printed region names `outer` itself. Capturing a value again returns the
+  // same stand-in. Only for blocks without arguments (an if's branches).
+  Value capture(Value outer);
+  // The enclosing values captured, by stand-in (parallel to arguments(), which then holds the
+  // stand-ins).
+  const std::vector<Value>& captured() const { return captured_; }
   // Appends `op` (its operands must belong to this block) with results of `result_types`.
   std::vector<Value> append(Operation op, const std::vector<TensorType>& result_types);
   // Ends the block: the values its terminator returns.
@@ -73,6 +81,7 @@ class Block {
   // Throws BuildError naming `op` unless every value is valid and defined in this block.
   void check_owns(std::string_view op, std::span<const Value> values) const;
 
+  size_t value_count() const { return types_.size(); }  // arguments, stand-ins and results
   const TensorType& type_of(int32_t index) const { return types_.at(static_cast<size_t>(index)); }
   const std::vector<Value>& arguments() const { return arguments_; }
   const std::vector<Operation>& operations() const { return operations_; }
@@ -86,6 +95,7 @@ class Block {
   std::string terminator_;
   std::vector<TensorType> types_;  // every value of the block, by Value::index
   std::vector<Value> arguments_;
+  std::vector<Value> captured_;
   std::vector<Operation> operations_;
   std::vector<Value> returned_;
   bool terminated_ = false;

@@ -1,6 +1,7 @@
 #pragma once
 // Everything needed to author a model graph: types, functions, modules and all op families.
 #include "stablehlo/constant.h"
+#include "stablehlo/control_flow.h"
 #include "stablehlo/data_movement.h"
 #include "stablehlo/dot.h"
 #include "stablehlo/elementwise.h"

@@ -78,7 +78,7 @@ class Printer {
 
   void block_body(const Block& block, int indent) {
     std::vector<std::string>& names = names_[&block];
-    names.resize(static_cast<size_t>(block.arguments().size()));
+    names.resize(block.value_count());  // argument names already set; results named below
     for (const Operation& op : block.operations()) operation(op, names, indent);
     out_ += fmt::format("{:{}}\"{}\"({}) : ({}) -> ()\n", "", indent, block.terminator(),
                         operand_list(block.returned()), types(block.returned()));
@@ -89,11 +89,11 @@ class Printer {
     if (!op.results.empty()) {
       std::string base = fresh();
       if (op.results.size() == 1) {
-        names.push_back(base);
+        names.at(static_cast<size_t>(op.results[0].index())) = base;
         lhs = base + " = ";
       } else {
         for (size_t i = 0; i < op.results.size(); ++i)
-          names.push_back(fmt::format("{}#{}", base, i));
+          names.at(static_cast<size_t>(op.results[i].index())) = fmt::format("{}#{}", base, i);
         lhs = fmt::format("{}:{} = ", base, op.results.size());
       }
     }
@@ -103,13 +103,24 @@ class Printer {
       for (size_t r = 0; r < op.regions.size(); ++r) {
         const Block& region = *op.regions[r];
         std::vector<std::string>& region_names = names_[&region];
-        std::string arguments;
-        for (size_t i = 0; i < region.arguments().size(); ++i) {
-          region_names.push_back(fresh());
-          arguments += fmt::format("{}{}: {}", i > 0 ? ", " : "", region_names.back(),
-                                   region.arguments()[i].type().str());
+        region_names.resize(region.value_count());
+        out_ += fmt::format("{}{{\n", r > 0 ? ", " : "");
+        if (!region.captured().empty() || region.arguments().empty()) {
+          // Captured values keep their outer names; the entry block needs no label.
+          for (size_t i = 0; i < region.captured().size(); ++i) {
+            region_names.at(static_cast<size_t>(region.arguments()[i].index())) =
+                name_of(region.captured()[i]);
+          }
+        } else {
+          std::string arguments;
+          for (size_t i = 0; i < region.arguments().size(); ++i) {
+            std::string& name = region_names.at(static_cast<size_t>(region.arguments()[i].index()));
+            name = fresh();
+            arguments += fmt::format("{}{}: {}", i > 0 ? ", " : "", name,
+                                     region.arguments()[i].type().str());
+          }
+          out_ += fmt::format("{:{}}^bb0({}):\n", "", indent, arguments);
         }
-        out_ += fmt::format("{}{{\n{:{}}^bb0({}):\n", r > 0 ? ", " : "", "", indent, arguments);
         block_body(region, indent + 2);
         out_ += fmt::format("{:{}}}}", "", indent);
       }

@@ -8,7 +8,9 @@ Only the shapes matter for decode speed, so no real checkpoint is needed (the GP
 network): the preset llama-3.2-1b has Llama-3.2-1B's config (16 layers, hidden 2048, 32 heads,
 8 KV heads, vocab 128256, tied embeddings, llama3 RoPE), about 2.5 GB in bf16. The tiny preset
 is for checking this script and the loaders on a CPU machine (its vocabulary is the
-tokenizer's). Weights are N(0, 0.02) from numpy's
+tokenizer's). The preset olmoe-small is a mixture of experts of OLMoE-1B-7B's proportions (64
+experts, 8 per token, expert width half the hidden size, untied embeddings) at a quarter of its
+width and 4 of its 16 layers (~150M parameters), for measuring what decode reads of its experts. Weights are N(0, 0.02) from numpy's
 seeded generator (norm weights 1), so two runs with one seed write identical files. numpy and
 ml_dtypes only (no torch), so it runs in the project venv and on the GPU machine alike; HF
 transformers loads the result (config.json, generation_config.json, model.safetensors), and so
@@ -36,6 +38,11 @@ PRESETS = {
                  tie_word_embeddings=True, max_position_embeddings=2048,
                  original_max_position_embeddings=64, factor=8.0, bos_token_id=1,
                  eos_token_id=2),
+    "olmoe-small": dict(hidden_size=512, intermediate_size=256, num_hidden_layers=4,
+                        num_attention_heads=8, num_key_value_heads=8, head_dim=64,
+                        vocab_size=50304, tie_word_embeddings=False,
+                        max_position_embeddings=4096, num_experts=64, num_experts_per_tok=8,
+                        bos_token_id=1, eos_token_id=2),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,7 +51,24 @@ SAFETENSORS_DTYPE = {"bfloat16": "BF16", "float32": "F32"}
 NUMPY_DTYPE = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
 
+def moe_config_json(p, dtype):
+    return {
+        "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "dtype": dtype,
+        "attention_bias": False, "attention_dropout": 0.0, "clip_qkv": None,
+        "hidden_act": "silu", "initializer_range": 0.02, "rms_norm_eps": 1e-05,
+        "norm_topk_prob": False, "use_cache": True, "rope_theta": 10000.0,
+        "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
+        **{k: p[k] for k in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                             "num_attention_heads", "num_key_value_heads", "head_dim",
+                             "vocab_size", "tie_word_embeddings", "max_position_embeddings",
+                             "num_experts", "num_experts_per_tok", "bos_token_id",
+                             "eos_token_id")},
+    }
+
+
 def config_json(p, dtype):
+    if "num_experts" in p:
+        return moe_config_json(p, dtype)
     rope = {"factor": p["factor"], "high_freq_factor": 4.0, "low_freq_factor": 1.0,
             "original_max_position_embeddings": p["original_max_position_embeddings"],
             "rope_type": "llama3"}
@@ -62,7 +86,8 @@ def config_json(p, dtype):
 
 
 def tensor_shapes(p):
-    """(name, shape, is_norm) in the order HF's LlamaForCausalLM names them."""
+    """(name, shape, is_norm) in the order HF's LlamaForCausalLM (or OlmoeForCausalLM) names
+    them."""
     h, i, d = p["hidden_size"], p["intermediate_size"], p["head_dim"]
     q, kv = p["num_attention_heads"] * d, p["num_key_value_heads"] * d
     yield "model.embed_tokens.weight", (p["vocab_size"], h), False
@@ -74,9 +99,18 @@ def tensor_shapes(p):
         yield prefix + "self_attn.v_proj.weight", (kv, h), False
         yield prefix + "self_attn.o_proj.weight", (h, q), False
         yield prefix + "post_attention_layernorm.weight", (h,), True
-        yield prefix + "mlp.gate_proj.weight", (i, h), False
-        yield prefix + "mlp.up_proj.weight", (i, h), False
-        yield prefix + "mlp.down_proj.weight", (h, i), False
+        if "num_experts" not in p:
+            yield prefix + "mlp.gate_proj.weight", (i, h), False
+            yield prefix + "mlp.up_proj.weight", (i, h), False
+            yield prefix + "mlp.down_proj.weight", (h, i), False
+            continue
+        # OLMoE: q/k norms across heads, a router, then each expert's MLP.
+        yield prefix + "self_attn.q_norm.weight", (q,), True
+        yield prefix + "self_attn.k_norm.weight", (kv,), True
+        yield prefix + "mlp.gate.weight", (p["num_experts"], h), False
+        for e in range(p["num_experts"]):
+            for name, shape in (("gate_proj", (i, h)), ("up_proj", (i, h)), ("down_proj", (h, i))):
+                yield prefix + f"mlp.experts.{e}.{name}.weight", shape, False
     yield "model.norm.weight", (h,), True
     if not p["tie_word_embeddings"]:
         yield "lm_head.weight", (p["vocab_size"], h), False
