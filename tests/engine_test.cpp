@@ -96,7 +96,8 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<Engine> open(const std::string& model_path, const EngineShape& shape,
-                               bool logits = false, bool prefix_reuse = true) {
+                               bool logits = false, bool prefix_reuse = true,
+                               bool share_choice_prompts = true) {
     EngineOptions options;
     options.runtime = GetParam();
     options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + GetParam());
@@ -105,6 +106,7 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
     options.executor.prefill_bucket = shape.prefill_bucket;
     options.executor.preload_logits = logits;
     options.scheduler.prefix_reuse = prefix_reuse;
+    options.scheduler.share_choice_prompts = share_choice_prompts;
     return std::make_unique<Engine>(ModelFiles::open(model_path), options);
   }
 
@@ -492,6 +494,44 @@ TEST_P(EngineOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPre
       << "differs at token " << matched(reused.shorter.tokens, full.shorter.tokens);
 }
 
+// The choices of one request on the tiny Gemma 3 (a ring of 24 rows that the 70-token prompt
+// wraps in prefill): with their prompt prefilled once and its rows copied to the other slots
+// (the copy-slot graph), each choice draws the tokens it draws when every choice prefills its
+// own, and the greedy one HF's; the ring of a copy wraps again in decode.
+TEST_P(EngineOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
+  const fs::path dir = testing::test_data("models/gemma3_text");
+  const json reference = read_json(dir / "reference.json");
+  const json& prompt = reference["prompts"][2];
+  ASSERT_EQ(prompt["prompt_ids"].size(), 70u);
+  std::vector<RequestOptions> choices(3, greedy(30));
+  for (std::size_t i = 1; i < choices.size(); ++i) {
+    choices[i].sampling.temperature = 1.0f;
+    choices[i].sampling.seed = 40 + i;
+  }
+  choices[2].sampling.logprobs = true;
+  choices[2].sampling.top_logprobs = 3;
+  auto run = [&](bool share) {
+    auto engine = open(dir.string(), {4, 256, 32}, false, true, share);
+    std::vector<Stream> streams(choices.size());
+    engine->scheduler().submit_choices(ids(prompt["prompt_ids"]), choices,
+                                       [&](std::size_t i) { return streams[i].callback(); });
+    engine->scheduler().run_until_idle();
+    return streams;
+  };
+  const std::vector<Stream> shared = run(true);
+  const std::vector<Stream> alone = run(false);
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    EXPECT_EQ(shared[i].tokens, alone[i].tokens)
+        << "choice " << i << " differs at token " << matched(shared[i].tokens, alone[i].tokens);
+    EXPECT_EQ(shared[i].stats.cached_tokens, i == 0 ? 0 : 70) << "choice " << i;
+  }
+  const std::vector<int32_t> want = ids(prompt["output_ids"]);
+  const std::size_t compared = std::min(want.size(), shared[0].tokens.size());
+  EXPECT_EQ(std::vector<int32_t>(shared[0].tokens.begin(), shared[0].tokens.begin() + compared),
+            std::vector<int32_t>(want.begin(), want.begin() + compared));
+  EXPECT_NE(shared[1].tokens, shared[2].tokens);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),
                          [](const auto& param_info) { return param_info.param; });
 
@@ -774,6 +814,21 @@ TEST(TensorParallel, TinyLlama3AloneAndBatchedOnTwoDevicesMatchHf) {
     if (slots > 1) {
       EXPECT_GE(widest, 3) << "requests should have been decoded together";
     }
+  }
+  // Three choices of the first prompt share its prefill (a copy-slot graph over both devices'
+  // halves of the cache): each greedy choice is HF's stream.
+  Engine engine(ModelFiles::open(model), tensor_parallel_options(2, 4, 256, 16));
+  const json& prompt = reference["prompts"][0];
+  const std::vector<int32_t> want = ids(prompt["output_ids"]);
+  std::vector<Stream> choices(3);
+  engine.scheduler().submit_choices(
+      ids(prompt["prompt_ids"]),
+      std::vector<RequestOptions>(3, greedy(static_cast<int64_t>(want.size()))),
+      [&](std::size_t i) { return choices[i].callback(); });
+  engine.scheduler().run_until_idle();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    EXPECT_EQ(choices[i].tokens, want) << "choice " << i;
+    EXPECT_EQ(choices[i].stats.cached_tokens, i == 0 ? 0 : choices[i].stats.prompt_tokens);
   }
 }
 

@@ -67,7 +67,7 @@ class FakeRunner : public executor::ModelRunner {
     std::vector<int32_t> positions;
     bool want_logits = false;
   };
-  // Every call in order: 'p' prefill, 'd' decode.
+  // Every call in order: 'p' prefill, 'd' decode, 'c' copy_slot.
   std::string calls;
   // The next call throws (after writing nothing), as a failing graph call would.
   bool fail_next_call = false;
@@ -146,12 +146,22 @@ class FakeRunner : public executor::ModelRunner {
     }
   }
 
+  void copy_slot(int32_t from, int32_t to) override {
+    calls += 'c';
+    throw_if_asked();
+    EXPECT_NE(from, to);
+    copies.emplace_back(from, to);
+    cache_[static_cast<std::size_t>(to)] = cache_[static_cast<std::size_t>(from)];
+    ring_[static_cast<std::size_t>(to)] = ring_[static_cast<std::size_t>(from)];
+  }
+
   const std::vector<int32_t>& cache(int32_t slot) const {
     return cache_[static_cast<std::size_t>(slot)];
   }
 
   std::vector<PrefillCall> prefills;
   std::vector<DecodeCall> decodes;
+  std::vector<std::pair<int32_t, int32_t>> copies;  // from, to
 
  private:
   void throw_if_asked() {
@@ -997,6 +1007,98 @@ TEST(SchedulerThread, SubmitAllQueuesEveryChoiceOrNone) {
       },
       "4 choices do not fit: at most 3 requests run or wait");
   for (const Collected& c : refused) EXPECT_EQ(c.events, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The choices of one request share their prompt's prefill
+
+// Three seeded choices (one greedy, one sampled, one under logprobs) on a prompt of several
+// chunks, with sharing on and off: the same tokens, and with it one prefill and two copies.
+TEST(SharedPrompt, ChoicesPrefillOnceAndDrawWhatTheyWouldAlone) {
+  std::vector<RequestOptions> options(3, greedy(10));
+  options[1].sampling.temperature = 1.0f;
+  options[1].sampling.seed = 11;
+  options[2].sampling.temperature = 0.7f;
+  options[2].sampling.seed = 12;
+  options[2].sampling.logprobs = true;
+  const std::vector<int32_t> prompt = iota_tokens(21);
+  std::vector<std::vector<int32_t>> outputs[2];
+  for (bool share : {true, false}) {
+    FakeRunner runner(4, 256, 8, 64, 16);  // a ring too: the copy holds the window
+    SchedulerOptions scheduler_options;
+    scheduler_options.share_choice_prompts = share;
+    Scheduler scheduler(runner, nullptr, scheduler_options);
+    std::vector<Collected> choices(3);
+    scheduler.submit_choices(prompt, options, [&](std::size_t i) { return choices[i].callback(); });
+    scheduler.run_until_idle();
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      EXPECT_EQ(choices[i].stats.prompt_tokens, 21);
+      outputs[share ? 0 : 1].push_back(choices[i].tokens);
+    }
+    if (share) {
+      EXPECT_EQ(runner.prefills.size(), 3u);            // 8 + 8 + 5 tokens, once
+      EXPECT_TRUE(runner.prefills.back().want_logits);  // two choices draw from the logits
+      EXPECT_EQ(runner.copies, (std::vector<std::pair<int32_t, int32_t>>{{0, 1}, {0, 2}}));
+      EXPECT_EQ(choices[1].stats.cached_tokens, 21);
+      EXPECT_EQ(runner.calls.substr(0, 5), "pppcc");  // copied before any decode step
+    } else {
+      EXPECT_EQ(runner.prefills.size(), 9u);
+      EXPECT_TRUE(runner.copies.empty());
+    }
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(outputs[0][0], fake_greedy(prompt, 10));
+  EXPECT_NE(outputs[0][1], outputs[0][2]);
+}
+
+// Choices that find no free slot when the first one's prefill ends prefill their own; so do the
+// others when the first is cancelled before its prefill ends.
+TEST(SharedPrompt, ChoicesWithoutASlotOrLeaderPrefillAlone) {
+  {
+    FakeRunner runner(2, 256, 8);
+    Scheduler scheduler(runner, nullptr);
+    std::vector<Collected> choices(3);
+    scheduler.submit_choices(iota_tokens(12), std::vector<RequestOptions>(3, greedy(4)),
+                             [&](std::size_t i) { return choices[i].callback(); });
+    scheduler.run_until_idle();
+    for (const Collected& choice : choices) {
+      EXPECT_EQ(choice.tokens, fake_greedy(iota_tokens(12), 4));
+    }
+    EXPECT_EQ(runner.copies.size(), 1u);
+    // The third prefilled in a slot freed by one of the first two, after what it held.
+    EXPECT_EQ(choices[2].stats.cached_tokens, 11);
+  }
+  {
+    FakeRunner runner(3, 256, 8);
+    Scheduler scheduler(runner, nullptr);
+    std::vector<Collected> choices(3);
+    const std::vector<uint64_t> ids =
+        scheduler.submit_choices(iota_tokens(20), std::vector<RequestOptions>(3, greedy(4)),
+                                 [&](std::size_t i) { return choices[i].callback(); });
+    scheduler.step();  // the first chunk of the leader's prompt
+    scheduler.cancel(ids[0]);
+    scheduler.run_until_idle();
+    EXPECT_EQ(choices[0].reason, FinishReason::kCancelled);
+    for (std::size_t i = 1; i < 3; ++i) {
+      EXPECT_EQ(choices[i].tokens, fake_greedy(iota_tokens(20), 4)) << "choice " << i;
+    }
+    EXPECT_TRUE(runner.copies.empty());
+  }
+}
+
+// A choice whose grammar or first token ends it at once does not disturb the others.
+TEST(SharedPrompt, ChoicesEndingAtTheirFirstTokenLeaveTheOthers) {
+  FakeRunner runner(3, 256, 8);
+  Scheduler scheduler(runner, nullptr);
+  std::vector<RequestOptions> options = {greedy(1), greedy(5), greedy(1)};
+  std::vector<Collected> choices(3);
+  scheduler.submit_choices(iota_tokens(6), options,
+                           [&](std::size_t i) { return choices[i].callback(); });
+  scheduler.run_until_idle();
+  EXPECT_EQ(choices[0].tokens, fake_greedy(iota_tokens(6), 1));
+  EXPECT_EQ(choices[1].tokens, fake_greedy(iota_tokens(6), 5));
+  EXPECT_EQ(choices[2].tokens, fake_greedy(iota_tokens(6), 1));
+  EXPECT_EQ(runner.prefills.size(), 1u);
 }
 
 TEST(SchedulerThread, StopCancelsWhatIsLeftAndRefusesNewRequests) {

@@ -1,5 +1,6 @@
-// `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
-//  [--slots N] [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80] [--opt-level O3]
+// `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits|copy-slot [--bucket N]
+//  [--capacity N] [--slots N] [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80]
+//  [--opt-level O3]
 //  [--output-format text|json]`, or `xlacel compile --mlir FILE [--target ...]`: one module
 // compiled with iree-compile through the compile cache ($XLACEL_CACHE/compiled). Prints the
 // artifact's path, hit or miss, and the compile time.

@@ -1,6 +1,7 @@
-// `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits [--bucket N] [--capacity N]
-//  [--slots N] [--weights f32|bf16|f16] [--tensor-parallel N] -o FILE.mlir`: the StableHLO text of
-//  one graph (partitioned over N devices: with its sdy shardings, as `--backend xla` compiles it).
+// `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits|copy-slot [--bucket N]
+//  [--capacity N] [--slots N] [--weights f32|bf16|f16] [--tensor-parallel N] -o FILE.mlir`: the
+//  StableHLO text of one graph (partitioned over N devices: with its sdy shardings, as `--backend
+//  xla` compiles it).
 #include <fmt/format.h>
 
 #include <filesystem>

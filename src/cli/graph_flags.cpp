@@ -9,7 +9,7 @@ namespace xlacel::cli {
 std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) {
   return {
       command->add_option("-m,--model", flags.model, "GGUF file or HF model directory"),
-      command->add_option("--graph", flags.graph, "prefill, decode or decode-logits")
+      command->add_option("--graph", flags.graph, "prefill, decode, decode-logits or copy-slot")
           ->capture_default_str(),
       command->add_option("--bucket", flags.bucket,
                           "prefill: tokens per call (default 64); decode: rows, one per slot "
@@ -36,7 +36,8 @@ models::WeightType parse_weights_flag(const std::string& weights) {
 models::GraphOptions graph_options(const GraphFlags& flags) {
   models::GraphOptions graph;
   auto kind = models::parse_graph_kind(flags.graph);
-  if (!kind) fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits)", flags.graph);
+  if (!kind)
+    fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits, copy-slot)", flags.graph);
   graph.kind = *kind;
   graph.weights = parse_weights_flag(flags.weights);
   if (flags.bucket < 0)

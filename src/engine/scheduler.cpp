@@ -49,6 +49,14 @@ double RequestStats::generation_tokens_per_second() const {
   return decode_seconds > 0 ? static_cast<double>(decode_steps) / decode_seconds : 0;
 }
 
+// The prompt the choices of one submit_choices() share: `leader` (the first) prefills it.
+struct Scheduler::SharedPrompt {
+  uint64_t leader = 0;
+  // The leader's prefill has ended (its rows were shared, or it finished without): a choice
+  // still waiting for a slot prefills its own.
+  bool settled = false;
+};
+
 struct Scheduler::Sequence {
   Sequence(uint64_t request_id, std::vector<int32_t> prompt, const RequestOptions& request_options,
            EventCallback callback, const Tokenizer* tokenizer)
@@ -68,6 +76,8 @@ struct Scheduler::Sequence {
   // A grammar masks the logits on the host, so even a greedy request needs them there.
   bool needs_logits() const { return options.sampling.needs_logits() || grammar.has_value(); }
   bool decoding() const { return !finished && pending.has_value(); }
+  // A choice whose prompt another one is prefilling (SharedPrompt).
+  bool waits_for_leader() const { return share && !share->settled && share->leader != id; }
 
   uint64_t id;
   RequestOptions options;
@@ -81,7 +91,8 @@ struct Scheduler::Sequence {
   // False once a runner call on its slot failed: the rows it wrote may not hold `tokens`.
   bool cache_trusted = true;
   uint64_t admission = 0;
-  std::optional<int32_t> pending;  // the newest output, fed by the next decode step
+  std::optional<int32_t> pending;       // the newest output, fed by the next decode step
+  std::shared_ptr<SharedPrompt> share;  // with the other choices of its request, if any
   bool finished = false;
   std::optional<StreamDecoder> text;
   StopStrings stops;
@@ -100,8 +111,8 @@ Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer,
 
 Scheduler::~Scheduler() = default;
 
-uint64_t Scheduler::submit(std::vector<int32_t> prompt, const RequestOptions& options,
-                           EventCallback on_event) {
+void Scheduler::check_request(const std::vector<int32_t>& prompt,
+                              const RequestOptions& options) const {
   if (prompt.empty()) fail("prompt", "is empty: a request needs at least one token");
   if (static_cast<int64_t>(prompt.size()) > caps_.capacity) {
     fail("prompt", "{} tokens do not fit the context of {} positions", prompt.size(),
@@ -117,11 +128,36 @@ uint64_t Scheduler::submit(std::vector<int32_t> prompt, const RequestOptions& op
     fail("stop", "stop strings need a tokenizer");
   }
   if (std::string problem = options.sampling.validate(); !problem.empty()) throw Error(problem);
+}
+
+uint64_t Scheduler::submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                           EventCallback on_event) {
+  check_request(prompt, options);
   std::lock_guard lock(mutex_);
   const uint64_t id = next_id_++;
   waiting_.push_back(
       std::make_unique<Sequence>(id, std::move(prompt), options, std::move(on_event), tokenizer_));
   return id;
+}
+
+std::vector<uint64_t> Scheduler::submit_choices(
+    const std::vector<int32_t>& prompt, std::span<const RequestOptions> options,
+    const std::function<EventCallback(std::size_t)>& on_event) {
+  for (const RequestOptions& choice : options) check_request(prompt, choice);
+  std::shared_ptr<SharedPrompt> share;
+  std::lock_guard lock(mutex_);
+  if (options.size() > 1 && options_.share_choice_prompts) {
+    share = std::make_shared<SharedPrompt>();
+    share->leader = next_id_;
+  }
+  std::vector<uint64_t> ids;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const uint64_t id = next_id_++;
+    waiting_.push_back(std::make_unique<Sequence>(id, prompt, options[i], on_event(i), tokenizer_));
+    waiting_.back()->share = share;
+    ids.push_back(id);
+  }
+  return ids;
 }
 
 void Scheduler::cancel(uint64_t request) {
@@ -230,6 +266,8 @@ void Scheduler::finish(Sequence& sequence, FinishReason reason) {
 
 void Scheduler::emit_last(Sequence& sequence, TokenEvent event, FinishReason reason) {
   sequence.finished = true;
+  // A leader ending before its prefill did (cancelled) leaves the others to prefill alone.
+  if (sequence.share && sequence.share->leader == sequence.id) sequence.share->settled = true;
   event.finished = true;
   event.reason = reason;
   sequence.stats.prompt_tokens = sequence.prompt_tokens;
@@ -312,7 +350,7 @@ void Scheduler::prefill_one() {
   int32_t slot = -1;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Sequence* sequence = slots_[i].get();
-    if (sequence && sequence->prefilling() &&
+    if (sequence && sequence->prefilling() && !sequence->waits_for_leader() &&
         (oldest == nullptr || sequence->admission < oldest->admission)) {
       oldest = sequence;
       slot = static_cast<int32_t>(i);
@@ -331,7 +369,15 @@ void Scheduler::prefill_one() {
   std::vector<int32_t> bucket(static_cast<std::size_t>(caps_.prefill_bucket), 0);
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;
-  const bool want_logits = last && sequence.needs_logits();
+  bool want_logits = last && sequence.needs_logits();
+  if (last && sequence.share && sequence.share->leader == sequence.id) {
+    for (const auto& other : slots_) {
+      if (other && other->share == sequence.share && other->prefilling() &&
+          other->waits_for_leader()) {
+        want_logits = want_logits || other->needs_logits();
+      }
+    }
+  }
   try {
     runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
                           static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
@@ -343,10 +389,42 @@ void Scheduler::prefill_one() {
   last_step_.prefill_tokens = chunk.valid;
   last_step_.prefill_seconds = seconds_between(start, Clock::now());
   if (!last) return;
-  if (want_logits) {
+  if (sequence.share && sequence.share->leader == sequence.id) {
+    share_prompt(sequence, slot, prefill_out_);
+  }
+  if (sequence.needs_logits()) {
     sample_and_accept(sequence, prefill_out_.logits);
   } else {
     accept_token(sequence, prefill_out_.token);
+  }
+}
+
+void Scheduler::share_prompt(Sequence& leader, int32_t slot, const executor::PrefillOutput& out) {
+  leader.share->settled = true;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Sequence* choice = slots_[i].get();
+    if (choice == nullptr || choice->share != leader.share || choice == &leader ||
+        !choice->prefilling()) {
+      continue;
+    }
+    try {
+      runner_.copy_slot(slot, static_cast<int32_t>(i));
+    } catch (...) {
+      forget_resident();
+      throw;
+    }
+    // Its prompt is in its slot now, as if it had prefilled it in the leader's time.
+    choice->cached = choice->prompt_tokens;
+    choice->prefill_begun = true;
+    choice->prefill_started = leader.prefill_started;
+    choice->stats.queued_seconds = seconds_between(choice->submitted, leader.prefill_started);
+    choice->stats.cached_tokens = choice->prompt_tokens;
+    if (choice->needs_logits()) {
+      std::vector<float> logits = out.logits;  // the sampler and a grammar's mask write to it
+      sample_and_accept(*choice, logits);
+    } else {
+      accept_token(*choice, out.token);
+    }
   }
 }
 

@@ -12,7 +12,10 @@
 // tokens: the prompt and fed outputs whose K/V rows are written. A later prompt that starts with
 // them is prefilled from where they end (at most up to its last token, whose logits are needed;
 // with sliding-window rings, only where prefix_reuse.h allows), so a chat's next turn prefills
-// only what is new. Each request has its own sampler
+// only what is new. The choices of one request (submit_choices) share their prompt: the first
+// prefills it, and each other one holding a slot by then takes a copy of that slot's rows
+// (ModelRunner::copy_slot) and draws its first token from the same logits, so n choices cost
+// one prefill. Each request has its own sampler
 // (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what else
 // is in the batch. submit() and cancel() may be called from any thread; step() from one thread
 // at a time, and events are delivered on the thread that runs step().
@@ -20,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,6 +53,9 @@ struct SchedulerOptions {
   // Start a prompt's prefill after the prefix its slot already holds (see above). Off: every
   // prompt is prefilled from position 0 (for comparisons and measurements).
   bool prefix_reuse = true;
+  // The choices of one submit_choices() prefill their prompt once (see above). Off: each
+  // prefills its own (for comparisons).
+  bool share_choice_prompts = true;
 };
 
 class Scheduler {
@@ -62,6 +69,13 @@ class Scheduler {
   // when the prompt is empty or cannot fit a slot's context, or the options are invalid.
   uint64_t submit(std::vector<int32_t> prompt, const RequestOptions& options,
                   EventCallback on_event);
+  // Several requests on one prompt (the choices of one API request), queued together so they
+  // are admitted together where slots are free, and prefilled once (see above): request i has
+  // options[i] and the callback on_event(i). Every request is checked as submit() checks it
+  // before any is queued.
+  std::vector<uint64_t> submit_choices(const std::vector<int32_t>& prompt,
+                                       std::span<const RequestOptions> options,
+                                       const std::function<EventCallback(std::size_t)>& on_event);
   // Ends a waiting or running request at the next step (its slot is freed then); unknown or
   // finished ids are ignored.
   void cancel(uint64_t request);
@@ -80,11 +94,18 @@ class Scheduler {
  private:
   using Clock = std::chrono::steady_clock;
   struct Sequence;
+  struct SharedPrompt;
+
+  // Error naming the field unless the request can be queued (see submit()).
+  void check_request(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
 
   void admit();
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   void prefill_one();
+  // After `leader`'s last prefill chunk in `slot`: the choices waiting on it that hold a slot
+  // take a copy of its rows and their first token from `out` (the chunk's result).
+  void share_prompt(Sequence& leader, int32_t slot, const executor::PrefillOutput& out);
   void decode_all();
   // After a new token: emits it and finishes the sequence when a stop condition holds.
   void accept_token(Sequence& sequence, int32_t token,

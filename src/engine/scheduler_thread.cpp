@@ -33,20 +33,8 @@ std::vector<uint64_t> SchedulerThread::submit_all(
     const std::function<EventCallback(std::size_t)>& on_event) {
   std::lock_guard lock(mutex_);
   check_room(options.size());
-  // The scheduler checks each request before queueing it; the first that fails leaves those
-  // queued before it cancelled.
-  std::vector<uint64_t> ids;
-  try {
-    for (std::size_t i = 0; i < options.size(); ++i) {
-      ids.push_back(scheduler_.submit(prompt, options[i], on_event(i)));
-      last_id_ = std::max(last_id_, ids.back());
-    }
-  } catch (...) {
-    for (uint64_t id : ids) scheduler_.cancel(id);
-    work_ = true;
-    wake_.notify_one();
-    throw;
-  }
+  std::vector<uint64_t> ids = scheduler_.submit_choices(prompt, options, on_event);
+  for (uint64_t id : ids) last_id_ = std::max(last_id_, id);
   work_ = true;
   wake_.notify_one();
   return ids;

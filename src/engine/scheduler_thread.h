@@ -34,9 +34,8 @@ class SchedulerThread {
   // runs on the stepping thread.
   uint64_t submit(std::vector<int32_t> prompt, const RequestOptions& options,
                   EventCallback on_event);
-  // Several requests on one prompt (the choices of one API request), queued together: all of
-  // them, or none with QueueFull when they do not all fit. Request i has options[i] and the
-  // callback on_event(i).
+  // Scheduler::submit_choices (the choices of one API request, prefilled once): all of them, or
+  // none with QueueFull when they do not all fit.
   std::vector<uint64_t> submit_all(const std::vector<int32_t>& prompt,
                                    const std::vector<RequestOptions>& options,
                                    const std::function<EventCallback(std::size_t)>& on_event);

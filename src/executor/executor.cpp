@@ -181,6 +181,16 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
   return graph;
 }
 
+models::GraphOptions Executor::copy_slot_graph() const {
+  models::GraphOptions graph;
+  graph.kind = models::GraphKind::kCopySlot;
+  graph.capacity = options_.capacity;
+  graph.weights = options_.weights;  // the caches' element type follows it
+  graph.slots = options_.slots;
+  graph.tensor_parallel = device_->partitions();
+  return graph;
+}
+
 void Executor::prepare(std::span<const models::GraphOptions> graphs) {
   const ModelConfig& config = model_.config();
   std::vector<device::GraphSource> sources;
@@ -316,6 +326,16 @@ void Executor::decode(std::span<const int32_t> tokens, std::span<const int32_t> 
     device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(out.tokens)));
     out.logits.clear();
   }
+}
+
+void Executor::copy_slot(int32_t from, int32_t to) {
+  for (int32_t slot : {from, to}) {
+    if (slot < 0 || slot >= options_.slots) {
+      fail("copy_slot", "slot {} is not in [0, {})", slot, options_.slots);
+    }
+  }
+  if (from == to) fail("copy_slot", "slot {} would be copied onto itself", from);
+  run(graph(copy_slot_graph()), {{"from", bytes_of(from)}, {"to", bytes_of(to)}});
 }
 
 }  // namespace xlacel::executor

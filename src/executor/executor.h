@@ -83,12 +83,16 @@ class Executor final : public ModelRunner {
   // keeps block-quantized weights as planes only where the runtime fuses their dequantization
   // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.
   models::WeightType graph_weights(int64_t rows) const;
+  // The copy-slot graph over this executor's caches.
+  models::GraphOptions copy_slot_graph() const;
 
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                      int32_t valid, bool want_logits, PrefillOutput& out) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
+  // Runs the copy-slot graph (loaded on first use).
+  void copy_slot(int32_t from, int32_t to) override;
 
  private:
   struct Graph {

@@ -56,6 +56,10 @@ class ModelRunner {
   // slot's next unwritten position (its result is ignored). Logits are read back only when asked.
   virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                       bool want_logits, DecodeOutput& out) = 0;
+
+  // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
+  // `from` has written; no other slot changes. One prefill then serves several sequences.
+  virtual void copy_slot(int32_t from, int32_t to) = 0;
 };
 
 }  // namespace xlacel::executor

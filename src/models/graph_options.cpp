@@ -12,12 +12,15 @@ const char* graph_kind_name(GraphKind kind) {
       return "decode";
     case GraphKind::kDecodeLogits:
       return "decode-logits";
+    case GraphKind::kCopySlot:
+      return "copy-slot";
   }
   return "?";
 }
 
 std::optional<GraphKind> parse_graph_kind(std::string_view name) {
-  for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits}) {
+  for (GraphKind kind :
+       {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits, GraphKind::kCopySlot}) {
     if (name == graph_kind_name(kind)) return kind;
   }
   return std::nullopt;

@@ -27,6 +27,10 @@
 //                  (its slot's next unwritten one; in a ring that row holds a position no later
 //                  query attends) and its result is ignored.
 //   decode-logits  as decode, but returns logits f32[bucket, vocab] (host-side sampling).
+//   copy-slot      from i32[], to i32[]  ->  caches...  Slot `to` of every cache takes slot
+//                  `from`'s rows (all of them: a ring's row order follows from positions alone),
+//                  so it holds the tokens `from` holds; no other slot changes. The choices of
+//                  one request share their prompt's prefill this way (engine/scheduler.h).
 //
 // Every cache argument is aliased (tf.aliasing_output) to the result carrying its new value, so
 // runtimes update the cache in place.
@@ -44,6 +48,7 @@ enum class GraphKind {
   kPrefill,       // a bucket of one slot's prompt tokens written into its KV cache at an offset
   kDecode,        // one token per slot -> next token ids by on-device argmax
   kDecodeLogits,  // one token per slot -> logits, for host-side sampling
+  kCopySlot,      // one slot's KV-cache rows copied into another (no weights)
 };
 // f32/bf16/f16: every weight (and the KV cache) converted to that type at load. kAuto: each weight
 // stays in the format its file stores (resident_weight.h): GGML block formats as planes of codes,
@@ -68,7 +73,7 @@ struct GraphOptions {
   int64_t tensor_parallel = 1;
 };
 
-const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits"
+const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits", ...
 std::optional<GraphKind> parse_graph_kind(std::string_view name);
 const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16", "auto"
 std::optional<WeightType> parse_weight_type(std::string_view name);

@@ -14,6 +14,9 @@ std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
             {"start", ElementType::kI32, {}},
             {"valid_length", ElementType::kI32, {}}};
   }
+  if (options.kind == GraphKind::kCopySlot) {
+    return {{"from", ElementType::kI32, {}}, {"to", ElementType::kI32, {}}};
+  }
   return {{"tokens", ElementType::kI32, {bucket}}, {"positions", ElementType::kI32, {bucket}}};
 }
 
@@ -25,6 +28,8 @@ std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab
       return {{"next_tokens", ElementType::kI32, {options.bucket}}};
     case GraphKind::kDecodeLogits:
       return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
+    case GraphKind::kCopySlot:
+      return {};
   }
   return {};
 }

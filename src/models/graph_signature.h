@@ -36,6 +36,7 @@ struct GraphSignature {
 //   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]
+//   copy-slot      inputs from i32[], to i32[]; no outputs (and no weights: only the caches)
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options);
 std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size);
 

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "models/decoder_architecture.h"
 #include "models/llama_graph.h"
+#include "models/slot_copy_graph.h"
 #include "models/tensor_parallel.h"
 
 namespace xlacel::models {
@@ -46,6 +47,12 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
          config.num_heads, config.num_kv_heads);
   }
   check_tensor_parallel(config, options.tensor_parallel, graph_name(options));
+  if (options.kind == GraphKind::kCopySlot) {
+    return {graph_inputs(options),
+            {},
+            cache_specs(config, options.weights, options.slots, options.capacity),
+            {}};
+  }
   return {graph_inputs(options), weight_specs(config, options.weights),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config.vocab_size)};
@@ -53,6 +60,9 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
 
 std::string DecoderArchitecture::emit(const ModelConfig& config,
                                       const GraphOptions& options) const {
+  if (options.kind == GraphKind::kCopySlot) {
+    return emit_slot_copy(config, options, signature(config, options));
+  }
   return emit_decoder_graph(config, family(config), options, signature(config, options));
 }
 

@@ -565,6 +565,21 @@ class ServerApiTest(ServedModelTest):
             self.assertTrue(all(c.finish_reason is None for c in mine[:-1]))
         self.assertEqual(chunks[-1].usage.completion_tokens, whole.usage.completion_tokens)
 
+    def test_n_choices_prefill_their_prompt_once(self):
+        # A prompt no other test sends, so no slot holds a prefix of it.
+        question = "Spell the word 'ébullition' backwards, then count its vowels."
+        before = self.server.metrics()["xlacel_prefill_tokens_total"]
+        together = self.chat(question, n=3, seed=5, temperature=0.8, max_tokens=8)
+        prefilled = self.server.metrics()["xlacel_prefill_tokens_total"] - before
+        prompt_tokens = together.usage.prompt_tokens
+        self.assertLessEqual(prefilled, prompt_tokens)
+        self.assertGreater(prefilled, 0)
+        separate = [self.chat(question, seed=5 + i, temperature=0.8, max_tokens=8)
+                    for i in range(3)]
+        for i in range(3):
+            self.assertEqual(together.choices[i].message.content,
+                             separate[i].choices[0].message.content, f"choice {i}")
+
     def test_n_greedy_choices_are_equal_and_stream_with_logprobs(self):
         chunks = self.streamed_chat("Name three colors.", n=2, max_tokens=12, logprobs=True)
         texts, logprobs = ["", ""], [[], []]
