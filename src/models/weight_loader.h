@@ -6,6 +6,9 @@
 // weight type with round-to-nearest-even.
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,7 +20,13 @@ namespace xlacel::models {
 
 struct HostTensor {
   WeightSpec spec;
-  std::vector<std::byte> bytes;  // little-endian elements of spec.element, row-major
+  std::span<const std::byte> bytes;  // little-endian elements of spec.element, row-major
+  // What holds `bytes`: the values prepared for the graph (moved in, not copied), or null where
+  // they are the model file's own bytes (the file stores the weight as the graph takes it: no
+  // copy before the device's), and then `file` is that tensor, whose pages for_each_weight
+  // releases once the callback is done.
+  std::shared_ptr<const void> owner;
+  std::optional<TensorView> file;
 };
 
 // One weight argument as f32 in HF layout (rope_inv_freq included). Throws Error naming the
@@ -27,7 +36,9 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 // One weight argument in its spec's element type.
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
 
-// Streams every weight argument, in order, one at a time (peak memory: one tensor).
+// Streams every weight argument, in order, one at a time (peak memory: one tensor); the
+// callback copies what it keeps, and the file's pages a tensor was read from leave the
+// resident set once it returns.
 void for_each_weight(const ModelFiles& files, WeightType type,
                      const std::function<void(const HostTensor&)>& callback);
 
