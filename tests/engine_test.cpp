@@ -197,7 +197,8 @@ double teacher_forced_max_diff(executor::Executor& executor, const json& referen
     executor::PrefillOutput prefill;
     for (int64_t cached = 0; cached < total;) {
       const PrefillChunk chunk = next_prefill_chunk(cached, total, caps.prefill_bucket);
-      std::vector<int32_t> bucket(static_cast<std::size_t>(caps.prefill_bucket), 0);
+      std::vector<int32_t> bucket(
+          static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps.prefill_buckets)), 0);
       std::copy_n(prompt_ids.begin() + chunk.start, chunk.valid, bucket.begin());
       executor.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
                              static_cast<int32_t>(chunk.valid), chunk.chunk_end == total, prefill);

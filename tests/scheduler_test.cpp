@@ -80,6 +80,7 @@ class FakeRunner : public executor::ModelRunner {
     capabilities_.slots = slots;
     capabilities_.capacity = capacity;
     capabilities_.prefill_bucket = bucket;
+    capabilities_.prefill_buckets = {bucket};
     capabilities_.vocab_size = vocab;
     capabilities_.ring_rows = ring_rows;
     cache_.assign(static_cast<std::size_t>(slots),
@@ -89,6 +90,10 @@ class FakeRunner : public executor::ModelRunner {
   }
 
   const Capabilities& capabilities() const override { return capabilities_; }
+  // Compiled prefill buckets, ascending, the last the chunk size (Capabilities).
+  void set_prefill_buckets(std::vector<int64_t> buckets) {
+    capabilities_.prefill_buckets = std::move(buckets);
+  }
 
   int64_t decode_rows(int64_t rows) const override {
     int64_t bucket = 1;
@@ -107,7 +112,9 @@ class FakeRunner : public executor::ModelRunner {
                         valid,
                         want_logits,
                         {rows.begin(), rows.begin() + std::max(0, start)}});
-    EXPECT_EQ(static_cast<int64_t>(bucket_tokens.size()), capabilities_.prefill_bucket);
+    const auto& buckets = capabilities_.prefill_buckets;
+    EXPECT_NE(std::find(buckets.begin(), buckets.end(), static_cast<int64_t>(bucket_tokens.size())),
+              buckets.end());
     EXPECT_GE(valid, 1);
     EXPECT_LE(int64_t{start} + valid, capabilities_.capacity);
     expect_rows_hold_real_tokens(rows, start, slot);
@@ -279,6 +286,40 @@ TEST(PrefillPlan, APromptShorterThanTheBucketIsOneChunk) {
   EXPECT_EQ(c.start, 0);
   EXPECT_EQ(c.valid, 5);
   EXPECT_EQ(c.chunk_end, 5);
+}
+
+TEST(PrefillPlan, AChunkRunsInTheSmallestBucketThatHoldsIt) {
+  const std::vector<int64_t> buckets = {4, 16};
+  EXPECT_EQ(prefill_bucket_for(1, buckets), 4);
+  EXPECT_EQ(prefill_bucket_for(4, buckets), 4);
+  EXPECT_EQ(prefill_bucket_for(5, buckets), 16);
+  EXPECT_EQ(prefill_bucket_for(16, buckets), 16);
+}
+
+// A 10-token prompt runs as a chunk of 8 and the last 2 tokens in the small bucket of 4; a
+// follow-up turn that reuses it prefills its 2 new tokens in that bucket too. The tokens are the
+// same as with one bucket.
+TEST(Scheduler, ShortChunksRunInTheSmallBucket) {
+  FakeRunner runner(1, 64, 8);
+  runner.set_prefill_buckets({4, 8});
+  Scheduler scheduler(runner, nullptr);
+  Collected first, second;
+  scheduler.submit(iota_tokens(10), greedy(3), first.callback());
+  scheduler.run_until_idle();
+  std::vector<int32_t> follow_up = iota_tokens(10);
+  follow_up.insert(follow_up.end(), first.tokens.begin(), first.tokens.end() - 1);
+  follow_up.push_back(40);
+  follow_up.push_back(41);
+  scheduler.submit(follow_up, greedy(3), second.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(runner.prefills.size(), 3u);
+  EXPECT_EQ(runner.prefills[0].tokens.size(), 8u);
+  EXPECT_EQ(runner.prefills[1].tokens.size(), 4u);
+  EXPECT_EQ(runner.prefills[1].tokens, (std::vector<int32_t>{9, 10, 0, 0}));
+  EXPECT_EQ(runner.prefills[2].tokens.size(), 4u);
+  EXPECT_EQ(runner.prefills[2].valid, 2);
+  EXPECT_EQ(first.tokens, fake_greedy(iota_tokens(10), 3));
+  EXPECT_EQ(second.tokens, fake_greedy(follow_up, 3));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,6 +36,11 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                       "from 512 that holds prompt and new tokens)");
   command->add_option("--prefill-bucket", flags.prefill_bucket, "prompt tokens per prefill call")
       ->capture_default_str();
+  command
+      ->add_option("--small-prefill-bucket", flags.small_prefill_bucket,
+                   "a second prefill graph for shorter chunks (a chat turn's new text, a short "
+                   "prompt), which cost their bucket; 0: none")
+      ->capture_default_str();
   command->add_option("--plugin", flags.plugin, "PJRT plugin .so for --backend xla");
   command->add_option("--cuda-sm", flags.cuda_sm, "CUDA architecture for IREE (default sm_80)");
   command->add_option("--compiler-flag", flags.compiler_flags,
@@ -83,6 +88,10 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
     fail("--prefill-bucket", "must be positive, got {}", flags.prefill_bucket);
   }
   options.executor.prefill_bucket = std::min(flags.prefill_bucket, capacity);
+  if (flags.small_prefill_bucket < 0) {
+    fail("--small-prefill-bucket", "must be 0 or more, got {}", flags.small_prefill_bucket);
+  }
+  options.executor.small_prefill_bucket = flags.small_prefill_bucket;
   options.runtime_options.xla.plugin_path = flags.plugin;
   options.runtime_options.iree.cuda_sm = flags.cuda_sm;
   options.runtime_options.iree.compiler_flags = flags.compiler_flags;

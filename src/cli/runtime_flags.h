@@ -23,6 +23,7 @@ struct RuntimeFlags {
   std::string weights = "auto";
   int64_t context = 0;  // KV-cache capacity; 0: the smallest of 512, 1024, ... that fits the run
   int64_t prefill_bucket = 64;
+  int64_t small_prefill_bucket = 16;
   std::string plugin;                       // PJRT plugin (--backend xla)
   std::string cuda_sm;                      // IREE CUDA target (--backend iree --device cuda)
   std::vector<std::string> compiler_flags;  // extra iree-compile flags, for tuning

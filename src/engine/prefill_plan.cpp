@@ -12,4 +12,11 @@ PrefillChunk next_prefill_chunk(int64_t cached, int64_t total, int64_t bucket) {
   return chunk;
 }
 
+int64_t prefill_bucket_for(int64_t valid, std::span<const int64_t> buckets) {
+  for (int64_t bucket : buckets) {
+    if (bucket >= valid) return bucket;
+  }
+  return buckets.empty() ? valid : buckets.back();
+}
+
 }  // namespace xlacel::engine

@@ -366,7 +366,8 @@ void Scheduler::prefill_one() {
   }
   const PrefillChunk chunk =
       next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
-  std::vector<int32_t> bucket(static_cast<std::size_t>(caps_.prefill_bucket), 0);
+  std::vector<int32_t> bucket(
+      static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;
   bool want_logits = last && sequence.needs_logits();

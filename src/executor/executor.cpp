@@ -1,6 +1,7 @@
 #include "executor/executor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,11 +66,21 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   capabilities_.slots = options_.slots;
   capabilities_.capacity = options_.capacity;
   capabilities_.prefill_bucket = options_.prefill_bucket;
+  if (options_.small_prefill_bucket < 0) {
+    fail("small_prefill_bucket", "must be 0 or more, got {}", options_.small_prefill_bucket);
+  }
+  if (options_.small_prefill_bucket > 0 &&
+      options_.small_prefill_bucket < options_.prefill_bucket) {
+    capabilities_.prefill_buckets.push_back(options_.small_prefill_bucket);
+  }
+  capabilities_.prefill_buckets.push_back(options_.prefill_bucket);
   capabilities_.vocab_size = config.vocab_size;
 
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
-  std::vector<models::GraphOptions> first = {
-      prefill_graph(static_cast<int32_t>(options_.prefill_bucket - 1))};
+  std::vector<models::GraphOptions> first;
+  for (int64_t bucket : capabilities_.prefill_buckets) {
+    first.push_back(prefill_graph(bucket, static_cast<int32_t>(bucket - 1)));
+  }
   for (int64_t rows : options_.preload_decode_rows) {
     // The shortest window: where every sequence's decoding starts (others load on first use).
     first.push_back(decode_graph(rows, options_.preload_logits, 0));
@@ -147,9 +158,9 @@ std::vector<models::WeightType> Executor::resident_weight_types() const {
   return types;
 }
 
-models::GraphOptions Executor::prefill_graph(int32_t last_position) const {
+models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_position) const {
   models::GraphOptions graph = {models::GraphKind::kPrefill,
-                                options_.prefill_bucket,
+                                bucket,
                                 options_.capacity,
                                 prefill_weights(),
                                 options_.slots,
@@ -270,9 +281,10 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
 
 void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) {
-  const int64_t bucket = options_.prefill_bucket;
-  if (static_cast<int64_t>(bucket_tokens.size()) != bucket) {
-    fail("prefill", "needs {} tokens, got {}", bucket, bucket_tokens.size());
+  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+  const std::vector<int64_t>& buckets = capabilities_.prefill_buckets;
+  if (std::find(buckets.begin(), buckets.end(), bucket) == buckets.end()) {
+    fail("prefill", "needs a bucket of {} tokens, got {}", fmt::join(buckets, " or "), bucket);
   }
   if (slot < 0 || slot >= options_.slots) {
     fail("prefill", "slot {} is not in [0, {})", slot, options_.slots);
@@ -281,7 +293,7 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
     fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})", start,
          valid, bucket, options_.capacity);
   }
-  Graph& prefill = graph(prefill_graph(static_cast<int32_t>(start + bucket - 1)));
+  Graph& prefill = graph(prefill_graph(bucket, static_cast<int32_t>(start + bucket - 1)));
   std::vector<device::BufferPtr> outputs = run(prefill, {{"tokens", bytes_of(bucket_tokens)},
                                                          {"slot", bytes_of(slot)},
                                                          {"start", bytes_of(start)},

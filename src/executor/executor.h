@@ -24,6 +24,11 @@ struct ExecutorOptions {
   int64_t capacity = 512;       // KV-cache positions per slot
   int64_t slots = 1;            // sequences held at once
   int64_t prefill_bucket = 64;  // tokens per prefill call
+  // A second prefill graph for chunks of at most this many tokens (the new text of a chat's next
+  // turn after prefix reuse, a short prompt): a call's time follows its bucket, not its valid
+  // tokens (SmolLM2, 16 tokens: 85 ms through the 64 bucket, 28 through 16). 0 or at least
+  // prefill_bucket: none.
+  int64_t small_prefill_bucket = 16;
   // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
   // sizes, and whether the logits variant (host sampling) or the argmax one; each with the
   // shortest attention window (longer windows load when a sequence reaches them).
@@ -77,8 +82,9 @@ class Executor final : public ModelRunner {
   // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
   // `last_position` (its attention window: attention_window), for prepare().
   models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
-  // The prefill graph of a chunk whose last row is at `last_position` (its attention window).
-  models::GraphOptions prefill_graph(int32_t last_position) const;
+  // The prefill graph of `bucket` tokens whose last row is at `last_position` (its attention
+  // window).
+  models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
   // keeps block-quantized weights as planes only where the runtime fuses their dequantization
   // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.

@@ -15,7 +15,10 @@ struct Capabilities {
   std::string device;    // for people: "cpu (llvm-cpu for this CPU, IREE local-task, 2 threads)"
   int64_t slots = 1;     // sequences the KV cache holds
   int64_t capacity = 0;  // KV-cache positions per slot
-  int64_t prefill_bucket = 0;  // tokens per prefill call
+  int64_t prefill_bucket = 0;  // tokens per prefill call, at most
+  // Every compiled prefill bucket, ascending, the last prefill_bucket: a prefill call costs its
+  // bucket whatever its valid tokens, so a short chunk takes the smallest that holds it.
+  std::vector<int64_t> prefill_buckets;
   // Sliding layers keep only this many positions per slot, position p at row p mod ring_rows
   // (models/cache_access.h); 0: every layer keeps all `capacity`. Writing position n replaces
   // n - ring_rows, so a slot's rows stay reusable only up to its newest position.
@@ -41,8 +44,8 @@ class ModelRunner {
 
   virtual const Capabilities& capabilities() const = 0;
 
-  // One prefill call into `slot`: `bucket_tokens` (exactly prefill_bucket ids, padded by the
-  // caller) at positions start.. ; the first `valid` are real. Requires start + valid <=
+  // One prefill call into `slot`: `bucket_tokens` (exactly one of prefill_buckets ids, padded
+  // by the caller) at positions start.. ; the first `valid` are real. Requires start + valid <=
   // capacity. Other slots are not touched.
   virtual void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) = 0;
