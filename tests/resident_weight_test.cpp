@@ -30,6 +30,16 @@
 namespace xlacel {
 namespace {
 
+// Every block-quantized tensor of `gguf` (the test file holds one of each format).
+std::vector<TensorView> block_quantized_tensors(const GgufFile& gguf) {
+  std::vector<TensorView> tensors;
+  for (const auto& info : gguf.tensor_infos()) {
+    TensorView tensor = gguf.tensor(info);
+    if (is_block_quantized(tensor.dtype)) tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
 using stablehlo::ElementType;
 using stablehlo::TensorType;
 using stablehlo::Value;
@@ -166,16 +176,14 @@ std::unique_ptr<device::Executable> load_module(device::Device& device, const st
 
 TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
   auto device = open_device();
-  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
-  for (const auto& info : gguf.tensor_infos()) {
-    TensorView tensor = gguf.tensor(info);
-    if (!is_block_quantized(tensor.dtype)) continue;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
     const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
     const PlanarBlocks planar =
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
-    const std::vector<float> expected = to_f32(*gguf.find_tensor(info.name + ".expected"));
+    const std::vector<float> expected = to_f32(*gguf.find_tensor(tensor.name + ".expected"));
     auto executable = load_module(*device, format, planar_module(planar, rows, cols));
 
     std::vector<float> x(static_cast<std::size_t>(cols));
@@ -259,11 +267,9 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
-  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
-  for (const auto& info : gguf.tensor_infos()) {
-    TensorView tensor = gguf.tensor(info);
-    if (!is_block_quantized(tensor.dtype)) continue;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
     // 26 weight rows: blocks of 4 (AVX2) or 6 (AVX-512) rows and 2 left over.
     const int64_t rows = 26, cols = tensor.shape[1];
@@ -382,11 +388,9 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
 TEST_P(PlanarOnRuntime, APlanarProductUnderAConditionalIsTheSame) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
-  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
-  for (const auto& info : gguf.tensor_infos()) {
-    TensorView tensor = gguf.tensor(info);
-    if (!is_block_quantized(tensor.dtype)) continue;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
     const int64_t rows = 6, cols = tensor.shape[1];
     const PlanarBlocks planar =
@@ -439,11 +443,9 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends
 // Large tensors convert on several threads (planar_blocks.cpp): the planes are those of
 // converting each row on its own (one thread: rows are below the threshold).
 TEST(PlanarBlocks, ALargeTensorConvertsAsItsRowsDoOneByOne) {
-  GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
-  for (const auto& info : gguf.tensor_infos()) {
-    TensorView tensor = gguf.tensor(info);
-    if (!is_block_quantized(tensor.dtype)) continue;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
     const int64_t cols = tensor.shape[1];
     const int64_t rows = (int64_t{1} << 20) / cols + 3;  // over the threshold, slices uneven
