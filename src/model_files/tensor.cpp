@@ -80,11 +80,15 @@ uint64_t tensor_byte_size(DType dtype, std::span<const int64_t> shape, const std
   return elements / block * dtype_block_bytes(dtype);
 }
 
-std::vector<float> to_f32(const TensorView& tensor) {
-  uint64_t expected = tensor_byte_size(tensor.dtype, tensor.shape, tensor.name);
+void check_tensor_bytes(const TensorView& tensor) {
+  const uint64_t expected = tensor_byte_size(tensor.dtype, tensor.shape, tensor.name);
   if (expected != tensor.data.size()) {
     fail(tensor.name, "holds {} bytes, its dtype and shape need {}", tensor.data.size(), expected);
   }
+}
+
+std::vector<float> to_f32(const TensorView& tensor) {
+  check_tensor_bytes(tensor);
   std::vector<float> out(static_cast<std::size_t>(tensor.element_count()));
   dequantize(tensor.dtype, tensor.data, out);
   return out;

@@ -31,6 +31,9 @@ struct TensorView {
 // dimension is not a multiple of the block size.
 uint64_t tensor_byte_size(DType dtype, std::span<const int64_t> shape, const std::string& where);
 
+// Throws Error naming the tensor unless it holds exactly the bytes its dtype and shape need.
+void check_tensor_bytes(const TensorView& tensor);
+
 // Dequantizes or widens any supported dtype to f32, bit-exact with the gguf Python package.
 std::vector<float> to_f32(const TensorView& tensor);
 

@@ -110,6 +110,16 @@ void take_source_rows(const ModelFiles& files, const WeightSpec& spec, std::vect
   values = std::vector<T>(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
 }
 
+// A file tensor's `values` as the weight's rows: a fused tensor's rows taken, a permuted one's
+// restored.
+template <typename T>
+void as_weight_rows(const ModelFiles& files, const WeightSpec& spec, const TensorView& tensor,
+                    std::vector<T>& values) {
+  const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
+  take_source_rows(files, spec, values, spec.shape[0], columns);
+  if (spec.shape.size() == 2) unpermute(files, tensor, values, columns);
+}
+
 // `values` as the host tensor of `spec`, moved into it.
 template <typename T>
 HostTensor host_tensor(const WeightSpec& spec, std::vector<T> values) {
@@ -146,10 +156,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
     fail(files.path(), "tensor '{}' is {}, the graph expects {}", tensor.name,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
   }
-  const uint64_t bytes = tensor_byte_size(tensor.dtype, tensor.shape, tensor.name);
-  if (bytes != tensor.data.size()) {
-    fail(tensor.name, "holds {} bytes, its dtype and shape need {}", tensor.data.size(), bytes);
-  }
+  check_tensor_bytes(tensor);
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
   files.release(tensor);
@@ -228,12 +235,11 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
   files.release(tensor);
-  const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
-  take_source_rows(files, spec, values, spec.shape[0], columns);
+  as_weight_rows(files, spec, tensor, values);
+  // Per element, so it holds wherever the rows moved.
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) {
     for (float& v : values) v = v + spec.gguf_add;
   }
-  if (spec.shape.size() == 2) unpermute(files, tensor, values, spec.shape[1]);
   return values;
 }
 
@@ -253,16 +259,13 @@ std::optional<DType> stored_dtype(ElementType element) {
   }
 }
 
-// `tensor`'s elements (of type T, the size of the file's) with rows taken and un-permuted as
-// load_weight_f32 does.
+// `tensor`'s elements (of type T, the size of the file's) as the weight's rows.
 template <typename T>
 HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const TensorView& tensor) {
   std::vector<T> values(static_cast<std::size_t>(tensor.element_count()));
   std::memcpy(values.data(), tensor.data.data(), values.size() * sizeof(T));
   files.release(tensor);
-  const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
-  take_source_rows(files, spec, values, spec.shape[0], columns);
-  if (spec.shape.size() == 2) unpermute(files, tensor, values, spec.shape[1]);
+  as_weight_rows(files, spec, tensor, values);
   return host_tensor(spec, std::move(values));
 }
 
@@ -277,10 +280,7 @@ std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) return std::nullopt;
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   if (tensor.dtype != *dtype) return std::nullopt;
-  const uint64_t bytes = tensor_byte_size(tensor.dtype, tensor.shape, tensor.name);
-  if (bytes != tensor.data.size()) {
-    fail(tensor.name, "holds {} bytes, its dtype and shape need {}", tensor.data.size(), bytes);
-  }
+  check_tensor_bytes(tensor);
   if (!takes_rows(files, spec) && permuted_heads(files, tensor) == 0) {
     return HostTensor{spec, tensor.data, nullptr, tensor};
   }
