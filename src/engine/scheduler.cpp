@@ -76,7 +76,9 @@ struct Scheduler::Sequence {
   // A grammar masks the logits on the host, so even a greedy request needs them there.
   bool needs_logits() const { return options.sampling.needs_logits() || grammar.has_value(); }
   bool decoding() const { return !finished && pending.has_value(); }
-  // A choice whose prompt another one is prefilling (SharedPrompt).
+  // The choice that prefills its request's shared prompt (SharedPrompt).
+  bool leads_share() const { return share && share->leader == id; }
+  // A choice whose prompt another one is prefilling.
   bool waits_for_leader() const { return share && !share->settled && share->leader != id; }
 
   uint64_t id;
@@ -267,7 +269,7 @@ void Scheduler::finish(Sequence& sequence, FinishReason reason) {
 void Scheduler::emit_last(Sequence& sequence, TokenEvent event, FinishReason reason) {
   sequence.finished = true;
   // A leader ending before its prefill did (cancelled) leaves the others to prefill alone.
-  if (sequence.share && sequence.share->leader == sequence.id) sequence.share->settled = true;
+  if (sequence.leads_share()) sequence.share->settled = true;
   event.finished = true;
   event.reason = reason;
   sequence.stats.prompt_tokens = sequence.prompt_tokens;
@@ -371,14 +373,10 @@ void Scheduler::prefill_one() {
   std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
   const bool last = chunk.chunk_end == sequence.prompt_tokens;
   bool want_logits = last && sequence.needs_logits();
-  if (last && sequence.share && sequence.share->leader == sequence.id) {
-    for (const auto& other : slots_) {
-      if (other && other->share == sequence.share && other->prefilling() &&
-          other->waits_for_leader()) {
-        want_logits = want_logits || other->needs_logits();
-      }
-    }
-  }
+  // The slots of the choices that take this prompt's rows once its last chunk has run.
+  std::vector<std::size_t> sharing;
+  if (last && sequence.leads_share()) sharing = waiting_on(sequence);
+  for (std::size_t i : sharing) want_logits = want_logits || slots_[i]->needs_logits();
   try {
     runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
                           static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
@@ -390,9 +388,7 @@ void Scheduler::prefill_one() {
   last_step_.prefill_tokens = chunk.valid;
   last_step_.prefill_seconds = seconds_between(start, Clock::now());
   if (!last) return;
-  if (sequence.share && sequence.share->leader == sequence.id) {
-    share_prompt(sequence, slot, prefill_out_);
-  }
+  if (sequence.leads_share()) share_prompt(sequence, slot, sharing, prefill_out_);
   if (sequence.needs_logits()) {
     sample_and_accept(sequence, prefill_out_.logits);
   } else {
@@ -400,14 +396,23 @@ void Scheduler::prefill_one() {
   }
 }
 
-void Scheduler::share_prompt(Sequence& leader, int32_t slot, const executor::PrefillOutput& out) {
-  leader.share->settled = true;
+std::vector<std::size_t> Scheduler::waiting_on(const Sequence& leader) const {
+  std::vector<std::size_t> waiting;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Sequence* choice = slots_[i].get();
-    if (choice == nullptr || choice->share != leader.share || choice == &leader ||
-        !choice->prefilling()) {
-      continue;
+    const Sequence* choice = slots_[i].get();
+    if (choice && choice->share == leader.share && choice->prefilling() &&
+        choice->waits_for_leader()) {
+      waiting.push_back(i);
     }
+  }
+  return waiting;
+}
+
+void Scheduler::share_prompt(Sequence& leader, int32_t slot, std::span<const std::size_t> sharing,
+                             const executor::PrefillOutput& out) {
+  leader.share->settled = true;
+  for (std::size_t i : sharing) {
+    Sequence* choice = slots_[i].get();
     try {
       runner_.copy_slot(slot, static_cast<int32_t>(i));
     } catch (...) {

@@ -103,9 +103,12 @@ class Scheduler {
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   void prefill_one();
-  // After `leader`'s last prefill chunk in `slot`: the choices waiting on it that hold a slot
-  // take a copy of its rows and their first token from `out` (the chunk's result).
-  void share_prompt(Sequence& leader, int32_t slot, const executor::PrefillOutput& out);
+  // The slots of the choices that hold one and wait for `leader` to prefill their prompt.
+  std::vector<std::size_t> waiting_on(const Sequence& leader) const;
+  // After `leader`'s last prefill chunk in `slot`: the choices in `sharing` (waiting_on before
+  // the chunk ran) take a copy of its rows and their first token from `out`, its result.
+  void share_prompt(Sequence& leader, int32_t slot, std::span<const std::size_t> sharing,
+                    const executor::PrefillOutput& out);
   void decode_all();
   // After a new token: emits it and finishes the sequence when a stop condition holds.
   void accept_token(Sequence& sequence, int32_t token,
