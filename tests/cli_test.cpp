@@ -157,6 +157,8 @@ TEST(Cli, ValuesOutsideTheirDomainAreOneLineErrors) {
       {{"generate", "-m", tiny, "--prompt-ids", "1", "--repeat-penalty", "0"}, "--repeat-penalty"},
       {{"generate", "-m", tiny, "--prompt-ids", "1", "-n", "0"}, "-n"},
       {{"generate", "-m", tiny, "--prompt-ids", "1", "--threads", "-2"}, "--threads"},
+      {{"generate", "-m", tiny, "--prompt-ids", "1", "--small-prefill-bucket", "-1"},
+       "--small-prefill-bucket"},
       {{"generate", "-m", tiny, "--prompt-ids", "1", "--top-p", "abc"}, "--top-p"},
       {{"chat", "-m", tiny, "--temp", "-1"}, "--temp"},
       {{"emit", "-m", tiny, "--graph", "decode", "--capacity", "0"}, "--capacity"},
