@@ -1,9 +1,9 @@
 // Times the IREE planar kernel (src/backends/iree/kernels/planar_matmul.c, included whole) on
 // one thread, outside IREE: random planes of one format, x of `rows` rows, every workgroup of
 // the product called in turn as the runtime would. Prints the best time of `reps`, the bytes of
-// the weight read per second, weights per second and a checksum of y (equal checksums across
-// kernel versions: the same bits, in practice). Built and run by planar_matmul_bench (next to
-// this file), which also builds a second version of the kernel to compare against.
+// the weight read per second, weights per second and a checksum of y and a hash of its bits
+// (equal hashes across kernel versions: the same bits). Built and run by planar_matmul_bench (next
+// to this file), which also builds a second version of the kernel to compare against.
 //
 //   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0)
 #include <stdio.h>
@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < high_bytes; ++i) highs[i] = (uint8_t)rand();
   for (size_t g = 0; g < groups; ++g) {
     if (scale_width == 1) {
-      scales[g] = (uint8_t)(rand() % 64);
+      // Q6_K's scales are signed: both signs, so that a kernel change that treats them
+      // differently shows in the hash.
+      scales[g] = (uint8_t)(code_bits == 6 ? rand() % 256 : rand() % 64);
       offsets[g] = (uint8_t)(rand() % 64);
     } else {
       ((uint16_t*)scales)[g] = half((float)(rand() % 1000) * 1e-5f);
@@ -102,9 +104,18 @@ int main(int argc, char** argv) {
   }
   double checksum = 0;
   for (size_t i = 0; i < rows * n; ++i) checksum += y[i];
+  // FNV-1a of y's bytes: equal across kernel versions exactly when every output has the same
+  // bits (the sum above can hide a last-bit difference).
+  uint64_t hash = 14695981039346656037ull;
+  for (size_t i = 0; i < rows * n * sizeof(float); ++i) {
+    hash = (hash ^ ((const uint8_t*)y)[i]) * 1099511628211ull;
+  }
   const double bytes = (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
                                 (scale_width == 1 ? supers * 2 * (1 + has_offsets) : 0));
-  printf("%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  checksum %.6g\n", format,
-         n, k, rows, best * 1e6, bytes / best / 1e9, (double)n * (double)k / best / 1e9, checksum);
+  printf(
+      "%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  checksum %.6g  bits "
+      "%016llx\n",
+      format, n, k, rows, best * 1e6, bytes / best / 1e9, (double)n * (double)k / best / 1e9,
+      checksum, (unsigned long long)hash);
   return 0;
 }

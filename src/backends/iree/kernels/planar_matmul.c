@@ -294,7 +294,7 @@ INLINE int reads_chunks(enum CodeForm form) {
 // A chunk's codes as i8 with the form's bias taken off: bytes 16b + j of `first` hold element
 // j of block b, of `second` element 16 + j.
 INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, enum CodeForm form,
-                        __m512i* first, __m512i* second) {
+                        int unbiased, __m512i* first, __m512i* second) {
   const __m512i packed = _mm512_loadu_si512((const void*)(codes + c * 64));
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512i low = _mm512_and_si512(packed, nibble);
@@ -327,11 +327,84 @@ INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, en
   const int bias = form == NIBBLES_HIGH2_16_CENTRED   ? 32
                    : form == NIBBLES_HIGH1_32_CENTRED ? 16
                                                       : 0;
-  if (bias != 0) {
+  if (bias != 0 && !unbiased) {
     low = _mm512_sub_epi8(low, _mm512_set1_epi8((char)bias));
     high = _mm512_sub_epi8(high, _mm512_set1_epi8((char)bias));
   }
   *first = low, *second = high;
+}
+
+// The centred forms with high bits (Q5_0, Q6_K) without f32 scales: a code u - bias (u the
+// unsigned 5 or 6 bits) becomes an f32 by placing u in the bits under the exponent of 128
+// (0x43000000 | u << 16 is 128 + u exactly), one byte permute per 16 codes, and
+// scale * (u - bias) is then one fused multiply-add, scale * (128 + u) + minus, where minus =
+// -(128 + bias) * scale. That rounds once, as today's scale * code does, provided minus is exact:
+// scales have at most 18 significant bits (an f16 times an i8, or an f16) and 128 + bias (160,
+// 144) at most 4, so it is. (A zero code gives +0 where scale * code gave -0 for a negative
+// scale: no sum of products differs, since the accumulators, from +0, are never -0.) Instead of
+// widen, convert and multiply (three operations, two on the shuffle port's side) per 16 codes.
+INLINE int biased_magic(enum CodeForm form, enum ScaleForm scale_form) {
+  return (form == NIBBLES_HIGH2_16_CENTRED || form == NIBBLES_HIGH1_32_CENTRED) &&
+         scale_form != SCALES_F32;
+}
+INLINE float magic_bias(enum CodeForm form) {
+  return form == NIBBLES_HIGH2_16_CENTRED ? 160.0f : 144.0f;
+}
+
+// into with the bytes of table that index picks, where mask is set: a merge-masked vpermb (VBMI:
+// from all 64 bytes), else vpshufb (within each 128-bit lane). In assembly: written as the
+// intrinsic, clang turns the constant shuffle into two-table permutes (vpermt2b, or vpermb and
+// vpermt2b), ~2x the cycles here.
+INLINE __m512i permute_bytes_into(__m512i into, __mmask64 mask, __m512i index, __m512i table) {
+#if defined(__AVX512VBMI__)
+  __asm__("vpermb %[table], %[index], %[into] %{%[mask]%}"
+          : [into] "+v"(into)
+          : [table] "v"(table), [index] "v"(index), [mask] "Yk"(mask));
+#else
+  __asm__("vpshufb %[index], %[table], %[into] %{%[mask]%}"
+          : [into] "+v"(into)
+          : [table] "v"(table), [index] "v"(index), [mask] "Yk"(mask));
+#endif
+  return into;
+}
+
+INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum ScaleForm scale_form,
+                          __m512i first, __m512i second, vec out[CHUNK_VECTORS]) {
+  const size_t vectors = vectors_per_group(form), group = vectors * LANES;
+#if !defined(__AVX512VBMI__)
+  // Through memory, so that each block's 16 codes reach all four 128-bit lanes with a
+  // broadcast load, for vpshufb to pick from within a lane.
+  int8_t bytes[2][64] __attribute__((aligned(64)));
+  _mm512_store_si512((void*)bytes[0], first);
+  _mm512_store_si512((void*)bytes[1], second);
+  __asm__ volatile("" : : : "memory");
+#endif
+  const __m512i exponent = _mm512_set1_epi32(0x43000000);
+  // Unrolled by hand: the assembly in permute_bytes_into keeps clang from unrolling it.
+#pragma unroll
+  for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+    const size_t g = (c * CHUNK_VECTORS + v) / vectors;
+    const float s = plane_value(p.scales, p.super_scales, g, group, scale_form);
+    const vec scale = vec_broadcast(s);
+    const vec minus = vec_broadcast(scale_form == SCALES_EXPANDED ? ((const float*)p.offsets)[g]
+                                                                  : s * -magic_bias(form));
+    // Byte 2 of dword j of the vector from element j of block v / 2 (bytes 16 (v / 2) + j of
+    // first, v even, or second); the other bytes keep the exponent's.
+#if defined(__AVX512VBMI__)
+    const int b = 16 * (int)(v / 2);
+    const __m512i table = v % 2 ? second : first;
+#else
+    const int b = 0;  // byte j of the lane (within a lane, vpshufb reads the low 4 bits)
+    const __m512i table =
+        _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)(bytes[v % 2] + 16 * (v / 2))));
+#endif
+    const __m512i index = _mm512_setr_epi32(
+        b << 16, (b + 1) << 16, (b + 2) << 16, (b + 3) << 16, (b + 4) << 16, (b + 5) << 16,
+        (b + 6) << 16, (b + 7) << 16, (b + 8) << 16, (b + 9) << 16, (b + 10) << 16, (b + 11) << 16,
+        (b + 12) << 16, (b + 13) << 16, (b + 14) << 16, (b + 15) << 16);
+    const __m512i bits = permute_bytes_into(exponent, 0x4444444444444444ull, index, table);
+    out[v] = vec_fmadd(scale, _mm512_castsi512_ps(bits), minus);
+  }
 }
 
 // Chunk c of a weight row as f32 vectors of consecutive elements, dequantized as group_weights
@@ -339,7 +412,12 @@ INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, en
 INLINE void chunk_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
                           enum ScaleForm scale_form, int has_offsets, vec out[CHUNK_VECTORS]) {
   __m512i first, second;
-  chunk_codes(codes, p.high_bits, c, form, &first, &second);
+  if (biased_magic(form, scale_form)) {
+    chunk_codes(codes, p.high_bits, c, form, 1, &first, &second);
+    magic_weights(p, c, form, scale_form, first, second, out);
+    return;
+  }
+  chunk_codes(codes, p.high_bits, c, form, 0, &first, &second);
   // Through memory, so that each vector widens from a load (one shuffle) rather than an
   // extract and a widen (two, on the one port that shuffles).
   int8_t bytes[2][64] __attribute__((aligned(64)));
@@ -490,6 +568,30 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
 INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t groups,
                                size_t group, enum ScaleForm form, float* out) {
   size_t g = 0;
+#if LANES == 16
+  // 16 at a time: a row's expansion costs as much as a fifth of its products otherwise (Q6_K).
+  if (form == SCALES_F16) {
+    for (; g + 16 <= groups; g += 16) {
+      _mm512_storeu_ps(
+          out + g,
+          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)plane + g))));
+    }
+  } else if (form == SCALES_TWO_LEVEL) {
+    const size_t per_super = SUPER_GROUP / group;  // 8 or 16
+    for (; g + 16 <= groups; g += 16) {
+      // The 16 groups' super factors: one (per_super 16) or two (8), each widened exactly.
+      int32_t supers = super[g / per_super];
+      if (per_super == 8) __builtin_memcpy(&supers, super + g / 8, 4);
+      const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(supers));
+      const __m512 d = _mm512_permutexvar_ps(
+          per_super == 16 ? _mm512_setzero_si512()
+                          : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+          _mm512_castps128_ps512(two));
+      const __m128i codes = _mm_loadu_si128((const __m128i*)((const int8_t*)plane + g));
+      _mm512_storeu_ps(out + g, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes))));
+    }
+  }
+#endif
   if (form == SCALES_F16) {
     for (; g + 8 <= groups; g += 8) {
       _mm256_storeu_ps(
@@ -505,6 +607,28 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
   }
   for (; g < groups; ++g) out[g] = plane_value(plane, super, g, group, form);
 }
+
+#if LANES == 16
+// Entries of a row's expanded offsets: its offsets, or for the forms that take magic_weights
+// their minus values.
+// (A constant expression: the array it sizes is no variable-length one.)
+#define ROW_OFFSETS(FORM, OFFSETS)                                                 \
+  (OFFSETS || FORM == NIBBLES_HIGH2_16_CENTRED || FORM == NIBBLES_HIGH1_32_CENTRED \
+       ? MAX_ROW_GROUPS                                                            \
+       : 1)
+// minus (magic_weights) of each of a row's expanded scales.
+INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, float* out) {
+  const vec factor = vec_broadcast(-magic_bias(form));
+  size_t g = 0;
+  for (; g + LANES <= groups; g += LANES) vec_store(out + g, vec_mul(vec_load(scales + g), factor));
+  for (; g < groups; ++g) out[g] = scales[g] * -magic_bias(form);
+}
+#else
+#define ROW_OFFSETS(FORM, OFFSETS) (OFFSETS ? MAX_ROW_GROUPS : 1)
+INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, float* out) {
+  (void)scales, (void)groups, (void)form, (void)out;
+}
+#endif
 
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
 // above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
@@ -522,10 +646,12 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
       const uint8_t* c = codes + row * row_bytes;                                           \
       struct Planes r = planes_row(p, row, groups, group, SCALES, high_row_bytes(FORM, k)); \
       if (SCALES != SCALES_F32 && groups <= MAX_ROW_GROUPS) {                               \
-        float scales[MAX_ROW_GROUPS], offsets[OFFSETS ? MAX_ROW_GROUPS : 1];                \
+        float scales[MAX_ROW_GROUPS], offsets[ROW_OFFSETS(FORM, OFFSETS)];                  \
         expand_row_factors(r.scales, r.super_scales, groups, group, SCALES, scales);        \
         if (OFFSETS)                                                                        \
           expand_row_factors(r.offsets, r.super_offsets, groups, group, SCALES, offsets);   \
+        else if (ROW_OFFSETS(FORM, OFFSETS) > 1)                                            \
+          magic_minus(scales, groups, FORM, offsets);                                       \
         r.scales = scales, r.offsets = offsets;                                             \
         ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES_EXPANDED)                                   \
       } else {                                                                              \
