@@ -87,6 +87,8 @@ struct EngineShape {
   int64_t slots = 1;
   int64_t capacity = 256;
   int64_t prefill_bucket = 16;
+  int64_t small_prefill_bucket = 16;  // the bucket: no second one
+  int64_t prefill_sequences = 8;      // chunks of the small bucket per call, at most
 };
 
 class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
@@ -104,6 +106,8 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
     options.executor.slots = shape.slots;
     options.executor.capacity = shape.capacity;
     options.executor.prefill_bucket = shape.prefill_bucket;
+    options.executor.small_prefill_bucket = shape.small_prefill_bucket;
+    options.executor.prefill_sequences = shape.prefill_sequences;
     options.executor.preload_logits = logits;
     options.scheduler.prefix_reuse = prefix_reuse;
     options.scheduler.share_choice_prompts = share_choice_prompts;
@@ -531,6 +535,90 @@ TEST_P(EngineOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
   EXPECT_EQ(std::vector<int32_t>(shared[0].tokens.begin(), shared[0].tokens.begin() + compared),
             std::vector<int32_t>(want.begin(), want.begin() + compared));
   EXPECT_NE(shared[1].tokens, shared[2].tokens);
+}
+
+// The last chunks of four prompts in one prefill call, each in its own slot at its own start
+// (after its leading chunks ran alone), give each the logits its last chunk gives alone in
+// another slot, and HF's first-token logits; and greedy requests submitted together, whose
+// prompts prefill together, get HF's tokens. A full cache (tiny Llama 3) and sliding layers'
+// rings (tiny Gemma 3).
+TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
+  const fs::path models[] = {testing::test_data("models/tiny_llama3"),
+                             testing::test_data("models/gemma3_text")};
+  for (const fs::path& model : models) {
+    const std::string label = GetParam() + " " + model.filename().string();
+    const json reference = read_json(model.filename() == "tiny_llama3"
+                                         ? testing::test_data("models/tiny_llama3_reference.json")
+                                         : model / "reference.json");
+    auto engine = open(model.string(),
+                       {.slots = 8,
+                        .capacity = 256,
+                        .prefill_bucket = 16,
+                        .small_prefill_bucket = 8,
+                        .prefill_sequences = 4},
+                       true);
+    executor::Executor& executor = engine->executor();
+    ASSERT_EQ(executor.capabilities().prefill_sequences, 4);
+    std::vector<std::vector<int32_t>> tails(4);
+    std::vector<executor::PrefillInput> together;
+    std::vector<executor::PrefillOutput> alone(4), joint(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      const auto prompt = ids(reference["prompts"][i]["prompt_ids"]);
+      const auto total = static_cast<int32_t>(prompt.size());
+      const int32_t tail_start = (total - 1) / 16 * 16;  // 5, 17, 70, 150: tails of 5, 1, 6, 6
+      ASSERT_LE(total - tail_start, 8) << label;
+      const auto slot = static_cast<int32_t>(3 - i);  // slots in another order than the chunks
+      for (int32_t start = 0; start < tail_start; start += 16) {
+        std::vector<int32_t> chunk(prompt.begin() + start, prompt.begin() + start + 16);
+        executor::PrefillOutput ignored;
+        for (int32_t s : {slot, slot + 4})
+          executor.prefill_chunk(s, chunk, start, 16, false, ignored);
+      }
+      tails[i].assign(8, 0);
+      std::copy(prompt.begin() + tail_start, prompt.end(), tails[i].begin());
+      executor.prefill_chunk(slot + 4, tails[i], tail_start, total - tail_start, true, alone[i]);
+      together.push_back({slot, tails[i], tail_start, total - tail_start});
+    }
+    executor.prefill_chunks(together, true, joint);
+    for (std::size_t i = 0; i < 4; ++i) {
+      double apart = 0, hf = 0;
+      for (std::size_t v = 0; v < alone[i].logits.size(); ++v) {
+        apart = std::max(apart, double{std::abs(alone[i].logits[v] - joint[i].logits[v])});
+      }
+      const json& top = reference["prompts"][i]["steps"][0]["top"];
+      const auto top_ids = top["ids"].get<std::vector<int64_t>>();
+      const auto values = top["values"].get<std::vector<double>>();
+      for (std::size_t t = 0; t < top_ids.size(); ++t) {
+        hf = std::max(hf,
+                      std::abs(values[t] - joint[i].logits[static_cast<std::size_t>(top_ids[t])]));
+      }
+      std::printf("%s prompt %zu: together vs alone max |logit diff| %.3g, vs HF %.3g\n",
+                  label.c_str(), i, apart, hf);
+      EXPECT_EQ(joint[i].token, alone[i].token) << label << " prompt " << i;
+      EXPECT_LE(apart, 1e-5) << label << " prompt " << i;
+      EXPECT_LE(hf, kLogitTolerance) << label << " prompt " << i;
+    }
+
+    // Requests submitted together: the short prompts' chunks go in one call.
+    Scheduler& scheduler = engine->scheduler();
+    std::vector<Stream> streams(4);
+    const std::size_t prompt_of[] = {0, 0, 1, 0};  // 5, 5, 17, 5 tokens
+    for (std::size_t r = 0; r < streams.size(); ++r) {
+      const json& prompt = reference["prompts"][prompt_of[r]];
+      scheduler.submit(ids(prompt["prompt_ids"]), greedy(static_cast<int64_t>(20 + r)),
+                       streams[r].callback());
+    }
+    int64_t most = 0;
+    while (scheduler.step()) most = std::max(most, scheduler.last_step().prefill_sequences);
+    EXPECT_EQ(most, 3) << label << ": the three 5-token prompts should prefill together";
+    for (std::size_t r = 0; r < streams.size(); ++r) {
+      const auto want_all = ids(reference["prompts"][prompt_of[r]]["output_ids"]);
+      const std::vector<int32_t> want(want_all.begin(),
+                                      want_all.begin() + 20 + static_cast<std::ptrdiff_t>(r));
+      EXPECT_EQ(streams[r].tokens, want)
+          << label << " request " << r << " differs at token " << matched(streams[r].tokens, want);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),

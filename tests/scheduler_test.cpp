@@ -94,6 +94,26 @@ class FakeRunner : public executor::ModelRunner {
   void set_prefill_buckets(std::vector<int64_t> buckets) {
     capabilities_.prefill_buckets = std::move(buckets);
   }
+  // Chunks of the smallest bucket one call takes (Capabilities::prefill_sequences).
+  void set_prefill_sequences(int64_t sequences) { capabilities_.prefill_sequences = sequences; }
+
+  // Records the slots of each call and checks what a graph over several sequences needs; each
+  // chunk then runs as prefill_chunk runs it (a real graph's rows do not depend on each other).
+  void prefill_chunks(std::span<const executor::PrefillInput> chunks, bool want_logits,
+                      std::span<PrefillOutput> outs) override {
+    std::vector<int32_t> slots;
+    for (const executor::PrefillInput& chunk : chunks) {
+      EXPECT_EQ(std::count(slots.begin(), slots.end(), chunk.slot), 0) << "slot " << chunk.slot;
+      slots.push_back(chunk.slot);
+      if (chunks.size() > 1) {
+        EXPECT_EQ(static_cast<int64_t>(chunk.bucket_tokens.size()),
+                  capabilities_.prefill_buckets.front());
+      }
+    }
+    EXPECT_LE(static_cast<int64_t>(chunks.size()), capabilities_.prefill_sequences);
+    prefill_calls.push_back(slots);
+    ModelRunner::prefill_chunks(chunks, want_logits, outs);
+  }
 
   int64_t decode_rows(int64_t rows) const override {
     int64_t bucket = 1;
@@ -166,7 +186,8 @@ class FakeRunner : public executor::ModelRunner {
     return cache_[static_cast<std::size_t>(slot)];
   }
 
-  std::vector<PrefillCall> prefills;
+  std::vector<PrefillCall> prefills;                // one per chunk
+  std::vector<std::vector<int32_t>> prefill_calls;  // the slots of each prefill_chunks call
   std::vector<DecodeCall> decodes;
   std::vector<std::pair<int32_t, int32_t>> copies;  // from, to
 
@@ -320,6 +341,54 @@ TEST(Scheduler, ShortChunksRunInTheSmallBucket) {
   EXPECT_EQ(runner.prefills[2].valid, 2);
   EXPECT_EQ(first.tokens, fake_greedy(iota_tokens(10), 3));
   EXPECT_EQ(second.tokens, fake_greedy(follow_up, 3));
+}
+
+// Short prompts waiting together prefill in one call, oldest first, at most prefill_sequences
+// to a call; each gets the tokens it gets alone.
+TEST(Scheduler, ShortPromptsPrefillTogether) {
+  FakeRunner runner(4, 64, 8);
+  runner.set_prefill_buckets({4, 8});
+  runner.set_prefill_sequences(2);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<std::vector<int32_t>> prompts = {
+      {5, 6, 7}, {9, 8}, {11, 12, 13, 14}, {20, 21, 22}};
+  std::vector<Collected> got(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    scheduler.submit(prompts[i], greedy(3), got[i].callback());
+  }
+  scheduler.step();
+  EXPECT_EQ(scheduler.last_step().prefill_sequences, 2);
+  EXPECT_EQ(scheduler.last_step().prefill_tokens, 5);
+  scheduler.run_until_idle();
+  ASSERT_GE(runner.prefill_calls.size(), 2u);
+  EXPECT_EQ(runner.prefill_calls[0], (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(runner.prefill_calls[1], (std::vector<int32_t>{2, 3}));
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, fake_greedy(prompts[i], 3)) << "request " << i;
+  }
+}
+
+// A chunk that needs the full bucket goes alone; when the oldest's chunk is short, the later
+// short ones join it and a long one waits its turn.
+TEST(Scheduler, OnlyChunksOfTheSmallBucketGoTogether) {
+  FakeRunner runner(4, 64, 8);
+  runner.set_prefill_buckets({4, 8});
+  runner.set_prefill_sequences(4);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<std::vector<int32_t>> prompts = {
+      iota_tokens(7), {9, 8}, iota_tokens(6, 30), {3, 4, 5}};
+  std::vector<Collected> got(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    scheduler.submit(prompts[i], greedy(2), got[i].callback());
+  }
+  scheduler.run_until_idle();
+  ASSERT_GE(runner.prefill_calls.size(), 3u);
+  EXPECT_EQ(runner.prefill_calls[0], (std::vector<int32_t>{0}));     // 7 tokens: the full bucket
+  EXPECT_EQ(runner.prefill_calls[1], (std::vector<int32_t>{1, 3}));  // the short ones
+  EXPECT_EQ(runner.prefill_calls[2], (std::vector<int32_t>{2}));
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, fake_greedy(prompts[i], 2)) << "request " << i;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,10 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
           ->add_option("--slots", flags.slots,
                        "sequences the KV cache holds (decode: bucket <= slots)")
           ->capture_default_str(),
+      command
+          ->add_option("--sequences", flags.sequences,
+                       "prefill: sequences per call, each its own slot and chunk (<= slots)")
+          ->capture_default_str(),
   };
 }
 
@@ -44,9 +48,14 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
     fail("--bucket", "must be positive (0: the graph's default), got {}", flags.bucket);
   if (flags.capacity <= 0) fail("--capacity", "must be positive, got {}", flags.capacity);
   if (flags.slots <= 0) fail("--slots", "must be positive, got {}", flags.slots);
+  if (flags.sequences <= 0) fail("--sequences", "must be positive, got {}", flags.sequences);
+  if (flags.sequences > 1 && *kind != models::GraphKind::kPrefill) {
+    fail("--sequences", "only a prefill graph runs several sequences' chunks");
+  }
   graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
   graph.capacity = flags.capacity;
   graph.slots = flags.slots;
+  graph.sequences = flags.sequences;
   return graph;
 }
 

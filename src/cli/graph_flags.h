@@ -1,6 +1,6 @@
 #pragma once
 // The graph-selection options `emit` and `compile` share: -m, --graph, --bucket, --capacity,
-// --weights, --slots, and turning them into models::GraphOptions.
+// --weights, --slots, --sequences, and turning them into models::GraphOptions.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -18,6 +18,7 @@ struct GraphFlags {
   int64_t capacity = 512;
   std::string weights = "auto";
   int64_t slots = 1;
+  int64_t sequences = 1;  // prefill only
 };
 
 // Registers the options on `command`; returns them (in the order above) so that a caller can

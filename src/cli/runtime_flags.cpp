@@ -41,6 +41,11 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                    "a second prefill graph for shorter chunks (a chat turn's new text, a short "
                    "prompt), which cost their bucket; 0: none")
       ->capture_default_str();
+  command
+      ->add_option("--prefill-sequences", flags.prefill_sequences,
+                   "with several slots, chunks of the small bucket (of as many waiting prompts) "
+                   "one prefill call takes, so a burst of short prompts prefills together; 1: one")
+      ->capture_default_str();
   command->add_option("--plugin", flags.plugin, "PJRT plugin .so for --backend xla");
   command->add_option("--cuda-sm", flags.cuda_sm, "CUDA architecture for IREE (default sm_80)");
   command->add_option("--compiler-flag", flags.compiler_flags,
@@ -92,6 +97,10 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
     fail("--small-prefill-bucket", "must be 0 or more, got {}", flags.small_prefill_bucket);
   }
   options.executor.small_prefill_bucket = flags.small_prefill_bucket;
+  if (flags.prefill_sequences < 1) {
+    fail("--prefill-sequences", "must be at least 1, got {}", flags.prefill_sequences);
+  }
+  options.executor.prefill_sequences = flags.prefill_sequences;
   options.runtime_options.xla.plugin_path = flags.plugin;
   options.runtime_options.iree.cuda_sm = flags.cuda_sm;
   options.runtime_options.iree.compiler_flags = flags.compiler_flags;

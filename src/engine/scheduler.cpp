@@ -347,52 +347,89 @@ void Scheduler::accept_token(Sequence& sequence, int32_t token,
   emit_last(sequence, std::move(event), *reason);
 }
 
-void Scheduler::prefill_one() {
-  Sequence* oldest = nullptr;
-  int32_t slot = -1;
+void Scheduler::prefill_some() {
+  // The sequences with prompt left to prefill (choices waiting for their leader aside), oldest
+  // first.
+  std::vector<std::size_t> ready;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Sequence* sequence = slots_[i].get();
-    if (sequence && sequence->prefilling() && !sequence->waits_for_leader() &&
-        (oldest == nullptr || sequence->admission < oldest->admission)) {
-      oldest = sequence;
-      slot = static_cast<int32_t>(i);
+    const Sequence* sequence = slots_[i].get();
+    if (sequence && sequence->prefilling() && !sequence->waits_for_leader()) ready.push_back(i);
+  }
+  if (ready.empty()) return;
+  std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
+    return slots_[a]->admission < slots_[b]->admission;
+  });
+  auto next_chunk = [&](std::size_t slot) {
+    const Sequence& sequence = *slots_[slot];
+    return next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
+  };
+  // The oldest's next chunk; where it fits the smallest bucket, the next ones that fit it too
+  // go in the same call (Capabilities::prefill_sequences).
+  const int64_t small = caps_.prefill_buckets.front();
+  std::vector<std::size_t> batch = {ready.front()};
+  if (caps_.prefill_sequences > 1 && next_chunk(ready.front()).valid <= small) {
+    for (std::size_t i = 1; i < ready.size(); ++i) {
+      if (static_cast<int64_t>(batch.size()) == caps_.prefill_sequences) break;
+      if (next_chunk(ready[i]).valid <= small) batch.push_back(ready[i]);
     }
   }
-  if (oldest == nullptr) return;
-  Sequence& sequence = *oldest;
+
+  struct Planned {
+    PrefillChunk chunk;
+    std::vector<int32_t> bucket;
+    bool last = false;
+    // The slots of the choices that take this prompt's rows once its last chunk has run.
+    std::vector<std::size_t> sharing;
+  };
   const Clock::time_point start = Clock::now();
-  if (!sequence.prefill_begun) {
-    sequence.prefill_begun = true;
-    sequence.prefill_started = start;
-    sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
+  std::vector<Planned> plans(batch.size());
+  std::vector<executor::PrefillInput> inputs(batch.size());
+  bool want_logits = false;
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    Sequence& sequence = *slots_[batch[n]];
+    if (!sequence.prefill_begun) {
+      sequence.prefill_begun = true;
+      sequence.prefill_started = start;
+      sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
+    }
+    Planned& plan = plans[n];
+    plan.chunk = next_chunk(batch[n]);
+    plan.bucket.assign(
+        static_cast<std::size_t>(prefill_bucket_for(plan.chunk.valid, caps_.prefill_buckets)), 0);
+    std::copy_n(sequence.tokens.begin() + plan.chunk.start, plan.chunk.valid, plan.bucket.begin());
+    plan.last = plan.chunk.chunk_end == sequence.prompt_tokens;
+    want_logits = want_logits || (plan.last && sequence.needs_logits());
+    if (plan.last && sequence.leads_share()) plan.sharing = waiting_on(sequence);
+    for (std::size_t i : plan.sharing) want_logits = want_logits || slots_[i]->needs_logits();
+    inputs[n] = {static_cast<int32_t>(batch[n]), plan.bucket,
+                 static_cast<int32_t>(plan.chunk.start), static_cast<int32_t>(plan.chunk.valid)};
   }
-  const PrefillChunk chunk =
-      next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
-  std::vector<int32_t> bucket(
-      static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
-  std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
-  const bool last = chunk.chunk_end == sequence.prompt_tokens;
-  bool want_logits = last && sequence.needs_logits();
-  // The slots of the choices that take this prompt's rows once its last chunk has run.
-  std::vector<std::size_t> sharing;
-  if (last && sequence.leads_share()) sharing = waiting_on(sequence);
-  for (std::size_t i : sharing) want_logits = want_logits || slots_[i]->needs_logits();
+  prefill_outs_.resize(batch.size());
   try {
-    runner_.prefill_chunk(slot, bucket, static_cast<int32_t>(chunk.start),
-                          static_cast<int32_t>(chunk.valid), want_logits, prefill_out_);
+    runner_.prefill_chunks(inputs, want_logits, prefill_outs_);
   } catch (...) {
     forget_resident();
     throw;
   }
-  sequence.cached = chunk.chunk_end;
-  last_step_.prefill_tokens = chunk.valid;
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    Sequence& sequence = *slots_[batch[n]];
+    sequence.cached = plans[n].chunk.chunk_end;
+    last_step_.prefill_tokens += plans[n].chunk.valid;
+  }
+  last_step_.prefill_sequences = static_cast<int64_t>(batch.size());
   last_step_.prefill_seconds = seconds_between(start, Clock::now());
-  if (!last) return;
-  if (sequence.leads_share()) share_prompt(sequence, slot, sharing, prefill_out_);
-  if (sequence.needs_logits()) {
-    sample_and_accept(sequence, prefill_out_.logits);
-  } else {
-    accept_token(sequence, prefill_out_.token);
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    if (!plans[n].last) continue;
+    Sequence& sequence = *slots_[batch[n]];
+    const executor::PrefillOutput& out = prefill_outs_[n];
+    if (sequence.leads_share()) {
+      share_prompt(sequence, static_cast<int32_t>(batch[n]), plans[n].sharing, out);
+    }
+    if (sequence.needs_logits()) {
+      sample_and_accept(sequence, prefill_outs_[n].logits);
+    } else {
+      accept_token(sequence, out.token);
+    }
   }
 }
 
@@ -509,7 +546,7 @@ bool Scheduler::step() {
   last_step_ = StepReport{};
   admit();
   if (running_ == 0) return false;
-  prefill_one();
+  prefill_some();
   release_finished();
   decode_all();
   release_finished();

@@ -4,8 +4,11 @@
 //   1. applies cancellations and gives free slots to waiting requests: the free slot whose
 //      resident tokens share the longest prefix with the prompt (prefix reuse), else the lowest
 //      free slot, so running sequences stay packed at the low slots and decode batches small;
-//   2. runs one prefill chunk of the oldest request still prefilling, so a long prompt is
-//      interleaved with decode steps and running streams keep flowing;
+//   2. runs one prefill call: the next chunk of the oldest request still prefilling, so a long
+//      prompt is interleaved with decode steps and running streams keep flowing; where that
+//      chunk fits the smallest bucket, the next chunks of the following requests that fit it
+//      too go in the same call (up to Capabilities::prefill_sequences), so a burst of short
+//      prompts gets its first tokens together;
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
 //      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads).
 // A finished or cancelled request frees its slot at once, and the slot keeps its resident
@@ -42,7 +45,8 @@ namespace xlacel::engine {
 
 // What one step() did, for benchmarks and metrics.
 struct StepReport {
-  int64_t prefill_tokens = 0;  // valid tokens of the chunk run (0: none)
+  int64_t prefill_tokens = 0;     // valid tokens of the chunks run (0: none)
+  int64_t prefill_sequences = 0;  // sequences whose chunks the step's prefill call ran
   double prefill_seconds = 0;
   int64_t decode_sequences = 0;  // sequences advanced by the decode step (0: none)
   int64_t decode_rows = 0;       // rows of the graph that ran (its batch size)
@@ -102,7 +106,7 @@ class Scheduler {
   void admit();
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
-  void prefill_one();
+  void prefill_some();
   // The slots of the choices that hold one and wait for `leader` to prefill their prompt.
   std::vector<std::size_t> waiting_on(const Sequence& leader) const;
   // After `leader`'s last prefill chunk in `slot`: the choices in `sharing` (waiting_on before
@@ -140,7 +144,7 @@ class Scheduler {
   std::atomic<std::size_t> running_ = 0;  // occupied slots, readable from any thread
   uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;
-  executor::PrefillOutput prefill_out_;
+  std::vector<executor::PrefillOutput> prefill_outs_;
   executor::DecodeOutput decode_out_;
 };
 

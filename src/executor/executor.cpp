@@ -74,12 +74,25 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
     capabilities_.prefill_buckets.push_back(options_.small_prefill_bucket);
   }
   capabilities_.prefill_buckets.push_back(options_.prefill_bucket);
+  if (options_.prefill_sequences < 1) {
+    fail("prefill_sequences", "must be at least 1, got {}", options_.prefill_sequences);
+  }
+  // Only the small bucket's chunks go several to a call: a full bucket's cost follows its rows.
+  if (capabilities_.prefill_buckets.size() > 1) {
+    capabilities_.prefill_sequences = std::min(options_.prefill_sequences, options_.slots);
+  }
   capabilities_.vocab_size = config.vocab_size;
 
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
   std::vector<models::GraphOptions> first;
   for (int64_t bucket : capabilities_.prefill_buckets) {
     first.push_back(prefill_graph(bucket, static_cast<int32_t>(bucket - 1)));
+  }
+  const int64_t small = capabilities_.prefill_buckets.front();
+  for (int64_t sequences : prefill_call_sizes()) {
+    if (sequences > 1) {
+      first.push_back(prefill_graph(small, static_cast<int32_t>(small - 1), sequences));
+    }
   }
   for (int64_t rows : options_.preload_decode_rows) {
     // The shortest window: where every sequence's decoding starts (others load on first use).
@@ -158,15 +171,21 @@ std::vector<models::WeightType> Executor::resident_weight_types() const {
   return types;
 }
 
-models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_position) const {
+models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_position,
+                                             int64_t sequences) const {
   models::GraphOptions graph = {models::GraphKind::kPrefill,
                                 bucket,
                                 options_.capacity,
                                 prefill_weights(),
                                 options_.slots,
                                 attention_window(last_position, options_.capacity)};
+  graph.sequences = sequences;
   graph.tensor_parallel = device_->partitions();
   return graph;
+}
+
+std::vector<int64_t> Executor::prefill_call_sizes() const {
+  return decode_buckets(capabilities_.prefill_sequences);
 }
 
 int64_t Executor::decode_rows(int64_t rows) const {
@@ -279,13 +298,8 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
   return results;
 }
 
-void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
-                             int32_t valid, bool want_logits, PrefillOutput& out) {
-  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
-  const std::vector<int64_t>& buckets = capabilities_.prefill_buckets;
-  if (std::find(buckets.begin(), buckets.end(), bucket) == buckets.end()) {
-    fail("prefill", "needs a bucket of {} tokens, got {}", fmt::join(buckets, " or "), bucket);
-  }
+void Executor::check_prefill_chunk(int32_t slot, int64_t bucket, int32_t start,
+                                   int32_t valid) const {
   if (slot < 0 || slot >= options_.slots) {
     fail("prefill", "slot {} is not in [0, {})", slot, options_.slots);
   }
@@ -293,6 +307,16 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
     fail("prefill", "chunk at {} with {} valid tokens does not fit (bucket {}, capacity {})", start,
          valid, bucket, options_.capacity);
   }
+}
+
+void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                             int32_t valid, bool want_logits, PrefillOutput& out) {
+  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+  const std::vector<int64_t>& buckets = capabilities_.prefill_buckets;
+  if (std::find(buckets.begin(), buckets.end(), bucket) == buckets.end()) {
+    fail("prefill", "needs a bucket of {} tokens, got {}", fmt::join(buckets, " or "), bucket);
+  }
+  check_prefill_chunk(slot, bucket, start, valid);
   Graph& prefill = graph(prefill_graph(bucket, static_cast<int32_t>(start + bucket - 1)));
   std::vector<device::BufferPtr> outputs = run(prefill, {{"tokens", bytes_of(bucket_tokens)},
                                                          {"slot", bytes_of(slot)},
@@ -304,6 +328,70 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
     device_->read(*outputs[1], std::as_writable_bytes(std::span<float>(out.logits)));
   } else {
     out.logits.clear();
+  }
+}
+
+void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
+                              std::span<PrefillOutput> outs) {
+  const auto n = static_cast<int64_t>(chunks.size());
+  if (n < 1 || n > capabilities_.prefill_sequences || outs.size() != chunks.size()) {
+    fail("prefill", "{} chunks in one call ({} outputs); at most {} go together", n, outs.size(),
+         capabilities_.prefill_sequences);
+  }
+  if (n == 1) {
+    const PrefillInput& only = chunks[0];
+    prefill_chunk(only.slot, only.bucket_tokens, only.start, only.valid, want_logits, outs[0]);
+    return;
+  }
+  const int64_t bucket = capabilities_.prefill_buckets.front();
+  int32_t last_position = 0;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const PrefillInput& chunk = chunks[i];
+    if (static_cast<int64_t>(chunk.bucket_tokens.size()) != bucket) {
+      fail("prefill", "chunks that go together need the {}-token bucket, got {}", bucket,
+           chunk.bucket_tokens.size());
+    }
+    check_prefill_chunk(chunk.slot, bucket, chunk.start, chunk.valid);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (chunks[j].slot == chunk.slot) fail("prefill", "two chunks for slot {}", chunk.slot);
+    }
+    last_position = std::max(last_position, static_cast<int32_t>(chunk.start + bucket - 1));
+  }
+  // The smallest graph that holds them; the rest of its sequences repeat the first chunk, which
+  // writes the same rows again (graph_options.h).
+  const std::vector<int64_t> sizes = prefill_call_sizes();
+  const int64_t sequences =
+      *std::find_if(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= n; });
+  std::vector<int32_t> tokens, slots, starts, valids;
+  for (int64_t s = 0; s < sequences; ++s) {
+    const PrefillInput& chunk = chunks[static_cast<std::size_t>(s < n ? s : 0)];
+    tokens.insert(tokens.end(), chunk.bucket_tokens.begin(), chunk.bucket_tokens.end());
+    slots.push_back(chunk.slot);
+    starts.push_back(chunk.start);
+    valids.push_back(chunk.valid);
+  }
+  Graph& prefill = graph(prefill_graph(bucket, last_position, sequences));
+  std::vector<device::BufferPtr> outputs =
+      run(prefill, {{"tokens", bytes_of(std::span<const int32_t>(tokens))},
+                    {"slot", bytes_of(std::span<const int32_t>(slots))},
+                    {"start", bytes_of(std::span<const int32_t>(starts))},
+                    {"valid_length", bytes_of(std::span<const int32_t>(valids))}});
+  std::vector<int32_t> next(static_cast<std::size_t>(sequences));
+  device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(next)));
+  std::vector<float> logits;
+  const auto vocab = static_cast<std::size_t>(capabilities_.vocab_size);
+  if (want_logits) {
+    logits.resize(next.size() * vocab);
+    device_->read(*outputs[1], std::as_writable_bytes(std::span<float>(logits)));
+  }
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    outs[i].token = next[i];
+    if (want_logits) {
+      outs[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(i * vocab),
+                            logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab));
+    } else {
+      outs[i].logits.clear();
+    }
   }
 }
 

@@ -29,6 +29,10 @@ struct ExecutorOptions {
   // tokens (SmolLM2, 16 tokens: 85 ms through the 64 bucket, 28 through 16). 0 or at least
   // prefill_bucket: none.
   int64_t small_prefill_bucket = 16;
+  // Chunks of the small bucket one prefill call may take, each of its own sequence
+  // (Capabilities::prefill_sequences): graphs over 2, 4, ... up to this many (at most the
+  // slots) load up front. A burst of short prompts then prefills together; 1: one per call.
+  int64_t prefill_sequences = 8;
   // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
   // sizes, and whether the logits variant (host sampling) or the argmax one; each with the
   // shortest attention window (longer windows load when a sequence reaches them).
@@ -82,9 +86,10 @@ class Executor final : public ModelRunner {
   // The graph options of a decode step over `rows` rows (its bucket) whose positions are at most
   // `last_position` (its attention window: attention_window), for prepare().
   models::GraphOptions decode_graph(int64_t rows, bool want_logits, int32_t last_position) const;
-  // The prefill graph of `bucket` tokens whose last row is at `last_position` (its attention
-  // window).
-  models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position) const;
+  // The prefill graph of `bucket` tokens of each of `sequences` sequences whose last row is at
+  // `last_position` (its attention window).
+  models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position,
+                                     int64_t sequences = 1) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
   // keeps block-quantized weights as planes only where the runtime fuses their dequantization
   // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.
@@ -95,6 +100,8 @@ class Executor final : public ModelRunner {
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                      int32_t valid, bool want_logits, PrefillOutput& out) override;
+  void prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
+                      std::span<PrefillOutput> outs) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
   // Runs the copy-slot graph (loaded on first use).
@@ -113,6 +120,11 @@ class Executor final : public ModelRunner {
   };
 
   void progress(const std::string& line) const;
+  // The sequence counts of the prefill graphs of the small bucket: 1, 2, 4, ... up to
+  // Capabilities::prefill_sequences.
+  std::vector<int64_t> prefill_call_sizes() const;
+  // Error unless a chunk of `valid` tokens of a `bucket` at `start` fits slot `slot`.
+  void check_prefill_chunk(int32_t slot, int64_t bucket, int32_t start, int32_t valid) const;
   Graph& graph(const models::GraphOptions& options);  // loads it on first use
   // Runs `graph`; returns its outputs (not the caches), in signature order.
   std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs);

@@ -3,6 +3,7 @@
 // sequences. One graph call per method; the executor (executor.h) implements it over any
 // runtime's device layer, and tests implement it with a fake model. Chunking, positions, slot
 // assignment and sampling live above it, the same for every runtime.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,6 +20,10 @@ struct Capabilities {
   // Every compiled prefill bucket, ascending, the last prefill_bucket: a prefill call costs its
   // bucket whatever its valid tokens, so a short chunk takes the smallest that holds it.
   std::vector<int64_t> prefill_buckets;
+  // Sequences whose chunks of the smallest bucket one prefill call can take (prefill_chunks);
+  // 1: one per call. A short chunk costs about what the weights take to read, so a burst of
+  // short prompts prefills together in about the time of one.
+  int64_t prefill_sequences = 1;
   // Sliding layers keep only this many positions per slot, position p at row p mod ring_rows
   // (models/cache_access.h); 0: every layer keeps all `capacity`. Writing position n replaces
   // n - ring_rows, so a slot's rows stay reusable only up to its newest position.
@@ -30,6 +35,14 @@ struct Capabilities {
 struct PrefillOutput {
   int32_t token = -1;         // argmax of the logits (ties to the lower id)
   std::vector<float> logits;  // [vocab], filled only when asked for
+};
+
+// One sequence's chunk of a prefill call over several (ModelRunner::prefill_chunks).
+struct PrefillInput {
+  int32_t slot = 0;
+  std::span<const int32_t> bucket_tokens;  // padded to the bucket
+  int32_t start = 0;
+  int32_t valid = 0;
 };
 
 // What a decode step reads back, one entry per row.
@@ -49,6 +62,18 @@ class ModelRunner {
   // capacity. Other slots are not touched.
   virtual void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) = 0;
+
+  // Chunks of several sequences in one call, each as prefill_chunk would run it alone (the same
+  // results): at most prefill_sequences of them, in distinct slots, each `bucket_tokens` the
+  // smallest of prefill_buckets long. outs[i] is chunk i's (logits read back for every chunk
+  // when asked). This default runs them one by one, for runners without such a graph.
+  virtual void prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
+                              std::span<PrefillOutput> outs) {
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      prefill_chunk(chunks[i].slot, chunks[i].bucket_tokens, chunks[i].start, chunks[i].valid,
+                    want_logits, outs[i]);
+    }
+  }
 
   // The rows a decode step over slots 0 .. rows-1 runs: the smallest compiled batch size that
   // holds them (decode() takes exactly that many).

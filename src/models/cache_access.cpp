@@ -32,14 +32,12 @@ Value slot_block(Value rows_kvd, ElementType element) {
 
 }  // namespace
 
-CacheAccess CacheAccess::prefill(Value slot, Value start, Value valid_length, int64_t bucket,
+CacheAccess CacheAccess::prefill(std::vector<PrefillChunkRows> chunks, int64_t bucket,
                                  int64_t window) {
   CacheAccess access;
   access.kind_ = GraphKind::kPrefill;
   access.window_ = window;
-  access.slot_ = slot;
-  access.start_ = start;
-  access.valid_ = valid_length;
+  access.chunks_ = std::move(chunks);
   access.tokens_ = bucket;
   return access;
 }
@@ -64,28 +62,57 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
     Value zero = i32_constant(b, {}, 0);
     const int64_t read_rows = window_ > 0 ? std::min(window_, rows) : rows;
     const std::vector<int64_t> slot_shape = {1, shape[1], read_rows, shape[3]};
-    if (!ring) {
-      result.k_cache = prefill_store(k_cache, slot_block(k, k_cache.element()));
-      result.v_cache = prefill_store(v_cache, slot_block(v, v_cache.element()));
-      result.read.keys = dynamic_slice(result.k_cache, {slot_, zero, zero, zero}, slot_shape);
-      result.read.values = dynamic_slice(result.v_cache, {slot_, zero, zero, zero}, slot_shape);
-      return result;
-    }
-    // Attention reads [the ring before the chunk ; the chunk] (the chunk may hold more positions
-    // than the ring, and its own rows are what its queries attend), and the ring's new rows are
-    // taken from those same rows, so the write depends on the read: with only the cache as its
-    // source, IREE may update the donated cache in place before reading its old rows.
-    Value k_rows = attended_rows(k_cache, k);
-    Value v_rows = attended_rows(v_cache, v);
-    result.k_cache = prefill_ring_store(k_cache, k_rows);
-    result.v_cache = prefill_ring_store(v_cache, v_rows);
-    result.read.keys = slot_block(k_rows, k_cache.element());
-    result.read.values = slot_block(v_rows, v_cache.element());
-    Value held = held_position(broadcast_in_dim(start_, {rows}, {}),
-                               iota(b, TensorType(ElementType::kI32, {rows}), 0), rows);
-    Value chunk = broadcast_in_dim(start_, {tokens_}, {}) +
+    const bool several = chunks_.size() > 1;
+    // Sequence s's rows of this call's k or v.
+    auto rows_of = [&](Value x, int64_t s) {
+      if (!several) return x;
+      std::vector<int64_t> begin(x.shape().size(), 0), end = x.shape();
+      begin[0] = s * tokens_;
+      end[0] = (s + 1) * tokens_;
+      return slice(x, begin, end);
+    };
+    std::vector<Value> keys, values, positions;
+    result.k_cache = k_cache;
+    result.v_cache = v_cache;
+    for (std::size_t s = 0; s < chunks_.size(); ++s) {
+      const PrefillChunkRows& chunk = chunks_[s];
+      Value k_s = rows_of(k, static_cast<int64_t>(s));
+      Value v_s = rows_of(v, static_cast<int64_t>(s));
+      if (!ring) {
+        result.k_cache = prefill_store(result.k_cache, chunk, slot_block(k_s, k_cache.element()));
+        result.v_cache = prefill_store(result.v_cache, chunk, slot_block(v_s, v_cache.element()));
+        continue;
+      }
+      // Attention reads [the ring before the chunk ; the chunk] (the chunk may hold more
+      // positions than the ring, and its own rows are what its queries attend), and the ring's
+      // new rows are taken from those same rows, so the write depends on the read: with only the
+      // cache as its source, IREE may update the donated cache in place before reading its old
+      // rows.
+      Value k_rows = attended_rows(result.k_cache, chunk, k_s);
+      Value v_rows = attended_rows(result.v_cache, chunk, v_s);
+      result.k_cache = prefill_ring_store(result.k_cache, chunk, k_rows);
+      result.v_cache = prefill_ring_store(result.v_cache, chunk, v_rows);
+      keys.push_back(slot_block(k_rows, k_cache.element()));
+      values.push_back(slot_block(v_rows, v_cache.element()));
+      Value held = held_position(broadcast_in_dim(chunk.start, {rows}, {}),
+                                 iota(b, TensorType(ElementType::kI32, {rows}), 0), rows);
+      Value own = broadcast_in_dim(chunk.start, {tokens_}, {}) +
                   iota(b, TensorType(ElementType::kI32, {tokens_}), 0);
-    result.read.positions = reshape(concatenate({held, chunk}, 0), {1, rows + tokens_});
+      positions.push_back(reshape(concatenate({held, own}, 0), {1, rows + tokens_}));
+    }
+    if (!ring) {
+      // Every chunk is written before any slot is read: a sequence's slot holds only its own.
+      for (const PrefillChunkRows& chunk : chunks_) {
+        keys.push_back(dynamic_slice(result.k_cache, {chunk.slot, zero, zero, zero}, slot_shape));
+        values.push_back(dynamic_slice(result.v_cache, {chunk.slot, zero, zero, zero}, slot_shape));
+      }
+    }
+    auto joined = [](const std::vector<Value>& parts) {
+      return parts.size() == 1 ? parts[0] : concatenate(parts, 0);
+    };
+    result.read.keys = joined(keys);
+    result.read.values = joined(values);
+    if (ring) result.read.positions = joined(positions);
     return result;
   }
   result.k_cache = decode_store(k_cache, k, ring ? rows : 0);
@@ -104,7 +131,7 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
   return result;
 }
 
-Value CacheAccess::prefill_store(Value cache, Value block) const {
+Value CacheAccess::prefill_store(Value cache, const PrefillChunkRows& chunk, Value block) const {
   // The block's T rows go at `start`, except that they must lie inside the cache: near the end
   // they go at capacity - T, with the rows before `start` kept as they are and the rows past the
   // capacity (padding: start + valid_length <= capacity) left out.
@@ -112,29 +139,31 @@ Value CacheAccess::prefill_store(Value cache, Value block) const {
   const int64_t capacity = cache.shape()[2];
   const std::vector<int64_t>& shape = block.shape();  // [1, Hkv, T, D]
   Value zero = i32_constant(b, {}, 0);
-  Value write_start = minimum(start_, i32_constant(b, {}, capacity - tokens_));
-  Value kept = start_ - write_start;
-  Value old = dynamic_slice(cache, {slot_, zero, write_start, zero}, shape);
+  Value write_start = minimum(chunk.start, i32_constant(b, {}, capacity - tokens_));
+  Value kept = chunk.start - write_start;
+  Value old = dynamic_slice(cache, {chunk.slot, zero, write_start, zero}, shape);
   // Row i: block row i - kept.
   Value moved = dynamic_slice(concatenate({block, block}, 2),
                               {zero, zero, i32_constant(b, {}, tokens_) - kept, zero}, shape);
   Value keep_old = compare(iota(b, TensorType(ElementType::kI32, shape), 2),
                            broadcast_in_dim(kept, shape, {}), Direction::kLT);
   return dynamic_update_slice(cache, select(keep_old, old, moved),
-                              {slot_, zero, write_start, zero});
+                              {chunk.slot, zero, write_start, zero});
 }
 
-Value CacheAccess::attended_rows(Value cache, Value rows_kvd) const {
+Value CacheAccess::attended_rows(Value cache, const PrefillChunkRows& chunk, Value rows_kvd) const {
   Block& b = cache.block();
   const std::vector<int64_t>& shape = cache.shape();  // [slots, Hkv, R, D]
   Value zero = i32_constant(b, {}, 0);
-  Value ring = dynamic_slice(cache, {slot_, zero, zero, zero}, {1, shape[1], shape[2], shape[3]});
+  Value ring =
+      dynamic_slice(cache, {chunk.slot, zero, zero, zero}, {1, shape[1], shape[2], shape[3]});
   ring = transpose(reshape(ring, {shape[1], shape[2], shape[3]}), {1, 0, 2});
   if (rows_kvd.element() != cache.element()) rows_kvd = convert(rows_kvd, cache.element());
   return concatenate({ring, rows_kvd}, 0);
 }
 
-Value CacheAccess::prefill_ring_store(Value cache, Value attended) const {
+Value CacheAccess::prefill_ring_store(Value cache, const PrefillChunkRows& chunk,
+                                      Value attended) const {
   // After the chunk, row r holds the latest position below start + valid_length with its
   // residue: the chunk's row for it where that position is in the chunk (attended row R + i),
   // else what it held (attended row r).
@@ -142,13 +171,13 @@ Value CacheAccess::prefill_ring_store(Value cache, Value attended) const {
   const int64_t rows = cache.shape()[2];
   const TensorType row_type(ElementType::kI32, {rows});
   Value row = iota(b, row_type, 0);
-  Value end = broadcast_in_dim(start_ + valid_, {rows}, {});
-  Value chunk_row = held_position(end, row, rows) - broadcast_in_dim(start_, {rows}, {});
+  Value end = broadcast_in_dim(chunk.start + chunk.valid_length, {rows}, {});
+  Value chunk_row = held_position(end, row, rows) - broadcast_in_dim(chunk.start, {rows}, {});
   Value from_chunk = compare(chunk_row, i32_constant(b, {rows}, 0), Direction::kGE);
   Value source = select(from_chunk, chunk_row + i32_constant(b, {rows}, rows), row);
   Value updated = slot_block(take(attended, source), cache.element());  // [1, Hkv, R, D]
   Value zero = i32_constant(b, {}, 0);
-  return dynamic_update_slice(cache, updated, {slot_, zero, zero, zero});
+  return dynamic_update_slice(cache, updated, {chunk.slot, zero, zero, zero});
 }
 
 Value CacheAccess::decode_store(Value cache, Value rows_kvd, int64_t ring_rows) const {

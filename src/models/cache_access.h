@@ -11,6 +11,7 @@
 // so an idle decode row may write its slot's next position as it does for a full cache.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "models/graph_options.h"
 #include "stablehlo/ops.h"
@@ -32,16 +33,22 @@ struct CacheUpdate {
   CacheRead read;
 };
 
+// One sequence's prefill chunk (i32 scalars): `bucket` tokens of slot `slot` at positions
+// start .. start + bucket - 1, the first `valid_length` real.
+struct PrefillChunkRows {
+  stablehlo::Value slot, start, valid_length;
+};
+
 class CacheAccess {
  public:
-  // Prefill: `bucket` tokens of slot `slot` at positions start .. start + bucket - 1, the first
-  // `valid_length` real (i32 scalars). A full cache takes every row below the capacity (padding
-  // rows are rewritten before they are read); a ring takes only the real rows, the latest of
-  // them where there are more than it holds, and attention reads the ring as it was before the
-  // chunk followed by the chunk's own rows. With a `window` (0: none), attention reads only a
-  // full cache's rows [0, window), which must hold start + bucket.
-  static CacheAccess prefill(stablehlo::Value slot, stablehlo::Value start,
-                             stablehlo::Value valid_length, int64_t bucket, int64_t window);
+  // Prefill: a chunk of each sequence, whose rows come in this order in the call's k and v. A
+  // full cache takes every row below the capacity (padding rows are rewritten before they are
+  // read); a ring takes only the real rows, the latest of them where there are more than it
+  // holds, and attention reads the ring as it was before the chunk followed by the chunk's own
+  // rows. With a `window` (0: none), attention reads only a full cache's rows [0, window), which
+  // must hold start + bucket. Sequences write their own slots one after another, so two with
+  // the same slot must carry the same chunk (a padding copy writes what its original wrote).
+  static CacheAccess prefill(std::vector<PrefillChunkRows> chunks, int64_t bucket, int64_t window);
   // Decode: row b writes positions[b] (i32 [rows]) of slot b; attention reads slots
   // 0 .. rows - 1 and, of each, the rows [0, window) (0: all of them).
   static CacheAccess decode(stablehlo::Value positions, int64_t window);
@@ -54,20 +61,21 @@ class CacheAccess {
  private:
   CacheAccess() = default;
 
-  stablehlo::Value prefill_store(stablehlo::Value cache, stablehlo::Value block) const;
+  stablehlo::Value prefill_store(stablehlo::Value cache, const PrefillChunkRows& chunk,
+                                 stablehlo::Value block) const;
   // A ring prefill's keys [R + T, Hkv, D]: the slot's ring rows, then the chunk's rows.
-  stablehlo::Value attended_rows(stablehlo::Value cache, stablehlo::Value rows_kvd) const;
-  stablehlo::Value prefill_ring_store(stablehlo::Value cache, stablehlo::Value attended) const;
+  stablehlo::Value attended_rows(stablehlo::Value cache, const PrefillChunkRows& chunk,
+                                 stablehlo::Value rows_kvd) const;
+  stablehlo::Value prefill_ring_store(stablehlo::Value cache, const PrefillChunkRows& chunk,
+                                      stablehlo::Value attended) const;
   stablehlo::Value decode_store(stablehlo::Value cache, stablehlo::Value rows_kvd,
                                 int64_t ring_rows) const;
 
   GraphKind kind_ = GraphKind::kDecode;
-  stablehlo::Value slot_;       // prefill
-  stablehlo::Value start_;      // prefill
-  stablehlo::Value valid_;      // prefill
-  stablehlo::Value positions_;  // decode: i32 [rows]
-  int64_t tokens_ = 0;          // prefill: the bucket; decode: the rows
-  int64_t window_ = 0;          // rows attended (0: all)
+  std::vector<PrefillChunkRows> chunks_;  // prefill
+  stablehlo::Value positions_;            // decode: i32 [rows]
+  int64_t tokens_ = 0;                    // prefill: the bucket (per sequence); decode: the rows
+  int64_t window_ = 0;                    // rows attended (0: all)
 };
 
 }  // namespace xlacel::models

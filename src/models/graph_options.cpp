@@ -52,9 +52,10 @@ std::string graph_name(const GraphOptions& options) {
   const std::string window = options.window > 0 ? fmt::format("-w{}", options.window) : "";
   const std::string partitions =
       options.tensor_parallel > 1 ? fmt::format("-tp{}", options.tensor_parallel) : "";
-  return fmt::format("{}-b{}-s{}-c{}{}-{}{}", graph_kind_name(options.kind), options.bucket,
-                     options.slots, options.capacity, window, weight_type_name(options.weights),
-                     partitions);
+  const std::string sequences = options.sequences > 1 ? fmt::format("x{}", options.sequences) : "";
+  return fmt::format("{}-b{}{}-s{}-c{}{}-{}{}", graph_kind_name(options.kind), options.bucket,
+                     sequences, options.slots, options.capacity, window,
+                     weight_type_name(options.weights), partitions);
 }
 
 std::string module_name(GraphKind kind) {

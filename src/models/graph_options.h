@@ -16,6 +16,12 @@
 //                  The caller keeps start + valid_length <= capacity; padding rows past the
 //                  capacity, and every padding row of a ring, are left out, and the others are
 //                  never read before being overwritten (a query at p reads keys <= p).
+//                  With `sequences` S above 1, one call prefills a chunk of each of S
+//                  sequences, each as above in its own slot (two may name the same slot only
+//                  with the same chunk: a padding copy): every input and output gains a leading
+//                  dimension S (tokens i32[S, bucket], slot/start/valid_length i32[S],
+//                  next_token i32[S], logits f32[S, vocab]), and row s's results do not
+//                  depend on the other sequences.
 //   decode         one token for each of slots 0 .. bucket-1 (ragged): tokens i32[bucket],
 //                  positions i32[bucket]  ->  next_tokens i32[bucket] (argmax, ties to the
 //                  lower id), caches...  Row b writes its K/V at positions[b] of slot b and
@@ -65,6 +71,8 @@ struct GraphOptions {
   // Cache rows attended per slot, [0, window); 0: all `capacity` of them. Sliding layers' rings
   // are read whole. A prefill chunk's rows must lie below its window.
   int64_t window = 0;
+  // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others.
+  int64_t sequences = 1;
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.
   const device::PlanarKernel* planar_kernel = nullptr;
@@ -79,7 +87,7 @@ const char* weight_type_name(WeightType type);  // "f32", "bf16", "f16", "auto"
 std::optional<WeightType> parse_weight_type(std::string_view name);
 
 // A short name for the graph, e.g. "decode-b8-s8-c512-f32" ("decode-b8-s8-c512-w128-f32" with a
-// window, "...-f32-tp2" partitioned over 2 devices).
+// window, "...-f32-tp2" partitioned over 2 devices, "prefill-b16x4-..." over 4 sequences).
 std::string graph_name(const GraphOptions& options);
 // The emitted module's name ("xlacel_decode_logits"), which IREE uses to name the module.
 std::string module_name(GraphKind kind);

@@ -6,13 +6,24 @@ namespace xlacel::models {
 
 using stablehlo::ElementType;
 
+namespace {
+
+// A prefill value's shape: one sequence's, led by the sequence count where there are several.
+std::vector<int64_t> per_sequence(const GraphOptions& options, std::vector<int64_t> shape = {}) {
+  if (options.sequences > 1) shape.insert(shape.begin(), options.sequences);
+  return shape;
+}
+
+}  // namespace
+
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
   const int64_t bucket = options.bucket;
   if (options.kind == GraphKind::kPrefill) {
-    return {{"tokens", ElementType::kI32, {bucket}},
-            {"slot", ElementType::kI32, {}},
-            {"start", ElementType::kI32, {}},
-            {"valid_length", ElementType::kI32, {}}};
+    const std::vector<int64_t> each = per_sequence(options);
+    return {{"tokens", ElementType::kI32, per_sequence(options, {bucket})},
+            {"slot", ElementType::kI32, each},
+            {"start", ElementType::kI32, each},
+            {"valid_length", ElementType::kI32, each}};
   }
   if (options.kind == GraphKind::kCopySlot) {
     return {{"from", ElementType::kI32, {}}, {"to", ElementType::kI32, {}}};
@@ -23,7 +34,8 @@ std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
 std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size) {
   switch (options.kind) {
     case GraphKind::kPrefill:
-      return {{"next_token", ElementType::kI32, {}}, {"logits", ElementType::kF32, {vocab_size}}};
+      return {{"next_token", ElementType::kI32, per_sequence(options)},
+              {"logits", ElementType::kF32, per_sequence(options, {vocab_size})}};
     case GraphKind::kDecode:
       return {{"next_tokens", ElementType::kI32, {options.bucket}}};
     case GraphKind::kDecodeLogits:
@@ -39,6 +51,12 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
   if (options.bucket < 1) fail(where, "bucket must be at least 1 (got {})", options.bucket);
   if (options.slots < 1) fail(where, "slots must be at least 1 (got {})", options.slots);
   if (options.capacity < 1) fail(where, "capacity must be at least 1 (got {})", options.capacity);
+  if (options.sequences < 1 || (options.kind != GraphKind::kPrefill && options.sequences != 1)) {
+    fail(where, "sequences must be 1, or more for a prefill (got {})", options.sequences);
+  }
+  if (options.sequences > options.slots) {
+    fail(where, "{} sequences do not fit the {} slots", options.sequences, options.slots);
+  }
   if (options.kind == GraphKind::kPrefill && options.bucket > options.capacity) {
     fail(where, "bucket ({}) exceeds the KV-cache capacity ({})", options.bucket, options.capacity);
   }

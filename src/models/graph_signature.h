@@ -32,7 +32,8 @@ struct GraphSignature {
 // The inputs and outputs of a graph of `options`, the same for every architecture
 // (graph_options.h):
 //   prefill        inputs tokens i32[bucket], slot i32[], start i32[], valid_length i32[];
-//                  outputs next_token i32[], logits f32[vocab]
+//                  outputs next_token i32[], logits f32[vocab]; over S sequences each
+//                  with a leading dimension S
 //   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]

@@ -62,22 +62,39 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     return weight(layer, name);
   };
 
-  // T activation rows: prefill's bucket of one sequence, or decode's one token of each of
-  // N = bucket sequences.
-  const int64_t tokens = options.bucket;
-  const int64_t sequences = prefill ? 1 : tokens;
+  // T activation rows: prefill's bucket of each of its sequences (one, or options.sequences),
+  // or decode's one token of each of N = bucket sequences.
+  const int64_t sequences = prefill ? options.sequences : options.bucket;
+  const int64_t tokens = prefill ? options.bucket * sequences : options.bucket;
+  const int64_t per_sequence = tokens / sequences;
   const TensorType scalar_i32(ElementType::kI32, {});
+  // Sequence s's value of a prefill input (a scalar when the call has one sequence).
+  auto of_sequence = [&](const char* name, int64_t s) {
+    Value value = in.at(name);
+    if (sequences == 1) return value;
+    return reshape(slice(value, {s}, {s + 1}), {});
+  };
   Value positions;  // i32 [T]
   std::optional<Value> end;
   std::optional<CacheAccess> access;
+  Value token_ids = in.at("tokens");
   if (prefill) {
-    // Positions start .. start + T - 1; keys at or beyond start + valid_length are masked.
-    Value start = in.at("start");
-    positions =
-        iota(b, TensorType(ElementType::kI32, {tokens}), 0) + broadcast_in_dim(start, {tokens}, {});
-    end = reshape(start + in.at("valid_length"), {1});
-    access =
-        CacheAccess::prefill(in.at("slot"), start, in.at("valid_length"), tokens, options.window);
+    // Positions start .. start + bucket - 1 of each sequence; keys at or beyond its start +
+    // valid_length are masked.
+    std::vector<PrefillChunkRows> chunks;
+    std::vector<Value> chunk_positions, ends;
+    for (int64_t s = 0; s < sequences; ++s) {
+      PrefillChunkRows chunk{of_sequence("slot", s), of_sequence("start", s),
+                             of_sequence("valid_length", s)};
+      chunk_positions.push_back(iota(b, TensorType(ElementType::kI32, {per_sequence}), 0) +
+                                broadcast_in_dim(chunk.start, {per_sequence}, {}));
+      ends.push_back(reshape(chunk.start + chunk.valid_length, {1}));
+      chunks.push_back(chunk);
+    }
+    positions = sequences == 1 ? chunk_positions[0] : concatenate(chunk_positions, 0);
+    end = sequences == 1 ? ends[0] : concatenate(ends, 0);
+    access = CacheAccess::prefill(std::move(chunks), per_sequence, options.window);
+    if (sequences > 1) token_ids = reshape(token_ids, {tokens});
   } else {
     positions = in.at("positions");
     access = CacheAccess::decode(positions, options.window);
@@ -122,7 +139,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     return x;
   };
 
-  Value h = take_rows(named_matrix("embed_tokens"), in.at("tokens"));  // f32 [T, hidden]
+  Value h = take_rows(named_matrix("embed_tokens"), token_ids);  // f32 [T, hidden]
   h = scaled(h, family.embedding_scale);
   std::vector<Value> new_caches;
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -144,10 +161,10 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     new_caches.push_back(cache.k_cache);
     new_caches.push_back(cache.v_cache);
     AttentionInputs attention_in{
-        .q = reshape(q, {sequences, tokens / sequences, c.num_heads, c.head_dim}),
+        .q = reshape(q, {sequences, per_sequence, c.num_heads, c.head_dim}),
         .k_cache = cache.read.keys,
         .v_cache = cache.read.values,
-        .positions = reshape(positions, {sequences, tokens / sequences}),
+        .positions = reshape(positions, {sequences, per_sequence}),
         .key_positions = cache.read.positions,
         .end = end,
         .scale = family.attention_scale,
@@ -182,11 +199,16 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
     h = h + scaled(ffn, family.residual_scale);
   }
 
-  // Logits: prefill's last valid token; every row for decode.
+  // Logits: prefill's last valid token of each sequence; every row for decode.
   Value last = h;
   if (prefill && tokens > 1) {
-    Value row = in.at("valid_length") - constant(b, scalar_i32, 1.0);
-    last = dynamic_slice(h, {row, constant(b, scalar_i32, 0.0)}, {1, c.hidden_size});
+    std::vector<Value> lasts;
+    for (int64_t s = 0; s < sequences; ++s) {
+      Value row = of_sequence("valid_length", s) +
+                  constant(b, scalar_i32, static_cast<double>(s * per_sequence - 1));
+      lasts.push_back(dynamic_slice(h, {row, constant(b, scalar_i32, 0.0)}, {1, c.hidden_size}));
+    }
+    last = sequences == 1 ? lasts[0] : concatenate(lasts, 0);
   }
   last = norm(last, "final_norm");
   Weight head = named_matrix(c.tie_word_embeddings ? "embed_tokens" : "lm_head");
@@ -199,10 +221,13 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   }
   if (family.final_softcap) logits = softcap(logits, *family.final_softcap);
   std::map<std::string, Value> produced;
-  if (prefill) {
+  if (prefill && sequences == 1) {
     logits = reshape(logits, {c.vocab_size});
     produced["logits"] = logits;
     produced["next_token"] = argmax(logits, 0).indices;
+  } else if (prefill) {
+    produced["logits"] = logits;
+    produced["next_token"] = argmax(logits, 1).indices;
   } else if (options.kind == GraphKind::kDecode) {
     produced["next_tokens"] = argmax(logits, 1).indices;
   } else {
