@@ -282,6 +282,14 @@ struct Collected {
   }
 };
 
+// For the tests of prefill calls on one-token prompts and prompts whose last token alone is left
+// after prefix reuse: that token runs in a prefill call, not the decode step.
+SchedulerOptions every_prompt_token_prefilled() {
+  SchedulerOptions options;
+  options.last_prompt_token_in_decode = false;
+  return options;
+}
+
 RequestOptions greedy(int64_t max_tokens) {
   RequestOptions options;
   options.max_tokens = max_tokens;
@@ -388,6 +396,26 @@ TEST(Scheduler, OnlyChunksOfTheSmallBucketGoTogether) {
   EXPECT_EQ(runner.prefill_calls[2], (std::vector<int32_t>{2}));
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(got[i].tokens, fake_greedy(prompts[i], 2)) << "request " << i;
+  }
+}
+
+// One-token prompts need no prefill call: the first decode step feeds each prompt's token and
+// gives each its first output, the tokens they get through a prefill.
+TEST(Scheduler, OneTokenPromptsGetTheirFirstTokensFromOneDecodeStep) {
+  FakeRunner runner(4, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  std::vector<Collected> got(3);
+  for (int32_t i = 0; i < 3; ++i) scheduler.submit({10 + i}, greedy(4), got[i].callback());
+  scheduler.step();
+  EXPECT_TRUE(runner.prefills.empty());
+  ASSERT_EQ(runner.decodes.size(), 1u);
+  EXPECT_EQ(runner.decodes[0].tokens, (std::vector<int32_t>{10, 11, 12, 0}));
+  EXPECT_EQ(runner.decodes[0].positions, (std::vector<int32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(scheduler.last_step().decode_sequences, 3);
+  scheduler.run_until_idle();
+  for (int32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i].tokens, fake_greedy({10 + i}, 4)) << "request " << i;
+    EXPECT_EQ(got[i].stats.output_tokens, 4);
   }
 }
 
@@ -527,7 +555,7 @@ TEST(Scheduler, EveryStreamEqualsItsSingleRunWhileRequestsJoinAndLeave) {
 
 TEST(Scheduler, AFinishedSequenceFreesItsSlotForTheNextStep) {
   FakeRunner runner(2, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   Collected a, b, c;
   scheduler.submit({1}, greedy(2), a.callback());
   scheduler.submit({2}, greedy(50), b.callback());
@@ -565,7 +593,7 @@ TEST(Scheduler, LongPromptsAreInterleavedWithDecodeSteps) {
 
 TEST(Scheduler, DecodeRowsCoverTheHighestBusySlotRoundedToACompiledSize) {
   FakeRunner runner(8, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   std::vector<Collected> c(3);
   for (int i = 0; i < 3; ++i) scheduler.submit({i + 1}, greedy(6), c[i].callback());
   scheduler.run_until_idle();
@@ -577,7 +605,7 @@ TEST(Scheduler, DecodeRowsCoverTheHighestBusySlotRoundedToACompiledSize) {
 
 TEST(Scheduler, CancelEndsARunningOrWaitingRequestAndFreesItsSlot) {
   FakeRunner runner(1, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   Collected a, b, c;
   const uint64_t first = scheduler.submit({1}, greedy(100), a.callback());
   const uint64_t second = scheduler.submit({2}, greedy(100), b.callback());
@@ -628,7 +656,7 @@ TEST(Scheduler, SeededSamplingGivesTheSameTokensWhateverElseIsInTheBatch) {
 
 TEST(Scheduler, LogprobsAndPenaltiesUseTheLogitsAndLeaveGreedyRowsOnTheDevicePath) {
   FakeRunner runner(4, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   // Plain greedy alone: never any logits read back.
   Collected plain;
   scheduler.submit({5, 6}, greedy(6), plain.callback());
@@ -788,7 +816,7 @@ TEST(PrefixReuse, APromptExtendingAFinishedOnePrefillsOnlyWhatIsNew) {
 
 TEST(PrefixReuse, TheSamePromptAgainStillRunsItsLastToken) {
   FakeRunner runner(1, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   const std::vector<int32_t> prompt = iota_tokens(12);
   Collected a, b;
   scheduler.submit(prompt, greedy(3), a.callback());
@@ -798,6 +826,26 @@ TEST(PrefixReuse, TheSamePromptAgainStillRunsItsLastToken) {
   EXPECT_EQ(b.stats.cached_tokens, 11);
   EXPECT_EQ(runner.prefills.back().start, 11);
   EXPECT_EQ(runner.prefills.back().valid, 1);
+  EXPECT_EQ(b.tokens, a.tokens);
+}
+
+// By default that last token goes through the decode step: no prefill call at all.
+TEST(PrefixReuse, TheSamePromptAgainFeedsItsLastTokenToTheDecodeStep) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<int32_t> prompt = iota_tokens(12);
+  Collected a, b;
+  scheduler.submit(prompt, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  const std::size_t prefills = runner.prefills.size();
+  const std::size_t decodes = runner.decodes.size();
+  scheduler.submit(prompt, greedy(3), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 11);
+  EXPECT_EQ(runner.prefills.size(), prefills);
+  ASSERT_GT(runner.decodes.size(), decodes);
+  EXPECT_EQ(runner.decodes[decodes].tokens, (std::vector<int32_t>{12}));
+  EXPECT_EQ(runner.decodes[decodes].positions, (std::vector<int32_t>{11}));
   EXPECT_EQ(b.tokens, a.tokens);
 }
 
@@ -818,7 +866,7 @@ TEST(PrefixReuse, OffPrefillsEveryPromptFromPositionZero) {
 
 TEST(PrefixReuse, AdmissionPicksTheSlotWithTheLongestSharedPrefixElseTheLowest) {
   FakeRunner runner(3, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   const std::vector<int32_t> a_prompt = iota_tokens(10, 1), b_prompt = iota_tokens(10, 30);
   Collected a, b;
   scheduler.submit(a_prompt, greedy(3), a.callback());  // slot 0
@@ -842,7 +890,7 @@ TEST(PrefixReuse, AdmissionPicksTheSlotWithTheLongestSharedPrefixElseTheLowest) 
 
 TEST(PrefixReuse, IdleDecodeRowsLeaveAFreeSlotsResidentRowsIntact) {
   FakeRunner runner(2, 64, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   const std::vector<int32_t> a_prompt = iota_tokens(6, 1);
   Collected a, b;
   scheduler.submit(a_prompt, greedy(2), a.callback());  // slot 0, finishes first
@@ -864,7 +912,7 @@ TEST(PrefixReuse, IdleDecodeRowsLeaveAFreeSlotsResidentRowsIntact) {
 
 TEST(PrefixReuse, AnIdleRowOfASlotFullToTheCapacityTakesItsLastRow) {
   FakeRunner runner(2, 16, 8);
-  Scheduler scheduler(runner, nullptr);
+  Scheduler scheduler(runner, nullptr, every_prompt_token_prefilled());
   const std::vector<int32_t> a_prompt = iota_tokens(10);
   Collected a, b;
   scheduler.submit(a_prompt, greedy(100), a.callback());  // fills all 16 rows of slot 0

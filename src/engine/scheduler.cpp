@@ -80,6 +80,12 @@ struct Scheduler::Sequence {
   bool leads_share() const { return share && share->leader == id; }
   // A choice whose prompt another one is prefilling.
   bool waits_for_leader() const { return share && !share->settled && share->leader != id; }
+  // All of its prompt but the last token is cached: that token can be fed by a decode step (the
+  // row the slot gets anyway) instead of a prefill call. Not for the choices of one request,
+  // whose shared prompt is copied after a prefill.
+  bool one_prompt_token_left() const {
+    return prefilling() && cached == prompt_tokens - 1 && !share;
+  }
 
   uint64_t id;
   RequestOptions options;
@@ -353,7 +359,10 @@ void Scheduler::prefill_some() {
   std::vector<std::size_t> ready;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const Sequence* sequence = slots_[i].get();
-    if (sequence && sequence->prefilling() && !sequence->waits_for_leader()) ready.push_back(i);
+    if (sequence && sequence->prefilling() && !sequence->waits_for_leader() &&
+        !rides_decode(*sequence)) {
+      ready.push_back(i);
+    }
   }
   if (ready.empty()) return;
   std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
@@ -387,11 +396,7 @@ void Scheduler::prefill_some() {
   bool want_logits = false;
   for (std::size_t n = 0; n < batch.size(); ++n) {
     Sequence& sequence = *slots_[batch[n]];
-    if (!sequence.prefill_begun) {
-      sequence.prefill_begun = true;
-      sequence.prefill_started = start;
-      sequence.stats.queued_seconds = seconds_between(sequence.submitted, start);
-    }
+    begin_prefill(sequence, start);
     Planned& plan = plans[n];
     plan.chunk = next_chunk(batch[n]);
     plan.bucket.assign(
@@ -431,6 +436,17 @@ void Scheduler::prefill_some() {
       accept_token(sequence, out.token);
     }
   }
+}
+
+bool Scheduler::rides_decode(const Sequence& sequence) const {
+  return options_.last_prompt_token_in_decode && sequence.one_prompt_token_left();
+}
+
+void Scheduler::begin_prefill(Sequence& sequence, Clock::time_point now) {
+  if (sequence.prefill_begun) return;
+  sequence.prefill_begun = true;
+  sequence.prefill_started = now;
+  sequence.stats.queued_seconds = seconds_between(sequence.submitted, now);
 }
 
 std::vector<std::size_t> Scheduler::waiting_on(const Sequence& leader) const {
@@ -475,9 +491,12 @@ void Scheduler::decode_all() {
   int64_t highest = -1;
   int64_t sequences = 0;
   bool want_logits = false;
+  // Rows that feed a token: a sequence's newest output, or its prompt's last token.
+  std::vector<bool> fed(slots_.size(), false);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const Sequence* sequence = slots_[i].get();
-    if (sequence && sequence->decoding()) {
+    if (sequence && (sequence->decoding() || rides_decode(*sequence))) {
+      fed[i] = true;
       highest = static_cast<int64_t>(i);
       ++sequences;
       want_logits = want_logits || sequence->needs_logits();
@@ -502,7 +521,11 @@ void Scheduler::decode_all() {
     }
     // A sequence still prefilling gets its next unwritten row, which its next chunk rewrites.
     positions[b] = static_cast<int32_t>(sequence->cached);
-    if (sequence->decoding()) tokens[b] = *sequence->pending;
+    if (sequence->decoding()) {
+      tokens[b] = *sequence->pending;
+    } else if (fed[b]) {
+      tokens[b] = sequence->tokens[static_cast<std::size_t>(sequence->cached)];
+    }
   }
   // Each grammar's next mask is computed while the device runs the step: it depends only on
   // the tokens drawn so far.
@@ -511,7 +534,7 @@ void Scheduler::decode_all() {
                   [](const auto& sequence) { return sequence && sequence->grammar; })) {
     masks = std::async(std::launch::async, [this] {
       for (auto& sequence : slots_) {
-        if (sequence && sequence->decoding() && sequence->grammar)
+        if (sequence && (sequence->decoding() || rides_decode(*sequence)) && sequence->grammar)
           sequence->grammar->compute_mask();
       }
     });
@@ -527,9 +550,13 @@ void Scheduler::decode_all() {
   const auto vocab = static_cast<std::size_t>(caps_.vocab_size);
   for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
     Sequence* sequence = slots_[b].get();
-    if (sequence == nullptr || !sequence->decoding()) continue;
-    sequence->tokens.push_back(*sequence->pending);
-    sequence->pending.reset();
+    if (!fed[b]) continue;
+    if (sequence->decoding()) {
+      sequence->tokens.push_back(*sequence->pending);
+      sequence->pending.reset();
+    } else {
+      begin_prefill(*sequence, start);  // its prompt's last token: the first output comes next
+    }
     ++sequence->cached;
     if (sequence->needs_logits()) {
       sample_and_accept(*sequence, std::span<float>(decode_out_.logits).subspan(b * vocab, vocab));

@@ -60,6 +60,9 @@ struct SchedulerOptions {
   // The choices of one submit_choices() prefill their prompt once (see above). Off: each
   // prefills its own (for comparisons).
   bool share_choice_prompts = true;
+  // A prompt's last token, when it is the only one left to run, goes through the decode step
+  // (see above). Off: through a prefill call (for comparisons).
+  bool last_prompt_token_in_decode = true;
 };
 
 class Scheduler {
@@ -107,6 +110,10 @@ class Scheduler {
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   void prefill_some();
+  // Whether the decode step feeds the sequence's last prompt token (SchedulerOptions).
+  bool rides_decode(const Sequence& sequence) const;
+  // Marks when the sequence's prompt started running (once).
+  void begin_prefill(Sequence& sequence, Clock::time_point now);
   // The slots of the choices that hold one and wait for `leader` to prefill their prompt.
   std::vector<std::size_t> waiting_on(const Sequence& leader) const;
   // After `leader`'s last prefill chunk in `slot`: the choices in `sharing` (waiting_on before
