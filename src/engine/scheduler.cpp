@@ -439,7 +439,11 @@ void Scheduler::prefill_some() {
 }
 
 bool Scheduler::rides_decode(const Sequence& sequence) const {
-  return options_.last_prompt_token_in_decode && sequence.one_prompt_token_left();
+  // Only where the host sees no logits: the decode graph's agree with a prefill's to ~1e-6, not
+  // to the bit, and a repeated request's logprobs (or a sample drawn from them) should be the
+  // first one's.
+  return options_.last_prompt_token_in_decode && sequence.one_prompt_token_left() &&
+         !sequence.needs_logits();
 }
 
 void Scheduler::begin_prefill(Sequence& sequence, Clock::time_point now) {

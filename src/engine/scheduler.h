@@ -10,7 +10,11 @@
 //      too go in the same call (up to Capabilities::prefill_sequences), so a burst of short
 //      prompts gets its first tokens together;
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
-//      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads).
+//      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads). A
+//      request whose prompt has only its last token left to run (a one-token prompt, or a
+//      repeated one after prefix reuse) and whose tokens come from the device's argmax (no
+//      logits on the host) feeds it here instead of in a prefill call, so a burst of such
+//      requests gets its first tokens from one decode step.
 // A finished or cancelled request frees its slot at once, and the slot keeps its resident
 // tokens: the prompt and fed outputs whose K/V rows are written. A later prompt that starts with
 // them is prefilled from where they end (at most up to its last token, whose logits are needed;
