@@ -2,7 +2,8 @@
 measured by the same client script (tools/serving/load.py) in alternating rounds.
 
   .venv/bin/python tools/peer/compare_servers.py [--parallel 8] [--threads 2] [--rounds 3]
-      [--requests 2] [--max-tokens 64] [--model GGUF] [-- extra xlacel serve flags]
+      [--requests 2] [--max-tokens 64] [--fresh-prompts] [--model GGUF]
+      [-- extra xlacel serve flags]
 
 llama-server comes from tools/peer/build_llama_cpp (built from the pinned llama-cpp-python
 sdist, cached)."""
@@ -52,6 +53,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=2, help="requests per client per round")
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--fresh-prompts", action="store_true",
+                        help="a prompt of its own per request (no reuse of earlier prompts): "
+                             "the time to first token then includes the prompt's prefill")
     parser.add_argument("--model", default=os.path.expanduser(
         "~/.cache/xlacel/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     parser.add_argument("serve_args", nargs="*")
@@ -81,7 +85,8 @@ def main():
             for name, (url, model_name) in servers.items():
                 result = run_load(url, model_name, clients=args.parallel,
                                   max_tokens=args.max_tokens,
-                                  requests_per_client=args.requests)
+                                  requests_per_client=args.requests,
+                                  fresh_prompts=args.fresh_prompts)
                 rates[name].append(result.tokens_per_second())
                 print(f"round {round_index + 1} {name:9s} {result.summary()}", flush=True)
         print(f"\n{args.parallel} concurrent streams, {args.threads} threads, "

@@ -3,6 +3,8 @@ llama-server), with OpenAI's official client; what soak.py and compare_servers.p
 
 Each client sends chat requests one after another (streamed, greedy by default) until a
 deadline or a request count, and records time to first token, completion tokens and errors."""
+import itertools
+import random
 import statistics
 import threading
 import time
@@ -69,11 +71,14 @@ def one_request(client, model, prompt, max_tokens, result, lock):
 
 
 def run_load(base_url, model, clients, max_tokens=128, seconds=None, requests_per_client=None,
-             api_key="unused"):
-    """Runs `clients` concurrent clients for `seconds`, or `requests_per_client` each."""
+             api_key="unused", fresh_prompts=False):
+    """Runs `clients` concurrent clients for `seconds`, or `requests_per_client` each.
+    fresh_prompts: every request's message starts with a number of its own, so no server can
+    reuse an earlier request's prompt beyond the chat template's fixed start."""
     result = LoadResult()
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds if seconds else None
+    fresh = itertools.count(random.randrange(10**6, 10**7))  # next() is atomic in CPython
 
     def client_loop(index):
         client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=600)
@@ -84,6 +89,8 @@ def run_load(base_url, model, clients, max_tokens=128, seconds=None, requests_pe
             if requests_per_client is not None and n >= requests_per_client:
                 return
             prompt = PROMPTS[(index + n) % len(PROMPTS)]
+            if fresh_prompts:
+                prompt = f"{next(fresh)}. {prompt}"
             n += 1
             try:
                 one_request(client, model, prompt, max_tokens, result, lock)
