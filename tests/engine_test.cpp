@@ -88,7 +88,7 @@ struct EngineShape {
   int64_t capacity = 256;
   int64_t prefill_bucket = 16;
   int64_t small_prefill_bucket = 16;  // the bucket: no second one
-  int64_t prefill_sequences = 8;      // chunks of the small bucket per call, at most
+  int64_t prefill_sequences = 4;      // chunks of the small bucket per call, at most
 };
 
 class EngineOnRuntime : public ::testing::TestWithParam<std::string> {

@@ -32,7 +32,7 @@ struct ExecutorOptions {
   // Chunks of the small bucket one prefill call may take, each of its own sequence
   // (Capabilities::prefill_sequences): graphs over 2, 4, ... up to this many (at most the
   // slots) load up front. A burst of short prompts then prefills together; 1: one per call.
-  int64_t prefill_sequences = 8;
+  int64_t prefill_sequences = 4;
   // Decode graphs loaded with the prefill graph, up front (others load on first use): the batch
   // sizes, and whether the logits variant (host sampling) or the argmax one; each with the
   // shortest attention window (longer windows load when a sequence reaches them).
