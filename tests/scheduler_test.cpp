@@ -376,9 +376,9 @@ TEST(Scheduler, ShortPromptsPrefillTogether) {
   }
 }
 
-// A chunk that needs the full bucket goes alone; when the oldest's chunk is short, the later
-// short ones join it and a long one waits its turn.
-TEST(Scheduler, OnlyChunksOfTheSmallBucketGoTogether) {
+// While several prompts prefill, each call takes a small-bucket chunk of each (oldest first),
+// so the short ones finish first; a prompt prefilling alone takes full chunks.
+TEST(Scheduler, ABurstPrefillsInSmallChunksTogetherAndALonePromptInFullOnes) {
   FakeRunner runner(4, 64, 8);
   runner.set_prefill_buckets({4, 8});
   runner.set_prefill_sequences(4);
@@ -390,13 +390,21 @@ TEST(Scheduler, OnlyChunksOfTheSmallBucketGoTogether) {
     scheduler.submit(prompts[i], greedy(2), got[i].callback());
   }
   scheduler.run_until_idle();
-  ASSERT_GE(runner.prefill_calls.size(), 3u);
-  EXPECT_EQ(runner.prefill_calls[0], (std::vector<int32_t>{0}));     // 7 tokens: the full bucket
-  EXPECT_EQ(runner.prefill_calls[1], (std::vector<int32_t>{1, 3}));  // the short ones
-  EXPECT_EQ(runner.prefill_calls[2], (std::vector<int32_t>{2}));
+  ASSERT_EQ(runner.prefill_calls.size(), 2u);
+  EXPECT_EQ(runner.prefill_calls[0], (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(runner.prefill_calls[1], (std::vector<int32_t>{0, 2}));  // the rest of the long ones
+  for (const auto& chunk : runner.prefills) EXPECT_EQ(chunk.tokens.size(), 4u);
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(got[i].tokens, fake_greedy(prompts[i], 2)) << "request " << i;
   }
+  Collected alone;
+  scheduler.submit(iota_tokens(20, 40), greedy(2), alone.callback());
+  scheduler.run_until_idle();
+  ASSERT_EQ(runner.prefills.size(), 9u);
+  EXPECT_EQ(runner.prefills[6].tokens.size(), 8u);
+  EXPECT_EQ(runner.prefills[7].tokens.size(), 8u);
+  EXPECT_EQ(runner.prefills[8].tokens.size(), 4u);
+  EXPECT_EQ(alone.tokens, fake_greedy(iota_tokens(20, 40), 2));
 }
 
 // One-token prompts need no prefill call: the first decode step feeds each prompt's token and

@@ -368,19 +368,22 @@ void Scheduler::prefill_some() {
   std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
     return slots_[a]->admission < slots_[b]->admission;
   });
+  // With several prompts to prefill and calls that take several sequences, every chunk is of
+  // the small bucket and up to prefill_sequences of them (oldest first) go in one call: a burst
+  // of prompts advances together, each call's rows as many as one full bucket's, so a short
+  // prompt in the burst is not queued behind the full chunks of the others. A prompt prefilling
+  // alone takes full chunks.
+  const int64_t small = caps_.prefill_buckets.front();
+  const bool together = caps_.prefill_sequences > 1 && ready.size() > 1;
+  const int64_t chunk_tokens = together ? small : caps_.prefill_bucket;
   auto next_chunk = [&](std::size_t slot) {
     const Sequence& sequence = *slots_[slot];
-    return next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
+    return next_prefill_chunk(sequence.cached, sequence.prompt_tokens, chunk_tokens);
   };
-  // The oldest's next chunk; where it fits the smallest bucket, the next ones that fit it too
-  // go in the same call (Capabilities::prefill_sequences).
-  const int64_t small = caps_.prefill_buckets.front();
   std::vector<std::size_t> batch = {ready.front()};
-  if (caps_.prefill_sequences > 1 && next_chunk(ready.front()).valid <= small) {
-    for (std::size_t i = 1; i < ready.size(); ++i) {
-      if (static_cast<int64_t>(batch.size()) == caps_.prefill_sequences) break;
-      if (next_chunk(ready[i]).valid <= small) batch.push_back(ready[i]);
-    }
+  for (std::size_t i = 1; together && i < ready.size(); ++i) {
+    if (static_cast<int64_t>(batch.size()) == caps_.prefill_sequences) break;
+    batch.push_back(ready[i]);
   }
 
   struct Planned {

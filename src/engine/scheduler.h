@@ -5,10 +5,11 @@
 //      resident tokens share the longest prefix with the prompt (prefix reuse), else the lowest
 //      free slot, so running sequences stay packed at the low slots and decode batches small;
 //   2. runs one prefill call: the next chunk of the oldest request still prefilling, so a long
-//      prompt is interleaved with decode steps and running streams keep flowing; where that
-//      chunk fits the smallest bucket, the next chunks of the following requests that fit it
-//      too go in the same call (up to Capabilities::prefill_sequences), so a burst of short
-//      prompts gets its first tokens together;
+//      prompt is interleaved with decode steps and running streams keep flowing; where several
+//      requests are prefilling and the runner takes several sequences per call
+//      (Capabilities::prefill_sequences), chunks of the smallest bucket of the oldest ones
+//      instead, so a burst of prompts advances together and its short prompts get their first
+//      tokens early;
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
 //      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads). A
 //      request whose prompt has only its last token left to run (a one-token prompt, or a
