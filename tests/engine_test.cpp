@@ -599,10 +599,12 @@ TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
       EXPECT_LE(hf, kLogitTolerance) << label << " prompt " << i;
     }
 
-    // Requests submitted together prefill together, in chunks of the small bucket.
+    // Requests submitted together prefill together, in chunks of the small bucket: three in the
+    // graph over four sequences, whose fourth is padding that must write nothing (a copy of
+    // the first chunk that wrote its rows again broke the ring's rows from the second chunk on).
     Scheduler& scheduler = engine->scheduler();
-    std::vector<Stream> streams(4);
-    const std::size_t prompt_of[] = {0, 0, 1, 0};  // 5, 5, 17, 5 tokens
+    std::vector<Stream> streams(3);
+    const std::size_t prompt_of[] = {2, 2, 2};  // 70 tokens: chunks of 8 at 0, 8, 16, ...
     for (std::size_t r = 0; r < streams.size(); ++r) {
       const json& prompt = reference["prompts"][prompt_of[r]];
       scheduler.submit(ids(prompt["prompt_ids"]), greedy(static_cast<int64_t>(20 + r)),
@@ -610,7 +612,7 @@ TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
     }
     int64_t most = 0;
     while (scheduler.step()) most = std::max(most, scheduler.last_step().prefill_sequences);
-    EXPECT_EQ(most, 4) << label << ": the four prompts should prefill together";
+    EXPECT_EQ(most, 3) << label << ": the three prompts should prefill together";
     for (std::size_t r = 0; r < streams.size(); ++r) {
       const auto want_all = ids(reference["prompts"][prompt_of[r]]["output_ids"]);
       const std::vector<int32_t> want(want_all.begin(),

@@ -357,8 +357,8 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
     }
     last_position = std::max(last_position, static_cast<int32_t>(chunk.start + bucket - 1));
   }
-  // The smallest graph that holds them; the rest of its sequences repeat the first chunk, which
-  // writes the same rows again (graph_options.h).
+  // The smallest graph that holds them; the rest of its sequences are padding: the first chunk
+  // with no valid tokens, which writes nothing (graph_options.h).
   const std::vector<int64_t> sizes = prefill_call_sizes();
   const int64_t sequences =
       *std::find_if(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= n; });
@@ -368,7 +368,7 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
     tokens.insert(tokens.end(), chunk.bucket_tokens.begin(), chunk.bucket_tokens.end());
     slots.push_back(chunk.slot);
     starts.push_back(chunk.start);
-    valids.push_back(chunk.valid);
+    valids.push_back(s < n ? chunk.valid : 0);
   }
   Graph& prefill = graph(prefill_graph(bucket, last_position, sequences));
   std::vector<device::BufferPtr> outputs =

@@ -145,8 +145,14 @@ Value CacheAccess::prefill_store(Value cache, const PrefillChunkRows& chunk, Val
   // Row i: block row i - kept.
   Value moved = dynamic_slice(concatenate({block, block}, 2),
                               {zero, zero, i32_constant(b, {}, tokens_) - kept, zero}, shape);
-  Value keep_old = compare(iota(b, TensorType(ElementType::kI32, shape), 2),
-                           broadcast_in_dim(kept, shape, {}), Direction::kLT);
+  Value row = iota(b, TensorType(ElementType::kI32, shape), 2);
+  Value keep_old = compare(row, broadcast_in_dim(kept, shape, {}), Direction::kLT);
+  if (chunks_.size() > 1) {
+    // Over several sequences, the padding rows keep what the slot held too: a padding sequence
+    // (valid_length 0, graph_options.h) then writes nothing, whatever its rows computed.
+    Value end = broadcast_in_dim(kept + chunk.valid_length, shape, {});
+    keep_old = logical_or(keep_old, compare(row, end, Direction::kGE));
+  }
   return dynamic_update_slice(cache, select(keep_old, old, moved),
                               {chunk.slot, zero, write_start, zero});
 }

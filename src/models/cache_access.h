@@ -46,8 +46,9 @@ class CacheAccess {
   // read); a ring takes only the real rows, the latest of them where there are more than it
   // holds, and attention reads the ring as it was before the chunk followed by the chunk's own
   // rows. With a `window` (0: none), attention reads only a full cache's rows [0, window), which
-  // must hold start + bucket. Sequences write their own slots one after another, so two with
-  // the same slot must carry the same chunk (a padding copy writes what its original wrote).
+  // must hold start + bucket. Sequences write their own slots one after another; one with
+  // valid_length 0 writes nothing (padding: over several sequences, rows past valid_length keep
+  // what the slot held).
   static CacheAccess prefill(std::vector<PrefillChunkRows> chunks, int64_t bucket, int64_t window);
   // Decode: row b writes positions[b] (i32 [rows]) of slot b; attention reads slots
   // 0 .. rows - 1 and, of each, the rows [0, window) (0: all of them).

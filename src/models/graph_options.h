@@ -17,8 +17,9 @@
 //                  capacity, and every padding row of a ring, are left out, and the others are
 //                  never read before being overwritten (a query at p reads keys <= p).
 //                  With `sequences` S above 1, one call prefills a chunk of each of S
-//                  sequences, each as above in its own slot (two may name the same slot only
-//                  with the same chunk: a padding copy): every input and output gains a leading
+//                  sequences, each as above in its own slot; one with valid_length 0 writes
+//                  nothing (padding: it may name any slot, its results are to be ignored).
+//                  Every input and output gains a leading
 //                  dimension S (tokens i32[S, bucket], slot/start/valid_length i32[S],
 //                  next_token i32[S], logits f32[S, vocab]), and row s's results do not
 //                  depend on the other sequences.
