@@ -25,8 +25,8 @@ struct RuntimeFlags {
   int64_t prefill_bucket = 64;
   int64_t small_prefill_bucket = 16;
   int64_t prefill_sequences = 4;  // chunks of the small bucket per prefill call (several slots)
-  std::string plugin;                       // PJRT plugin (--backend xla)
-  std::string cuda_sm;                      // IREE CUDA target (--backend iree --device cuda)
+  std::string plugin;             // PJRT plugin (--backend xla)
+  std::string cuda_sm;            // IREE CUDA target (--backend iree --device cuda)
   std::vector<std::string> compiler_flags;  // extra iree-compile flags, for tuning
 };
 
