@@ -370,9 +370,10 @@ void Scheduler::prefill_some() {
   });
   // With several prompts to prefill and calls that take several sequences, every chunk is of
   // the small bucket and up to prefill_sequences of them (oldest first) go in one call: a burst
-  // of prompts advances together, each call's rows as many as one full bucket's, so a short
-  // prompt in the burst is not queued behind the full chunks of the others. A prompt prefilling
-  // alone takes full chunks.
+  // of prompts advances together, so a short prompt in the burst is not queued behind the full
+  // chunks of the others (by default 4 x 16 rows a call, one full bucket's; two long prompts
+  // alone get 2 x 16, more calls than full chunks would take). A prompt prefilling alone takes
+  // full chunks.
   const int64_t small = caps_.prefill_buckets.front();
   const bool together = caps_.prefill_sequences > 1 && ready.size() > 1;
   const int64_t chunk_tokens = together ? small : caps_.prefill_bucket;
