@@ -407,6 +407,29 @@ TEST(Scheduler, ABurstPrefillsInSmallChunksTogetherAndALonePromptInFullOnes) {
   EXPECT_EQ(alone.tokens, fake_greedy(iota_tokens(20, 40), 2));
 }
 
+// Two long prompts would fill half a call in small chunks: the oldest takes full chunks until a
+// small chunk finishes it, then the two go together, and the other finishes in full chunks.
+TEST(Scheduler, AFewLongPromptsTakeFullChunksInTurn) {
+  FakeRunner runner(4, 64, 8);
+  runner.set_prefill_buckets({4, 8});
+  runner.set_prefill_sequences(4);
+  Scheduler scheduler(runner, nullptr);
+  const std::vector<std::vector<int32_t>> prompts = {iota_tokens(20), iota_tokens(18, 40)};
+  std::vector<Collected> got(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    scheduler.submit(prompts[i], greedy(2), got[i].callback());
+  }
+  scheduler.run_until_idle();
+  using Calls = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(runner.prefill_calls, (Calls{{0}, {0}, {0, 1}, {1}, {1}}));
+  std::vector<std::size_t> sizes;
+  for (const auto& chunk : runner.prefills) sizes.push_back(chunk.tokens.size());
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{8, 8, 4, 4, 8, 8}));
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, fake_greedy(prompts[i], 2)) << "request " << i;
+  }
+}
+
 // One-token prompts need no prefill call: the first decode step feeds each prompt's token and
 // gives each its first output, the tokens they get through a prefill.
 TEST(Scheduler, OneTokenPromptsGetTheirFirstTokensFromOneDecodeStep) {

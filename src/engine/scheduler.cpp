@@ -368,14 +368,21 @@ void Scheduler::prefill_some() {
   std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
     return slots_[a]->admission < slots_[b]->admission;
   });
-  // With several prompts to prefill and calls that take several sequences, every chunk is of
-  // the small bucket and up to prefill_sequences of them (oldest first) go in one call: a burst
-  // of prompts advances together, so a short prompt in the burst is not queued behind the full
-  // chunks of the others (by default 4 x 16 rows a call, one full bucket's; two long prompts
-  // alone get 2 x 16, more calls than full chunks would take). A prompt prefilling alone takes
-  // full chunks.
+  // With several prompts to prefill and calls that take several sequences, chunks of the small
+  // bucket of up to prefill_sequences of them (oldest first) go in one call, so a burst of
+  // prompts advances together and a short prompt in it is not queued behind the full chunks of
+  // the others (by default 4 x 16 rows a call, one full bucket's). That pays where the call is
+  // full (prefill_sequences prompts wait) or a prompt's first token is at most a small chunk
+  // away; otherwise (a few long prompts: two alone would get 2 x 16 rows a call, ~10% slower
+  // over two 500-token prompts) the oldest takes a full chunk, as a prompt prefilling alone does.
   const int64_t small = caps_.prefill_buckets.front();
-  const bool together = caps_.prefill_sequences > 1 && ready.size() > 1;
+  const auto left = [&](std::size_t slot) {
+    return slots_[slot]->prompt_tokens - slots_[slot]->cached;
+  };
+  const bool together =
+      caps_.prefill_sequences > 1 && ready.size() > 1 &&
+      (static_cast<int64_t>(ready.size()) >= caps_.prefill_sequences ||
+       std::any_of(ready.begin(), ready.end(), [&](std::size_t i) { return left(i) <= small; }));
   const int64_t chunk_tokens = together ? small : caps_.prefill_bucket;
   auto next_chunk = [&](std::size_t slot) {
     const Sequence& sequence = *slots_[slot];

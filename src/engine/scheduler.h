@@ -9,7 +9,8 @@
 //      requests are prefilling and the runner takes several sequences per call
 //      (Capabilities::prefill_sequences), chunks of the smallest bucket of the oldest ones
 //      instead, so a burst of prompts advances together and its short prompts get their first
-//      tokens early;
+//      tokens early (where that fills the call, or some prompt is a small chunk from its first
+//      token: a few long prompts take full chunks in turn);
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
 //      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads). A
 //      request whose prompt has only its last token left to run (a one-token prompt, or a
