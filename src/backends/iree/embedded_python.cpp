@@ -2,6 +2,7 @@
 
 #include <Python.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,11 @@ std::string python_directory() {
 // a venv) Python's home is set to it instead. Isolated (no PYTHON* environment variables, no
 // user site) and without Python's own signal handlers, so Ctrl-C still ends the program.
 void start_interpreter(const fs::path& python, const fs::path& home) {
+  // numpy's OpenBLAS would start a thread per core when imported, which spin for a while and take
+  // the cores from loading and from IREE's workers (~4% of a server's start); the embedded Python
+  // does no linear algebra. (Read by OpenBLAS from the process environment; a value already set
+  // is kept.)
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);
   config.install_signal_handlers = 0;
