@@ -683,6 +683,18 @@ INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
   return rows <= 3 ? 4 : rows == 4 ? 2 : 1;
 }
 
+// How far ahead (bytes of codes) a pass prefetches its weight rows. Further for the forms that
+// take two weight rows per x row on AVX-512: they consume a row sooner (one thread, Q4_K
+// 65536x2048 from memory, one x row: 1536 bytes ~3500-4000 us, 8192 ~2950-3350; Q8_0
+// 32768x2048 3900-4100 against 3100-4000), while Q6_K slows (4700-4770 against 5060-5090).
+INLINE size_t prefetch_bytes(enum CodeForm form) {
+#if LANES == 16
+  if (!reads_chunks(form)) return 8192;
+#endif
+  (void)form;
+  return PREFETCH_BYTES;
+}
+
 // Weight rows [row, row + weights) times `rows` rows of x into y: their planes prefetched
 // `ahead` rows on, their factors expanded (where they fit), then their products.
 INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n,
@@ -735,7 +747,7 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
       const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k, \
       size_t first, size_t last) {                                                         \
     const size_t row_bytes = code_row_bytes(FORM, k);                                      \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                     \
+    const size_t ahead = (prefetch_bytes(FORM) + row_bytes - 1) / row_bytes;               \
     const size_t weights = pass_weights(ROWS, FORM);                                       \
     size_t row = first;                                                                    \
     for (; row + weights <= last; row += weights)                                          \
