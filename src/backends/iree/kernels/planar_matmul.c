@@ -468,71 +468,105 @@ INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offse
   }
 }
 
-// One activation row: four independent accumulators (a chain of dependent FMAs would wait on
-// their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
-// once at the end.
-INLINE float row_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
-                           enum ScaleForm scale_form, enum CodeForm form, const float* x,
-                           size_t groups) {
+// Most weight rows a pass takes at a time (pass_weights).
+#define MAX_WEIGHT_ROWS 4
+
+// One activation row times `weights` weight rows (codes[i], planes p[i]) into out[i]: four
+// independent accumulators per weight row (a chain of dependent FMAs would wait on their
+// latency), so groups of fewer than four vectors go two or four at a time; lanes summed once at
+// the end. Each weight row's sums are those of a pass over it alone; taking two rows at a time
+// gives the core eight chains instead of four and loads each x vector once for both.
+INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
+                           int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
+                           const float* x, size_t groups, float* out) {
   const size_t vectors = vectors_per_group(form);
   const size_t step = MAX_VECTORS_PER_GROUP / vectors;
-  vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
+  vec acc[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP];
+  for (size_t i = 0; i < weights; ++i) {
+    for (size_t a = 0; a < MAX_VECTORS_PER_GROUP; ++a) acc[i][a] = vec_zero();
+  }
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form)) {
     // Vector u of the row into acc[u % 4], as the loop below.
     const size_t chunk_groups = CHUNK_VECTORS / vectors;
     for (; g + chunk_groups <= groups; g += chunk_groups) {
-      vec w[CHUNK_VECTORS];
-      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
-      for (size_t v = 0; v < CHUNK_VECTORS; ++v)
-        acc[v % 4] = vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[v % 4]);
+      for (size_t i = 0; i < weights; ++i) {
+        vec w[CHUNK_VECTORS];
+        chunk_weights(codes[i], p[i], g / chunk_groups, form, scale_form, has_offsets, w);
+        for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+          acc[i][v % 4] =
+              vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[i][v % 4]);
+        }
+      }
     }
   }
 #endif
   for (; g + step <= groups; g += step) {
     for (size_t u = 0; u < step; ++u) {
-      group_times_one(codes, p, has_offsets, scale_form, form, x, g + u, acc + u * vectors);
+      for (size_t i = 0; i < weights; ++i) {
+        group_times_one(codes[i], p[i], has_offsets, scale_form, form, x, g + u,
+                        acc[i] + u * vectors);
+      }
     }
   }
   for (; g < groups; ++g) {
-    group_times_one(codes, p, has_offsets, scale_form, form, x, g, acc);
+    for (size_t i = 0; i < weights; ++i) {
+      group_times_one(codes[i], p[i], has_offsets, scale_form, form, x, g, acc[i]);
+    }
   }
-  return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
+  for (size_t i = 0; i < weights; ++i) {
+    out[i] = vec_sum(vec_add(vec_add(acc[i][0], acc[i][1]), vec_add(acc[i][2], acc[i][3])));
+  }
 }
 
-// `rows` activation rows (x [rows, k]): each dequantized vector feeds one FMA per row, so the
-// rows' chains interleave.
-INLINE void row_times_many(const uint8_t* codes, struct Planes p, int has_offsets,
-                           enum ScaleForm scale_form, enum CodeForm form, const float* x, size_t k,
-                           size_t rows, size_t groups, float* out, size_t out_stride) {
+// `rows` activation rows (x [rows, k]) times `weights` weight rows (codes[i], planes p[i]), into
+// out[t * out_stride + i]: each dequantized vector feeds one FMA per row, so the rows' chains
+// interleave. One accumulator per output: with few rows its chain of dependent FMAs, not the
+// core's throughput, bounds a weight row alone, so two or four weight rows go together (their
+// sums are those of each alone).
+INLINE void rows_times_many(const uint8_t* const* codes, const struct Planes* p, size_t weights,
+                            int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
+                            const float* x, size_t k, size_t rows, size_t groups, float* out,
+                            size_t out_stride) {
   const size_t vectors = vectors_per_group(form);
-  vec acc[MAX_ACTIVATION_ROWS];
-  for (size_t t = 0; t < rows; ++t) acc[t] = vec_zero();
+  vec acc[MAX_WEIGHT_ROWS][MAX_ACTIVATION_ROWS];
+  for (size_t i = 0; i < weights; ++i) {
+    for (size_t t = 0; t < rows; ++t) acc[i][t] = vec_zero();
+  }
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form)) {
     const size_t chunk_groups = CHUNK_VECTORS / vectors;
     for (; g + chunk_groups <= groups; g += chunk_groups) {
-      vec w[CHUNK_VECTORS];
-      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
-      for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
-        const size_t at = g * vectors * LANES + v * LANES;
-        for (size_t t = 0; t < rows; ++t)
-          acc[t] = vec_fmadd(w[v], vec_load(x + t * k + at), acc[t]);
+      for (size_t i = 0; i < weights; ++i) {
+        vec w[CHUNK_VECTORS];
+        chunk_weights(codes[i], p[i], g / chunk_groups, form, scale_form, has_offsets, w);
+        for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+          const size_t at = g * vectors * LANES + v * LANES;
+          for (size_t t = 0; t < rows; ++t)
+            acc[i][t] = vec_fmadd(w[v], vec_load(x + t * k + at), acc[i][t]);
+        }
       }
     }
   }
 #endif
   for (; g < groups; ++g) {
-    vec w[MAX_VECTORS_PER_GROUP];
-    group_weights(codes, p, g, form, scale_form, has_offsets, w);
+    vec w[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP];
+    for (size_t i = 0; i < weights; ++i) {
+      group_weights(codes[i], p[i], g, form, scale_form, has_offsets, w[i]);
+    }
     for (size_t v = 0; v < vectors; ++v) {
       const size_t at = (g * vectors + v) * LANES;
-      for (size_t t = 0; t < rows; ++t) acc[t] = vec_fmadd(w[v], vec_load(x + t * k + at), acc[t]);
+      for (size_t t = 0; t < rows; ++t) {
+        const vec xt = vec_load(x + t * k + at);
+        for (size_t i = 0; i < weights; ++i) acc[i][t] = vec_fmadd(w[i][v], xt, acc[i][t]);
+      }
     }
   }
-  for (size_t t = 0; t < rows; ++t) out[t * out_stride] = vec_sum(acc[t]);
+  for (size_t i = 0; i < weights; ++i) {
+    for (size_t t = 0; t < rows; ++t) out[t * out_stride + i] = vec_sum(acc[i][t]);
+  }
 }
 
 // Planes of weight row `row` into the cache.
@@ -558,8 +592,8 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
   }
 }
 
-// Most groups a weight row's factors are expanded for (expand_row_factors): 8 KiB of stack per
-// plane; longer rows read their planes as they are.
+// Most groups the factors of the weight rows a pass takes at a time are expanded for
+// (expand_row_factors): 8 KiB of stack per plane; longer rows read their planes as they are.
 #define MAX_ROW_GROUPS 2048
 
 // One row's scale or offset plane (`groups` groups of `group`) as f32 into out: f16 values
@@ -609,13 +643,11 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
 }
 
 #if LANES == 16
-// Entries of a row's expanded offsets: its offsets, or for the forms that take magic_weights
+// Whether a row's offsets are expanded: its offsets, or for the forms that take magic_weights
 // their minus values.
-// (A constant expression: the array it sizes is no variable-length one.)
-#define ROW_OFFSETS(FORM, OFFSETS)                                                 \
-  (OFFSETS || FORM == NIBBLES_HIGH2_16_CENTRED || FORM == NIBBLES_HIGH1_32_CENTRED \
-       ? MAX_ROW_GROUPS                                                            \
-       : 1)
+INLINE int expands_offsets(enum CodeForm form, int has_offsets) {
+  return has_offsets || biased_magic(form, SCALES_EXPANDED);
+}
 // minus (magic_weights) of each of a row's expanded scales.
 INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, float* out) {
   const vec factor = vec_broadcast(-magic_bias(form));
@@ -624,47 +656,104 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
   for (; g < groups; ++g) out[g] = scales[g] * -magic_bias(form);
 }
 #else
-#define ROW_OFFSETS(FORM, OFFSETS) (OFFSETS ? MAX_ROW_GROUPS : 1)
+INLINE int expands_offsets(enum CodeForm form, int has_offsets) {
+  (void)form;
+  return has_offsets;
+}
 INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, float* out) {
   (void)scales, (void)groups, (void)form, (void)out;
 }
 #endif
 
+// Weight rows a pass of `rows` activation rows takes at a time (see rows_times_one and
+// rows_times_many), as measured on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K one x row 1.1x
+// faster with two than with one, two x rows 1.9x with four, three 1.6x with four, four 1.45x
+// with two (four: 4% slower than two).
+INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
+#if LANES == 16
+  // The chunked forms' decoding, not the chains, bounds them, and two weight rows' vectors spill
+  // registers: Q6_K two x rows 1.5x faster with two weight rows, three and four 1.15-1.25x
+  // slower; one x row from memory (65536x2048) 4955 us with one, 5265 with two.
+  if (reads_chunks(form)) return rows == 2 ? 2 : 1;
+#endif
+  (void)form;
+  // With 8 lanes a group is four vectors already (one thread, AVX2, 2048x2048, one x row: Q4_K
+  // 206 us one weight row at a time against 222-227 two).
+  if (rows == 1) return LANES == 16 ? 2 : 1;
+  return rows <= 3 ? 4 : rows == 4 ? 2 : 1;
+}
+
+// How far ahead (bytes of codes) a pass prefetches its weight rows. Further for the forms that
+// take two weight rows per x row on AVX-512: they consume a row sooner (one thread, Q4_K
+// 65536x2048 from memory, one x row: 1536 bytes ~3500-4000 us, 8192 ~2950-3350; Q8_0
+// 32768x2048 3900-4100 against 3100-4000), while Q6_K slows (4700-4770 against 5060-5090).
+INLINE size_t prefetch_bytes(enum CodeForm form) {
+#if LANES == 16
+  if (!reads_chunks(form)) return 8192;
+#endif
+  (void)form;
+  return PREFETCH_BYTES;
+}
+
+// Weight rows [row, row + weights) times `rows` rows of x into y: their planes prefetched
+// `ahead` rows on, their factors expanded (where they fit), then their products.
+INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n,
+                        size_t k, size_t row, size_t weights, size_t ahead, size_t rows,
+                        enum CodeForm form, int has_offsets, enum ScaleForm scale_form) {
+  const size_t group = vectors_per_group(form) * LANES;
+  const size_t groups = k / group;
+  const size_t row_bytes = code_row_bytes(form, k);
+  for (size_t i = 0; i < weights; ++i) {
+    if (row + i + ahead < n)
+      prefetch_row(codes, p, has_offsets, scale_form, form, row + i + ahead, k);
+  }
+  const uint8_t* c[MAX_WEIGHT_ROWS];
+  struct Planes r[MAX_WEIGHT_ROWS];
+  for (size_t i = 0; i < weights; ++i) {
+    c[i] = codes + (row + i) * row_bytes;
+    r[i] = planes_row(p, row + i, groups, group, scale_form, high_row_bytes(form, k));
+  }
+  const int offsets_expanded = expands_offsets(form, has_offsets);
+  if (scale_form != SCALES_F32 && weights * groups <= MAX_ROW_GROUPS) {
+    float scales[MAX_ROW_GROUPS], offsets[MAX_ROW_GROUPS];
+    for (size_t i = 0; i < weights; ++i) {
+      float* s = scales + i * groups;
+      float* o = offsets + (offsets_expanded ? i * groups : 0);
+      expand_row_factors(r[i].scales, r[i].super_scales, groups, group, scale_form, s);
+      if (has_offsets)
+        expand_row_factors(r[i].offsets, r[i].super_offsets, groups, group, scale_form, o);
+      else if (offsets_expanded)
+        magic_minus(s, groups, form, o);
+      r[i].scales = s, r[i].offsets = o;
+    }
+    if (rows == 1) {
+      rows_times_one(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, groups, y + row);
+    } else {
+      rows_times_many(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, k, rows, groups,
+                      y + row, n);
+    }
+  } else if (rows == 1) {
+    rows_times_one(c, r, weights, has_offsets, scale_form, form, x, groups, y + row);
+  } else {
+    rows_times_many(c, r, weights, has_offsets, scale_form, form, x, k, rows, groups, y + row, n);
+  }
+}
+
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
 // above unroll and the accumulators stay in registers. Weight rows [first, last) times `ROWS`
-// rows of x.
-#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                             \
-  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                            \
-      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k,  \
-      size_t first, size_t last) {                                                          \
-    const size_t group = vectors_per_group(FORM) * LANES;                                   \
-    const size_t groups = k / group;                                                        \
-    const size_t row_bytes = code_row_bytes(FORM, k);                                       \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                      \
-    for (size_t row = first; row < last; ++row) {                                           \
-      if (row + ahead < n) prefetch_row(codes, p, OFFSETS, SCALES, FORM, row + ahead, k);   \
-      const uint8_t* c = codes + row * row_bytes;                                           \
-      struct Planes r = planes_row(p, row, groups, group, SCALES, high_row_bytes(FORM, k)); \
-      if (SCALES != SCALES_F32 && groups <= MAX_ROW_GROUPS) {                               \
-        float scales[MAX_ROW_GROUPS], offsets[ROW_OFFSETS(FORM, OFFSETS)];                  \
-        expand_row_factors(r.scales, r.super_scales, groups, group, SCALES, scales);        \
-        if (OFFSETS)                                                                        \
-          expand_row_factors(r.offsets, r.super_offsets, groups, group, SCALES, offsets);   \
-        else if (ROW_OFFSETS(FORM, OFFSETS) > 1)                                            \
-          magic_minus(scales, groups, FORM, offsets);                                       \
-        r.scales = scales, r.offsets = offsets;                                             \
-        ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES_EXPANDED)                                   \
-      } else {                                                                              \
-        ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES)                                            \
-      }                                                                                     \
-    }                                                                                       \
-  }
-// Weight row `row` (codes c, planes r) times ROWS rows of x into y.
-#define ROW_PRODUCT(ROWS, FORM, OFFSETS, SCALES)                                 \
-  if (ROWS == 1) {                                                               \
-    y[row] = row_times_one(c, r, OFFSETS, SCALES, FORM, x, groups);              \
-  } else {                                                                       \
-    row_times_many(c, r, OFFSETS, SCALES, FORM, x, k, ROWS, groups, y + row, n); \
+// rows of x, pass_weights weight rows at a time.
+#define SPECIALISE(ROWS, FORM, OFFSETS, SCALES)                                            \
+  static void rows##ROWS##_##FORM##_offsets##OFFSETS##_##SCALES(                           \
+      const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k, \
+      size_t first, size_t last) {                                                         \
+    const size_t row_bytes = code_row_bytes(FORM, k);                                      \
+    const size_t ahead = (prefetch_bytes(FORM) + row_bytes - 1) / row_bytes;               \
+    const size_t weights = pass_weights(ROWS, FORM);                                       \
+    size_t row = first;                                                                    \
+    for (; row + weights <= last; row += weights)                                          \
+      weight_rows(codes, p, x, y, n, k, row, weights, ahead, ROWS, FORM, OFFSETS, SCALES); \
+    for (; row < last; ++row)                                                              \
+      weight_rows(codes, p, x, y, n, k, row, 1, ahead, ROWS, FORM, OFFSETS, SCALES);       \
   }
 // A form with each scale form.
 #define SPECIALISE_SCALES(ROWS, FORM, OFFSETS) \
@@ -805,12 +894,12 @@ SPECIALISE_WIDE_ROWS(8)
 SPECIALISE_WIDE_ROWS(16)
 #endif
 
-// Many activation rows (prefill): register-blocked panels. A pass of row_times_many loads an x
+// Many activation rows (prefill): register-blocked panels. A pass of rows_times_many loads an x
 // vector for every FMA, so cache bandwidth, not the FMA units, bounds it (~0.3 of the f32 peak
 // at 1B shape). Here BLOCK_W_ROWS weight rows are dequantized once per PANEL_COLUMNS columns
 // into a panel on the stack, and BLOCK_X_ROWS x BLOCK_W_ROWS accumulators stay in registers: an
 // x vector loaded feeds BLOCK_W_ROWS FMAs, a panel vector BLOCK_X_ROWS. The accumulators are
-// row_times_many's (per lane, along k, in the same order; lanes summed once at the end), kept
+// rows_times_many's (per lane, along k, in the same order; lanes summed once at the end), kept
 // on the stack between panels, so the products are bit-identical whichever path takes a row.
 #if LANES == 16
 #define BLOCK_X_ROWS 4
