@@ -666,33 +666,21 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
 #endif
 
 // Weight rows a pass of `rows` activation rows takes at a time (see rows_times_one and
-// rows_times_many), as measured on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K one x row 1.1x
-// faster with two than with one, two x rows 1.9x with four, three 1.6x with four, four 1.45x
-// with two (four: 4% slower than two).
+// rows_times_many), as measured on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K two x rows 1.9x
+// faster with four than with one, three 1.6x with four, four 1.45x with two (four: 4% slower
+// than two). One x row keeps one: two were 1.1x faster on one thread, but a 1B Q4_K_M model's
+// decode on two threads slowed (tg128 37.6 -> 32.7-34.8 tok/s, alternating builds), while its
+// decode of 4 sequences gained 1.2x (aggregate 70 -> 85 tok/s).
 INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
 #if LANES == 16
   // The chunked forms' decoding, not the chains, bounds them, and two weight rows' vectors spill
   // registers: Q6_K two x rows 1.5x faster with two weight rows, three and four 1.15-1.25x
-  // slower; one x row from memory (65536x2048) 4955 us with one, 5265 with two.
+  // slower.
   if (reads_chunks(form)) return rows == 2 ? 2 : 1;
 #endif
   (void)form;
-  // With 8 lanes a group is four vectors already (one thread, AVX2, 2048x2048, one x row: Q4_K
-  // 206 us one weight row at a time against 222-227 two).
-  if (rows == 1) return LANES == 16 ? 2 : 1;
+  if (rows == 1) return 1;
   return rows <= 3 ? 4 : rows == 4 ? 2 : 1;
-}
-
-// How far ahead (bytes of codes) a pass prefetches its weight rows. Further for the forms that
-// take two weight rows per x row on AVX-512: they consume a row sooner (one thread, Q4_K
-// 65536x2048 from memory, one x row: 1536 bytes ~3500-4000 us, 8192 ~2950-3350; Q8_0
-// 32768x2048 3900-4100 against 3100-4000), while Q6_K slows (4700-4770 against 5060-5090).
-INLINE size_t prefetch_bytes(enum CodeForm form) {
-#if LANES == 16
-  if (!reads_chunks(form)) return 8192;
-#endif
-  (void)form;
-  return PREFETCH_BYTES;
 }
 
 // Weight rows [row, row + weights) times `rows` rows of x into y: their planes prefetched
@@ -747,7 +735,7 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
       const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k, \
       size_t first, size_t last) {                                                         \
     const size_t row_bytes = code_row_bytes(FORM, k);                                      \
-    const size_t ahead = (prefetch_bytes(FORM) + row_bytes - 1) / row_bytes;               \
+    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                     \
     const size_t weights = pass_weights(ROWS, FORM);                                       \
     size_t row = first;                                                                    \
     for (; row + weights <= last; row += weights)                                          \
