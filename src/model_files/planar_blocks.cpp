@@ -41,12 +41,16 @@ struct BlockOut {
 };
 
 // Nibbles of one 32-element group: byte j holds element j's and element j + 16's, each taken
-// from the low nibble of `low[j]` (at `shift` up) and of `low[j + 16]`.
+// from the low nibble of `low[j]` (at `shift` up) and of `low[j + 16]`. Eight bytes at a time in
+// 64-bit words (the mask keeps each byte's nibble from its neighbour's bits): a byte at a time,
+// with its variable shift, was most of the K-quants' conversion at load.
 void put_nibbles(const std::byte* low, int shift, int8_t* nibbles) {
-  for (int j = 0; j < 16; ++j) {
-    const auto first = (byte_at(low, static_cast<std::size_t>(j)) >> shift) & 0x0F;
-    const auto second = (byte_at(low, static_cast<std::size_t>(j + 16)) >> shift) & 0x0F;
-    nibbles[j] = static_cast<int8_t>(first | (second << 4));
+  constexpr uint64_t kNibbles = 0x0F0F0F0F0F0F0F0Full;
+  for (int half = 0; half < 2; ++half) {
+    const uint64_t first = load_little_endian<uint64_t>(low + 8 * half);
+    const uint64_t second = load_little_endian<uint64_t>(low + 16 + 8 * half);
+    const uint64_t packed = ((first >> shift) & kNibbles) | (((second >> shift) & kNibbles) << 4);
+    std::memcpy(nibbles + 8 * half, &packed, 8);  // little-endian: byte j is bits 8j and up
   }
 }
 
@@ -119,8 +123,10 @@ void k_quant(const std::byte* block, const std::byte* qh, const std::byte* qs, B
   for (int sub = 0; sub < 8; ++sub) {
     uint8_t scale, min;
     k_scale_min(scales, sub, scale, min);
-    out.scales[sub] = d * static_cast<float>(scale);
-    out.offsets[sub] = -(dmin * static_cast<float>(min));
+    if (out.scales != nullptr) {
+      out.scales[sub] = d * static_cast<float>(scale);
+      out.offsets[sub] = -(dmin * static_cast<float>(min));
+    }
     out.scale_codes[sub] = static_cast<int8_t>(scale);
     out.offset_codes[sub] = static_cast<int8_t>(min);
     put_nibbles(qs + (sub / 2) * 32, (sub % 2) * 4, out.codes + sub * 16);
@@ -152,20 +158,22 @@ void q6_k(const std::byte* block, BlockOut out) {
   *out.super_scale = d;
   for (int group = 0; group < 16; ++group) {
     out.scale_codes[group] = static_cast<int8_t>(byte_at(scales, group));
-    out.scales[group] = d * static_cast<float>(out.scale_codes[group]);
+    if (out.scales != nullptr) out.scales[group] = d * static_cast<float>(out.scale_codes[group]);
   }
   for (int row = 0; row < 8; ++row) {
     const int half = row / 4, k = row % 4;
     put_nibbles(ql + half * 64 + (k % 2) * 32, k < 2 ? 0 : 4, out.codes + row * 16);
+    // Byte j of the row's 8 gathers bits 2k of qh bytes j + 8s at bits 2s, for all 8 bytes at
+    // once in 64-bit words: the mask keeps each byte's field from its neighbour's bits, and a
+    // field shifted up at most 6 stays in its byte (a byte at a time was ~1/3 of a 1B model's
+    // weight conversion at load).
     const std::byte* high = qh + half * 32;
-    for (int j = 0; j < 8; ++j) {
-      unsigned byte = 0;
-      for (int s = 0; s < 4; ++s) {
-        byte |= ((byte_at(high, static_cast<std::size_t>(j + 8 * s)) >> (2 * k)) & 0x03u)
-                << (2 * s);
-      }
-      out.high_bits[row * 8 + j] = static_cast<int8_t>(byte);
+    uint64_t bytes = 0;
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t word = load_little_endian<uint64_t>(high + 8 * s);
+      bytes |= ((word >> (2 * k)) & 0x0303030303030303ull) << (2 * s);
     }
+    std::memcpy(out.high_bits + row * 8, &bytes, 8);  // little-endian, as the file
   }
 }
 
@@ -235,7 +243,7 @@ void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begi
   for (std::size_t b = begin; b < end; ++b) {
     BlockOut out{planar.codes.data() + b * code_bytes,
                  high_bytes == 0 ? nullptr : planar.high_bits.data() + b * high_bytes,
-                 planar.scales.data() + b * groups_per_block,
+                 planar.scales.empty() ? nullptr : planar.scales.data() + b * groups_per_block,
                  planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
     if (!planar.scale_codes.empty()) {
       out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
@@ -290,7 +298,8 @@ bool planar_scales_are_two_level(DType dtype) {
   return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
 }
 
-PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements) {
+PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements,
+                       bool two_level_products) {
   PlanarBlocks planar;
   planar.group_size = planar_group_size(dtype);
   planar.scales_f16 = planar_scales_are_f16(dtype);
@@ -305,8 +314,9 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
   planar.codes.resize(bits < 8 ? elements / 2 : elements);
   planar.high_bits.resize(
       static_cast<std::size_t>(high_bits_row_bytes(bits, static_cast<int64_t>(elements))));
-  planar.scales.resize(elements / group);
-  if (has_offsets) planar.offsets.resize(elements / group);
+  const bool products = two_level_products || !planar_scales_are_two_level(dtype);
+  if (products) planar.scales.resize(elements / group);
+  if (products && has_offsets) planar.offsets.resize(elements / group);
   const std::size_t block_elements = dtype_block_elements(dtype);
   if (planar_scales_are_two_level(dtype)) {
     planar.scale_codes.resize(elements / group);

@@ -76,7 +76,11 @@ struct PlanarBlocks {
 };
 
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.
-PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements);
+// two_level_products false: a two-level format keeps only its factors (scales and offsets stay
+// empty), as the device holds them; their f32 products would be ~0.25 bytes per weight written
+// and dropped at load.
+PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements,
+                       bool two_level_products = true);
 
 // scale * code (+ offset) per element, in f32, into `out` (scales.size() * group_size elements).
 void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);

@@ -157,18 +157,16 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
   }
   check_tensor_bytes(tensor);
+  // Two-level formats are uploaded as their factors (scale_codes, super_scales, ...), not as
+  // the f32 products.
   PlanarBlocks planar =
-      to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
+      to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()),
+                /*two_level_products=*/false);
   files.release(tensor);
   const int64_t rows = codes.shape[0];
   const int64_t groups = scales.shape[1];
   const int64_t supers = columns / kSuperGroupSize;
   const bool two_level = !planar.super_scales.empty();
-  if (two_level) {
-    // Uploaded as their factors (scale_codes, super_scales, ...), not as the f32 products.
-    planar.scales.clear();
-    planar.offsets.clear();
-  }
   // Each plane's rows as the argument's: a fused tensor's rows taken, a permuted one's restored.
   auto as_argument_rows = [&](auto& plane, int64_t per_row) {
     if (plane.empty()) return;
