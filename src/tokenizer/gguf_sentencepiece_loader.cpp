@@ -153,7 +153,6 @@ std::unique_ptr<TokenizerParts> sentencepiece_parts_from_gguf(const GgufFile& gg
   index.reserve(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) index[tokens[i]] = static_cast<int32_t>(i);
   std::vector<std::pair<std::string, int32_t>> vocab(index.begin(), index.end());
-  auto model_token_count = static_cast<int32_t>(vocab.size());
 
   BpeOptions options;
   // The class's default, not the GGUF's unk name (the builder passes only vocab and merges).
@@ -178,14 +177,7 @@ std::unique_ptr<TokenizerParts> sentencepiece_parts_from_gguf(const GgufFile& gg
   }
   json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
   json["post_processor"] = nullptr;
-  json["added_tokens"] = gguf_added_tokens(
-      original, token_type, /*byte_level=*/false,
-      [&index](const std::string& content) -> std::optional<int32_t> {
-        auto it = index.find(content);
-        if (it == index.end()) return std::nullopt;
-        return it->second;
-      },
-      model_token_count);
+  json["added_tokens"] = gguf_added_tokens(original, token_type, /*byte_level=*/false, index);
 
   // get_gguf_tokenizer(): llama.cpp adds BOS to a SentencePiece vocabulary unless told not to.
   TokenizerConfig config = gguf_tokenizer_config(gguf, original, /*add_bos_default=*/true);

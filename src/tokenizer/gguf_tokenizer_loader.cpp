@@ -63,7 +63,6 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     }
     merge_pairs.emplace_back(merges[i].substr(0, space), merges[i].substr(space + 1));
   }
-  const auto model_token_count = static_cast<int32_t>(index.size());
   tokenizer::BpeModel bpe({index.begin(), index.end()}, merge_pairs, tokenizer::BpeOptions{},
                           where);
 
@@ -76,14 +75,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   json["decoder"] = {{"type", "ByteLevel"}};
   json["post_processor"] = nullptr;
 
-  json["added_tokens"] = tokenizer::gguf_added_tokens(
-      tokens, token_type, /*byte_level=*/true,
-      [&index](const std::string& content) -> std::optional<int32_t> {
-        auto it = index.find(content);
-        if (it == index.end()) return std::nullopt;
-        return it->second;
-      },
-      model_token_count);
+  json["added_tokens"] =
+      tokenizer::gguf_added_tokens(tokens, token_type, /*byte_level=*/true, index);
   tokenizer::TokenizerConfig config =
       tokenizer::gguf_tokenizer_config(gguf, tokens, /*add_bos_default=*/std::nullopt);
   auto parts = tokenizer::build_tokenizer_parts(json, where, config, std::move(bpe));

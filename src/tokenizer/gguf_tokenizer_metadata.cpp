@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -69,11 +70,15 @@ Json gguf_split_pre_tokenizer(const std::string& pre) {
 
 Json gguf_added_tokens(const std::vector<std::string>& tokens,
                        const std::vector<int64_t>& token_type, bool byte_level,
-                       const std::function<std::optional<int32_t>(const std::string&)>& id_of,
-                       int32_t model_token_count) {
+                       const std::unordered_map<std::string, int32_t>& vocabulary) {
+  auto id_of = [&vocabulary](const std::string& content) -> std::optional<int32_t> {
+    auto it = vocabulary.find(content);
+    if (it == vocabulary.end()) return std::nullopt;
+    return it->second;
+  };
   Json added = Json::array();
   std::set<std::string> seen;
-  int32_t next_free = model_token_count;
+  auto next_free = static_cast<int32_t>(vocabulary.size());
   auto add = [&](const std::string& content, int32_t id, bool special) {
     if (!seen.insert(content).second) return;
     next_free = std::max(next_free, id + 1);

@@ -4,9 +4,8 @@
 // `tokenizer.ggml.pre`, the control / user-defined tokens it adds, and the tokenizer config
 // (special token names, add_bos / add_eos).
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/json_file.h"
@@ -24,13 +23,12 @@ Json gguf_split_pre_tokenizer(const std::string& pre);
 
 // add_gguf_special_tokens(): CONTROL tokens (type 3) become special tokens (for a byte-level
 // vocabulary only those spelled in the byte alphabet), then USER_DEFINED tokens (type 4) that
-// `in_vocabulary` knows become plain added tokens; as tokenizer.json "added_tokens" entries,
-// ids from `id_of` (the id the vocabulary gives the content; one it lacks gets the next id after
-// the `model_token_count` vocabulary tokens and the tokens added so far).
+// `vocabulary` (the model's tokens as spelled there, by id) knows become plain added tokens; as
+// tokenizer.json "added_tokens" entries, ids from `vocabulary` (one it lacks gets the next id
+// after the vocabulary's tokens and the tokens added so far).
 Json gguf_added_tokens(const std::vector<std::string>& tokens,
                        const std::vector<int64_t>& token_type, bool byte_level,
-                       const std::function<std::optional<int32_t>(const std::string&)>& id_of,
-                       int32_t model_token_count);
+                       const std::unordered_map<std::string, int32_t>& vocabulary);
 
 // get_gguf_tokenizer(): bos/eos/unk/pad names by id and the add_bos / add_eos flags;
 // `add_bos_default` when the file has no tokenizer.ggml.add_bos_token.

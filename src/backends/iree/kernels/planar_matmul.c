@@ -468,57 +468,41 @@ INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offse
   }
 }
 
-// Most weight rows a pass takes at a time (pass_weights).
-#define MAX_WEIGHT_ROWS 4
-
-// One activation row times `weights` weight rows (codes[i], planes p[i]) into out[i]: four
-// independent accumulators per weight row (a chain of dependent FMAs would wait on their
-// latency), so groups of fewer than four vectors go two or four at a time; lanes summed once at
-// the end. Each weight row's sums are those of a pass over it alone; taking two rows at a time
-// gives the core eight chains instead of four and loads each x vector once for both.
-INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
-                           int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
-                           const float* x, size_t groups, float* out) {
+// One activation row: four independent accumulators (a chain of dependent FMAs would wait on
+// their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
+// once at the end. One weight row at a time (pass_weights).
+INLINE float row_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
+                           enum ScaleForm scale_form, enum CodeForm form, const float* x,
+                           size_t groups) {
   const size_t vectors = vectors_per_group(form);
   const size_t step = MAX_VECTORS_PER_GROUP / vectors;
-  vec acc[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP];
-  for (size_t i = 0; i < weights; ++i) {
-    for (size_t a = 0; a < MAX_VECTORS_PER_GROUP; ++a) acc[i][a] = vec_zero();
-  }
+  vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form)) {
     // Vector u of the row into acc[u % 4], as the loop below.
     const size_t chunk_groups = CHUNK_VECTORS / vectors;
     for (; g + chunk_groups <= groups; g += chunk_groups) {
-      for (size_t i = 0; i < weights; ++i) {
-        vec w[CHUNK_VECTORS];
-        chunk_weights(codes[i], p[i], g / chunk_groups, form, scale_form, has_offsets, w);
-        for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
-          acc[i][v % 4] =
-              vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[i][v % 4]);
-        }
-      }
+      vec w[CHUNK_VECTORS];
+      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
+      for (size_t v = 0; v < CHUNK_VECTORS; ++v)
+        acc[v % 4] = vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[v % 4]);
     }
   }
 #endif
   for (; g + step <= groups; g += step) {
     for (size_t u = 0; u < step; ++u) {
-      for (size_t i = 0; i < weights; ++i) {
-        group_times_one(codes[i], p[i], has_offsets, scale_form, form, x, g + u,
-                        acc[i] + u * vectors);
-      }
+      group_times_one(codes, p, has_offsets, scale_form, form, x, g + u, acc + u * vectors);
     }
   }
   for (; g < groups; ++g) {
-    for (size_t i = 0; i < weights; ++i) {
-      group_times_one(codes[i], p[i], has_offsets, scale_form, form, x, g, acc[i]);
-    }
+    group_times_one(codes, p, has_offsets, scale_form, form, x, g, acc);
   }
-  for (size_t i = 0; i < weights; ++i) {
-    out[i] = vec_sum(vec_add(vec_add(acc[i][0], acc[i][1]), vec_add(acc[i][2], acc[i][3])));
-  }
+  return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
 }
+
+// Most weight rows a pass takes at a time (pass_weights).
+#define MAX_WEIGHT_ROWS 4
 
 // `rows` activation rows (x [rows, k]) times `weights` weight rows (codes[i], planes p[i]), into
 // out[t * out_stride + i]: each dequantized vector feeds one FMA per row, so the rows' chains
@@ -665,12 +649,12 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
 }
 #endif
 
-// Weight rows a pass of `rows` activation rows takes at a time (see rows_times_one and
-// rows_times_many), as measured on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K two x rows 1.9x
-// faster with four than with one, three 1.6x with four, four 1.45x with two (four: 4% slower
-// than two). One x row keeps one: two were 1.1x faster on one thread, but a 1B Q4_K_M model's
-// decode on two threads slowed (tg128 37.6 -> 32.7-34.8 tok/s, alternating builds), while its
-// decode of 4 sequences gained 1.2x (aggregate 70 -> 85 tok/s).
+// Weight rows a pass of `rows` activation rows takes at a time (see rows_times_many), as measured
+// on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K two x rows 1.9x faster with four than with one,
+// three 1.6x with four, four 1.45x with two (four: 4% slower than two). One x row keeps one: two
+// were 1.1x faster on one thread, but a 1B Q4_K_M model's decode on two threads slowed (tg128 37.6
+// -> 32.7-34.8 tok/s, alternating builds), while its decode of 4 sequences gained 1.2x (aggregate
+// 70 -> 85 tok/s).
 INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
 #if LANES == 16
   // The chunked forms' decoding, not the chains, bounds them, and two weight rows' vectors spill
@@ -715,13 +699,13 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
       r[i].scales = s, r[i].offsets = o;
     }
     if (rows == 1) {
-      rows_times_one(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, groups, y + row);
+      y[row] = row_times_one(c[0], r[0], has_offsets, SCALES_EXPANDED, form, x, groups);
     } else {
       rows_times_many(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, k, rows, groups,
                       y + row, n);
     }
   } else if (rows == 1) {
-    rows_times_one(c, r, weights, has_offsets, scale_form, form, x, groups, y + row);
+    y[row] = row_times_one(c[0], r[0], has_offsets, scale_form, form, x, groups);
   } else {
     rows_times_many(c, r, weights, has_offsets, scale_form, form, x, k, rows, groups, y + row, n);
   }
