@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/backends.h"
+#include "common/aligned_vector.h"
 #include "common/error.h"
 #include "common/float16.h"
 #include "compile_cache/iree_compiler.h"
@@ -166,6 +167,56 @@ TEST_P(DeviceTest, ExecutesRepeatedlyWithTheDonatedResultFedBack) {
   std::cout << GetParam() << ": " << device->description() << "\n";
   auto executable = load_accumulate(*device);
   run_accumulate(*device, *executable, 3);
+}
+
+// upload_in_place: IREE's CPU device computes on aligned kept bytes where they are (it holds
+// their keeper while its buffer lives), and copies misaligned ones; other runtimes copy.
+TEST_P(DeviceTest, KeptBytesAreUsedWhereTheyAreOrCopied) {
+  std::unique_ptr<Device> device = open(cache_dir("run", false));
+  auto executable = load_accumulate(*device);
+  const int64_t four[] = {4};
+  const std::vector<int32_t> n = {3};
+  std::vector<uint16_t> h;
+  for (float value : {0.5f, 1.0f, 1.5f, 2.0f}) h.push_back(float_to_bfloat16(value));
+  BufferPtr n_buffer = device->upload(bytes_of(n), ElementType::kI32, {});
+  BufferPtr h_buffer = device->upload(bytes_of(h), ElementType::kBF16, four);
+  // acc = 0 + x + h * n, for x as the graph sees it.
+  auto sum_with = [&](const BufferPtr& x) {
+    BufferPtr acc = device->zeros(ElementType::kF32, four);
+    device::Buffer* arguments[] = {x.get(), acc.get(), n_buffer.get(), h_buffer.get()};
+    std::vector<BufferPtr> results = device->execute(*executable, arguments);
+    std::array<float, 4> sum{};
+    device->read(*results.at(1), std::as_writable_bytes(std::span(sum)));
+    return sum;
+  };
+  const bool in_place = GetParam() == "iree";
+
+  auto x = std::make_shared<AlignedVector<float>>(AlignedVector<float>{1, 2, 3, 4});
+  BufferPtr x_buffer =
+      device->upload_in_place(std::as_bytes(std::span(*x)), ElementType::kF32, four, x);
+  EXPECT_EQ(x.use_count(), in_place ? 2 : 1) << "the device holds the keeper only in place";
+  EXPECT_EQ(sum_with(x_buffer), (std::array<float, 4>{2.5f, 5, 7.5f, 10}));
+  // The contract forbids changing kept bytes; here it shows that no copy was made.
+  (*x)[0] = 11;
+  EXPECT_EQ(sum_with(x_buffer)[0], in_place ? 12.5f : 2.5f);
+  x_buffer.reset();
+  EXPECT_EQ(x.use_count(), 1) << "the keeper is released with the buffer";
+
+  // Bytes off the 64-byte boundary compiled code assumes are copied.
+  auto shifted = std::make_shared<AlignedVector<float>>(AlignedVector<float>{0, 1, 2, 3, 4});
+  x_buffer = device->upload_in_place(std::as_bytes(std::span(*shifted).subspan(1)),
+                                     ElementType::kF32, four, shifted);
+  EXPECT_EQ(shifted.use_count(), 1);
+  EXPECT_EQ(sum_with(x_buffer), (std::array<float, 4>{2.5f, 5, 7.5f, 10}));
+
+  // A large upload (IREE's CPU device copies it on every core) reads back whole.
+  std::vector<int32_t> large(std::size_t{3} << 18);
+  for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<int32_t>(i * 2654435761u);
+  const int64_t count[] = {static_cast<int64_t>(large.size())};
+  BufferPtr large_buffer = device->upload(bytes_of(large), ElementType::kI32, count);
+  std::vector<int32_t> back(large.size());
+  device->read(*large_buffer, std::as_writable_bytes(std::span(back)));
+  EXPECT_EQ(back, large);
 }
 
 TEST_P(DeviceTest, SecondLoadComesFromTheCache) {

@@ -50,7 +50,7 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
 }
 
 // f32 values as f16 bytes, each exactly.
-std::vector<std::byte> half_bytes(const std::vector<float>& values) {
+std::vector<std::byte> half_bytes(std::span<const float> values) {
   std::vector<uint16_t> narrow(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     narrow[i] = float_to_half(values[i]);
@@ -61,7 +61,7 @@ std::vector<std::byte> half_bytes(const std::vector<float>& values) {
 }
 
 template <typename T>
-std::vector<std::byte> byte_copy(const std::vector<T>& values) {
+std::vector<std::byte> byte_copy(std::span<const T> values) {
   auto bytes = std::as_bytes(std::span(values));
   return {bytes.begin(), bytes.end()};
 }
@@ -81,20 +81,22 @@ std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t c
   const std::vector<int64_t> groups = {rows, cols / planar.group_size};
   const std::vector<int64_t> supers = {rows, cols / kSuperGroupSize};
   const bool two_level = !planar.super_scales.empty();
-  auto factors = [&](const char* name, const std::vector<float>& values,
-                     const std::vector<int8_t>& codes) -> Plane {
+  auto factors = [&](const char* name, std::span<const float> values,
+                     std::span<const int8_t> codes) -> Plane {
     if (two_level) return {name, ElementType::kI8, groups, byte_copy(codes)};
     if (planar.scales_f16) return {name, ElementType::kF16, groups, half_bytes(values)};
     return {name, ElementType::kF32, groups, byte_copy(values)};
   };
   const int64_t code_bytes = planar.code_bits == 8 ? cols : cols / 2;
-  std::vector<Plane> planes = {
-      {"codes", ElementType::kI8, {rows, code_bytes}, byte_copy(planar.codes)}};
+  std::vector<Plane> planes = {{"codes",
+                                ElementType::kI8,
+                                {rows, code_bytes},
+                                byte_copy(std::span<const int8_t>(planar.codes))}};
   if (!planar.high_bits.empty()) {
     planes.push_back({"high_bits",
                       ElementType::kI8,
                       {rows, high_bits_row_bytes(planar.code_bits, cols)},
-                      byte_copy(planar.high_bits)});
+                      byte_copy(std::span<const int8_t>(planar.high_bits))});
   }
   planes.push_back(factors("scales", planar.scales, planar.scale_codes));
   if (!planar.offsets.empty()) {
@@ -476,7 +478,7 @@ TEST(PlanarBlocks, ALargeTensorConvertsAsItsRowsDoOneByOne) {
     EXPECT_EQ(whole.scale_codes, by_rows.scale_codes) << format;
     EXPECT_EQ(whole.offset_codes, by_rows.offset_codes) << format;
     // Compared as bits: -0 offsets and NaN-free f16 factors alike.
-    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    auto same_bits = [](std::span<const float> a, std::span<const float> b) {
       return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
     };
     EXPECT_TRUE(same_bits(whole.scales, by_rows.scales)) << format;

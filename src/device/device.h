@@ -111,6 +111,15 @@ class Device {
   // or the runtime has no such element type.
   virtual BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                            std::span<const int64_t> shape) = 0;
+  // As upload(), for bytes that stay valid and unchanged while `keeper` lives: a runtime that
+  // computes in host memory may use them where they are instead of copying them (IREE's CPU
+  // device does, for bytes aligned as its compiled code assumes); others copy.
+  virtual BufferPtr upload_in_place(std::span<const std::byte> bytes,
+                                    stablehlo::ElementType element, std::span<const int64_t> shape,
+                                    std::shared_ptr<const void> keeper) {
+    (void)keeper;
+    return upload(bytes, element, shape);
+  }
   // A zero-filled device buffer.
   virtual BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) = 0;
   // As upload() and zeros(), laid over partitions() devices as `sharding` says: slice i of the

@@ -107,8 +107,13 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
     models::for_each_weight(model_, type, [&](const models::HostTensor& tensor) {
       if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
       const device::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
-      weights_[tensor.spec.name] =
-          device_->upload_sharded(tensor.bytes, tensor.spec.element, tensor.spec.shape, sharding);
+      // Bytes prepared for the graph (not the file's, whose pages are released) may stay where
+      // they are: the device keeps their owner instead of a copy.
+      weights_[tensor.spec.name] = parts == 1 && tensor.owner != nullptr
+                                       ? device_->upload_in_place(tensor.bytes, tensor.spec.element,
+                                                                  tensor.spec.shape, tensor.owner)
+                                       : device_->upload_sharded(tensor.bytes, tensor.spec.element,
+                                                                 tensor.spec.shape, sharding);
       report_.weight_bytes += tensor.bytes.size();
       report_.weight_bytes_per_device += models::device_bytes(tensor.bytes.size(), sharding, parts);
     });

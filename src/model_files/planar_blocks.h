@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "model_files/tensor.h"
 
 namespace xlacel {
@@ -59,20 +60,20 @@ inline int64_t high_bits_row_bytes(int code_bits, int64_t cols) {
 
 struct PlanarBlocks {
   int64_t group_size = 32;
-  int code_bits = 8;              // 8: one i8 code per element; 4, 5, 6: nibbles, as above
-  int code_bias = 0;              // packed codes only: added to each packed value
-  std::vector<int8_t> codes;      // row-major like the tensor (a byte holds two nibbles)
-  std::vector<int8_t> high_bits;  // 5- and 6-bit codes: their bits above the nibble, as above
-  std::vector<float> scales;      // one per group
-  std::vector<float> offsets;     // one per group; empty when the format has none
-  bool scales_f16 = false;        // every scale and offset is an f16 number (planar_scales_are_f16)
+  int code_bits = 8;                // 8: one i8 code per element; 4, 5, 6: nibbles, as above
+  int code_bias = 0;                // packed codes only: added to each packed value
+  AlignedVector<int8_t> codes;      // row-major like the tensor (a byte holds two nibbles)
+  AlignedVector<int8_t> high_bits;  // 5- and 6-bit codes: their bits above the nibble, as above
+  AlignedVector<float> scales;      // one per group
+  AlignedVector<float> offsets;     // one per group; empty when the format has none
+  bool scales_f16 = false;  // every scale and offset is an f16 number (planar_scales_are_f16)
   // Two-level formats (planar_scales_are_two_level) only, else empty: scales[g] is
   // super_scales[g / (256 / group_size)] * scale_codes[g], offsets[g] likewise (super_offsets
   // holds -dmin, so the product is the offset's sign and all).
-  std::vector<int8_t> scale_codes;
-  std::vector<float> super_scales;  // f16 numbers
-  std::vector<int8_t> offset_codes;
-  std::vector<float> super_offsets;  // f16 numbers
+  AlignedVector<int8_t> scale_codes;
+  AlignedVector<float> super_scales;  // f16 numbers
+  AlignedVector<int8_t> offset_codes;
+  AlignedVector<float> super_offsets;  // f16 numbers
 };
 
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.

@@ -30,12 +30,13 @@ bool gguf_permutes_qk(const ModelConfig& config) {
 
 }  // namespace
 
-template <typename T>
-std::vector<T> reverse_permute_rows(const std::vector<T>& rows, int64_t n_head, int64_t columns) {
+template <typename T, typename Allocator>
+std::vector<T, Allocator> reverse_permute_rows(const std::vector<T, Allocator>& rows,
+                                               int64_t n_head, int64_t columns) {
   const int64_t total_rows = static_cast<int64_t>(rows.size()) / columns;
   const int64_t head_rows = total_rows / n_head;
   const int64_t half = head_rows / 2;
-  std::vector<T> out(rows.size());
+  std::vector<T, Allocator> out(rows.size());
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       for (int64_t r = 0; r < 2; ++r) {
@@ -93,37 +94,37 @@ int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
   return 0;
 }
 
-template <typename T>
-void unpermute(const ModelFiles& files, const TensorView& tensor, std::vector<T>& rows,
-               int64_t columns) {
+template <typename Vector>
+void unpermute(const ModelFiles& files, const TensorView& tensor, Vector& rows, int64_t columns) {
   if (int64_t heads = permuted_heads(files, tensor)) {
     rows = reverse_permute_rows(rows, heads, columns);
   }
 }
 
 // Rows [source_row, source_row + rows) of a fused tensor's `values` (`columns` per row).
-template <typename T>
-void take_source_rows(const ModelFiles& files, const WeightSpec& spec, std::vector<T>& values,
-                      int64_t rows, int64_t columns) {
+template <typename Vector>
+void take_source_rows(const ModelFiles& files, const WeightSpec& spec, Vector& values, int64_t rows,
+                      int64_t columns) {
   if (!takes_rows(files, spec)) return;
   const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
-  values = std::vector<T>(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
+  values = Vector(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
 }
 
 // A file tensor's `values` as the weight's rows: a fused tensor's rows taken, a permuted one's
 // restored.
-template <typename T>
+template <typename Vector>
 void as_weight_rows(const ModelFiles& files, const WeightSpec& spec, const TensorView& tensor,
-                    std::vector<T>& values) {
+                    Vector& values) {
   const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
   take_source_rows(files, spec, values, spec.shape[0], columns);
   if (spec.shape.size() == 2) unpermute(files, tensor, values, columns);
 }
 
-// `values` as the host tensor of `spec`, moved into it.
-template <typename T>
-HostTensor host_tensor(const WeightSpec& spec, std::vector<T> values) {
-  auto owner = std::make_shared<const std::vector<T>>(std::move(values));
+// `values` as the host tensor of `spec`, moved into it (an AlignedVector's bytes can become a
+// device buffer in place: device.h, upload_in_place).
+template <typename T, typename Allocator>
+HostTensor host_tensor(const WeightSpec& spec, std::vector<T, Allocator> values) {
+  auto owner = std::make_shared<const std::vector<T, Allocator>>(std::move(values));
   return {spec, std::as_bytes(std::span(*owner)), owner, std::nullopt};
 }
 
@@ -131,9 +132,10 @@ HostTensor host_tensor(const WeightSpec& spec, std::vector<T> values) {
 // values are numbers of that type: f16/bf16 weights kept narrow by kAuto, the scale and offset
 // planes of the formats that store them as f16 (planar_scales_are_f16), and the two-level
 // formats' factors per super-block.
-HostTensor in_element_type(const WeightSpec& spec, std::vector<float> values) {
+template <typename Allocator>
+HostTensor in_element_type(const WeightSpec& spec, std::vector<float, Allocator> values) {
   if (spec.element == ElementType::kF32) return host_tensor(spec, std::move(values));
-  std::vector<uint16_t> narrow(values.size());
+  AlignedVector<uint16_t> narrow(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
                                                    : float_to_half(values[i]);
@@ -260,7 +262,7 @@ std::optional<DType> stored_dtype(ElementType element) {
 // `tensor`'s elements (of type T, the size of the file's) as the weight's rows.
 template <typename T>
 HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const TensorView& tensor) {
-  std::vector<T> values(static_cast<std::size_t>(tensor.element_count()));
+  AlignedVector<T> values(static_cast<std::size_t>(tensor.element_count()));
   std::memcpy(values.data(), tensor.data.data(), values.size() * sizeof(T));
   files.release(tensor);
   as_weight_rows(files, spec, tensor, values);

@@ -45,7 +45,8 @@ void for_each_weight(const ModelFiles& files, WeightType type,
 // Undoes llama.cpp's permute() of Q/K rows for `n_head` heads: row h*D + 2i + r of `rows`
 // (GGUF order) moves to row h*D + r*D/2 + i (HF order). `columns` values per row.
 // Any per-row layout permutes the same way (values, or the planes of a block format).
-template <typename T>
-std::vector<T> reverse_permute_rows(const std::vector<T>& rows, int64_t n_head, int64_t columns);
+template <typename T, typename Allocator>
+std::vector<T, Allocator> reverse_permute_rows(const std::vector<T, Allocator>& rows,
+                                               int64_t n_head, int64_t columns);
 
 }  // namespace xlacel::models

@@ -1,9 +1,12 @@
 #include "backends/iree/iree_device.h"
 
 #include <fmt/format.h>
+#include <pybind11/numpy.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -13,7 +16,9 @@
 #include "backends/iree/embedded_python.h"
 #include "backends/iree/iree_planar_kernel.h"
 #include "backends/iree/iree_runner_py.h"
+#include "common/aligned_vector.h"
 #include "common/error.h"
+#include "common/parallel_slices.h"
 #include "compile_cache/compile_cache.h"
 #include "compile_cache/iree_compiler.h"
 
@@ -65,21 +70,29 @@ std::vector<std::string> also_compile_cuda() {
   return sms;
 }
 
+// Tensors from this size on are copied to the CPU device on every core (IreeDevice::upload).
+constexpr std::size_t kParallelCopyBytes = std::size_t{1} << 20;
+
 // The classes below hold pybind11 objects, whose types have hidden visibility: they stay in this
 // anonymous namespace. Each drops its objects under the GIL.
 
 // An IREE HalBufferView.
 class IreeBuffer final : public device::Buffer {
  public:
-  explicit IreeBuffer(py::object view) : view_(std::move(view)) {}
+  // `memory`: what keeps the view's memory alive where the view alone does not (an imported
+  // host allocation's HalBuffer, which alone holds the host array).
+  explicit IreeBuffer(py::object view, py::object memory = py::object())
+      : view_(std::move(view)), memory_(std::move(memory)) {}
   ~IreeBuffer() override {
     py::gil_scoped_acquire gil;
     view_ = py::object();
+    memory_ = py::object();
   }
   const py::object& view() const { return view_; }
 
  private:
   py::object view_;
+  py::object memory_;
 };
 
 // A loaded module's `main` (iree_runner.Entry).
@@ -121,6 +134,9 @@ class IreeDevice final : public device::Device {
                                                         std::vector<GraphLoad>& loads) override;
   BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                    std::span<const int64_t> shape) override;
+  BufferPtr upload_in_place(std::span<const std::byte> bytes, stablehlo::ElementType element,
+                            std::span<const int64_t> shape,
+                            std::shared_ptr<const void> keeper) override;
   BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
   std::vector<BufferPtr> execute(device::Executable& executable,
                                  std::span<device::Buffer* const> arguments) override;
@@ -144,7 +160,7 @@ class IreeDevice final : public device::Device {
   std::unique_ptr<device::PlanarKernel> planar_kernel_;     // CPU with AVX2 and FMA only
   py::object device_;                                       // iree_runner.Device
   // Its methods, looked up once.
-  py::object load_, upload_, zeros_, call_, read_;
+  py::object load_, upload_, adopt_, zeros_, call_, read_;
 };
 
 IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& iree)
@@ -181,6 +197,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   }
   load_ = device_.attr("load");
   upload_ = device_.attr("upload");
+  adopt_ = device_.attr("adopt");
   zeros_ = device_.attr("zeros");
   call_ = device_.attr("call");
   read_ = device_.attr("read");
@@ -196,7 +213,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
 
 IreeDevice::~IreeDevice() {
   py::gil_scoped_acquire gil;
-  load_ = upload_ = zeros_ = call_ = read_ = device_ = py::object();
+  load_ = upload_ = adopt_ = zeros_ = call_ = read_ = device_ = py::object();
 }
 
 std::vector<compile_cache::CompileResult> IreeDevice::compile(std::span<const GraphSource> graphs) {
@@ -273,6 +290,20 @@ BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::Elemen
     fail(label_, "upload of {} bytes for a {}-byte {} buffer", bytes.size(), expected,
          stablehlo::to_string(element));
   }
+  if (options_.kind == DeviceKind::kCpu && bytes.size() >= kParallelCopyBytes) {
+    // IREE would copy on one thread, first touching every page there: a large tensor (a BF16
+    // model's weights, read from its file) is copied on every core into host memory the CPU
+    // device then uses in place (1B BF16: weights uploaded in 1.4 s instead of 2.2 s).
+    auto copy = std::make_shared<AlignedVector<std::byte>>(bytes.size());
+    for_each_slice(
+        hardware_threads(), bytes.size(),
+        [&](int, std::size_t begin, std::size_t end) {
+          std::memcpy(copy->data() + begin, bytes.data() + begin, end - begin);
+        },
+        4096);
+    const std::span<const std::byte> copied(*copy);
+    return upload_in_place(copied, element, shape, std::move(copy));
+  }
   py::gil_scoped_acquire gil;
   try {
     // Read-only view of the caller's bytes: the runner copies them to the device.
@@ -280,6 +311,39 @@ BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::Elemen
         py::memoryview::from_memory(bytes.data(), static_cast<py::ssize_t>(bytes.size()));
     return std::make_unique<IreeBuffer>(
         upload_(view, std::string(stablehlo::to_string(element)), shape_tuple(shape)));
+  } catch (const py::error_already_set& e) {
+    fail(label_, "upload: {}", one_line(e));
+  }
+}
+
+BufferPtr IreeDevice::upload_in_place(std::span<const std::byte> bytes,
+                                      stablehlo::ElementType element,
+                                      std::span<const int64_t> shape,
+                                      std::shared_ptr<const void> keeper) {
+  // Only the CPU computes in host memory, and its compiled code assumes aligned buffers.
+  const bool aligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % kBufferAlignment == 0;
+  if (options_.kind != DeviceKind::kCpu || keeper == nullptr || !aligned || bytes.empty()) {
+    return upload(bytes, element, shape);
+  }
+  const std::size_t expected = device::dense_byte_size(element, shape);
+  if (bytes.size() != expected) {
+    fail(label_, "upload of {} bytes for a {}-byte {} buffer", bytes.size(), expected,
+         stablehlo::to_string(element));
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    // A numpy array over the bytes whose base, a capsule, holds the keeper: the imported buffer
+    // keeps the array, and so the bytes, alive. Writable only to IREE's import, which asks for
+    // it; no graph writes its weights.
+    py::capsule owner(new std::shared_ptr<const void>(std::move(keeper)),
+                      [](void* kept) { delete static_cast<std::shared_ptr<const void>*>(kept); });
+    py::array array(py::dtype("uint8"), {static_cast<py::ssize_t>(bytes.size())},
+                    {static_cast<py::ssize_t>(1)},
+                    const_cast<std::byte*>(bytes.data()),  // NOLINT: never written, see above
+                    owner);
+    py::tuple adopted =
+        adopt_(array, std::string(stablehlo::to_string(element)), shape_tuple(shape));
+    return std::make_unique<IreeBuffer>(adopted[0], adopted[1]);
   } catch (const py::error_already_set& e) {
     fail(label_, "upload: {}", one_line(e));
   }

@@ -93,6 +93,18 @@ class Device:
             memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
             device=self.device, buffer=array, element_type=hal_type)
 
+    def adopt(self, array, element, shape):
+        # The bytes of `array` (host memory the caller leaves unchanged, 64-byte aligned) as a
+        # buffer view without a copy: the CPU device computes on them where they are. Returns the
+        # view and the imported HalBuffer: the Python HalBuffer, not the view, holds `array` (and
+        # what owns its memory), so the caller keeps both.
+        numpy_type, hal_type = _element(element)
+        typed = array.view(numpy_type).reshape(shape)
+        buffer = self.device.allocator.import_host_allocation(
+            typed, memory_type=rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
+            allowed_usage=rt.BufferUsage.DEFAULT)
+        return rt.HalBufferView(buffer, list(shape), hal_type), buffer
+
     def zeros(self, element, shape):
         numpy_type, _ = _element(element)
         # np.zeros maps the kernel's zero page: the host side costs no memory until written.
