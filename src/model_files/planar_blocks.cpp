@@ -179,26 +179,37 @@ void q6_k(const std::byte* block, BlockOut out) {
 
 using BlockFn = void (*)(const std::byte*, BlockOut);
 
-BlockFn block_fn(DType dtype) {
+// Calls visit.template operator()<F>() with the block function F of `dtype` (a constant, so
+// that the loop calling it inlines it); false, without calling, for types that are not blocks.
+template <typename Visit>
+bool with_block_fn(DType dtype, const Visit& visit) {
   switch (dtype) {
     case DType::kQ8_0:
-      return q8_0;
+      visit.template operator()<q8_0>();
+      return true;
     case DType::kQ4_0:
-      return q4_0;
+      visit.template operator()<q4_0>();
+      return true;
     case DType::kQ4_1:
-      return q4_1;
+      visit.template operator()<q4_1>();
+      return true;
     case DType::kQ5_0:
-      return q5_0;
+      visit.template operator()<q5_0>();
+      return true;
     case DType::kQ5_1:
-      return q5_1;
+      visit.template operator()<q5_1>();
+      return true;
     case DType::kQ4_K:
-      return q4_k;
+      visit.template operator()<q4_k>();
+      return true;
     case DType::kQ5_K:
-      return q5_k;
+      visit.template operator()<q5_k>();
+      return true;
     case DType::kQ6_K:
-      return q6_k;
+      visit.template operator()<q6_k>();
+      return true;
     default:
-      return nullptr;
+      return false;
   }
 }
 
@@ -230,37 +241,54 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
   return packed + planar.code_bias;
 }
 
-// Blocks [begin, end) of `in` into `planar` (sized by to_planar).
-void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begin, std::size_t end,
-                    PlanarBlocks& planar) {
-  const BlockFn fn = block_fn(dtype);
+// Blocks [begin, end) of `in` into `planar` (sized by to_planar), each by Convert, a block
+// function the compiler inlines into this loop (called through a pointer, with each plane's
+// null check per block, the call cost about as much as a Q8_0 block's conversion).
+template <BlockFn Convert>
+void convert_blocks_with(DType dtype, std::span<const std::byte> in, std::size_t begin,
+                         std::size_t end, PlanarBlocks& planar) {
   const std::size_t block_elements = dtype_block_elements(dtype);
   const std::size_t block_bytes = dtype_block_bytes(dtype);
   const std::size_t groups_per_block = block_elements / static_cast<std::size_t>(planar.group_size);
   const std::size_t code_bytes = block_elements * (planar.code_bits == 8 ? 2 : 1) / 2;
   const std::size_t high_bytes = static_cast<std::size_t>(
       high_bits_row_bytes(planar.code_bits, static_cast<int64_t>(block_elements)));
+  // Each plane's start, or null where the format (or to_planar's choice) has none.
+  auto start = [](auto& plane) { return plane.empty() ? nullptr : plane.data(); };
+  int8_t* const codes = planar.codes.data();
+  int8_t* const high_bits = high_bytes == 0 ? nullptr : planar.high_bits.data();
+  float* const scales = start(planar.scales);
+  float* const offsets = start(planar.offsets);
+  int8_t* const scale_codes = start(planar.scale_codes);
+  float* const super_scales = start(planar.super_scales);
+  int8_t* const offset_codes = start(planar.offset_codes);
+  float* const super_offsets = start(planar.super_offsets);
+  auto at = [](auto* plane, std::size_t offset) {
+    return plane == nullptr ? nullptr : plane + offset;
+  };
   for (std::size_t b = begin; b < end; ++b) {
-    BlockOut out{planar.codes.data() + b * code_bytes,
-                 high_bytes == 0 ? nullptr : planar.high_bits.data() + b * high_bytes,
-                 planar.scales.empty() ? nullptr : planar.scales.data() + b * groups_per_block,
-                 planar.offsets.empty() ? nullptr : planar.offsets.data() + b * groups_per_block};
-    if (!planar.scale_codes.empty()) {
-      out.scale_codes = planar.scale_codes.data() + b * groups_per_block;
-      out.super_scale = planar.super_scales.data() + b;
-    }
-    if (!planar.offset_codes.empty()) {
-      out.offset_codes = planar.offset_codes.data() + b * groups_per_block;
-      out.super_offset = planar.super_offsets.data() + b;
-    }
-    fn(in.data() + b * block_bytes, out);
+    const std::size_t group = b * groups_per_block;
+    BlockOut out{codes + b * code_bytes, at(high_bits, b * high_bytes), at(scales, group),
+                 at(offsets, group)};
+    out.scale_codes = at(scale_codes, group);
+    out.super_scale = at(super_scales, b);
+    out.offset_codes = at(offset_codes, group);
+    out.super_offset = at(super_offsets, b);
+    Convert(in.data() + b * block_bytes, out);
   }
+}
+
+void convert_blocks(DType dtype, std::span<const std::byte> in, std::size_t begin, std::size_t end,
+                    PlanarBlocks& planar) {
+  with_block_fn(dtype, [&]<BlockFn Convert>() {
+    convert_blocks_with<Convert>(dtype, in, begin, end, planar);
+  });
 }
 
 }  // namespace
 
 bool is_block_quantized(DType dtype) {
-  return block_fn(dtype) != nullptr;
+  return with_block_fn(dtype, []<BlockFn>() {});
 }
 
 int64_t planar_group_size(DType dtype) {
