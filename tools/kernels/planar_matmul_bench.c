@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows * k; ++i) {
     x[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * (i % 97 == 0 ? 20.0f : 1.0f);
   }
-  // As backends/iree/iree_planar_kernel.cpp splits a product (16 workgroups, whole 8-row blocks).
+  // As backends/iree/iree_planar_kernel.cpp splits a product of many rows (16 workgroups, whole
+  // 8-row blocks; fewer rows take one workgroup per worker thread).
   size_t rows_per_workgroup = (n + 127) / 128 * 8;
   if (rows_per_workgroup < 8) rows_per_workgroup = 8;
   const size_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;

@@ -181,9 +181,11 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
     also_targets_.push_back(std::move(also));
   }
   if (options_.kind == DeviceKind::kCpu) {
+    // IREE's local-task driver runs a worker per core unless told a count.
     planar_kernel_ = make_iree_cpu_planar_kernel(
         options_.compile_cache_dir.empty() ? compile_cache::CompileCache::default_directory()
-                                           : options_.compile_cache_dir);
+                                           : options_.compile_cache_dir,
+        options_.threads > 0 ? options_.threads : hardware_threads());
   }
 
   ensure_python_with_iree_runtime();

@@ -25,9 +25,15 @@ using stablehlo::Value;
 
 namespace {
 
-// Workgroups per product: enough for the runtime's workers to share it evenly, few enough that
-// each one's fixed cost stays small next to its work (one decode step runs ~200 products).
+// Workgroups per product of many rows (prefill): enough for the runtime's workers to share it
+// evenly, few enough that each one's fixed cost stays small next to its work.
 constexpr int64_t kWorkgroups = 16;
+// Products of fewer rows than this (decode) take one workgroup per worker: each workgroup's fixed
+// cost (the runtime's tile, the kernel's start on cold rows) weighs on products that only stream
+// their weight (one decode step runs ~200 of them). 2 threads, against 16 workgroups, 4 alternating
+// rounds: SmolLM2 Q4_1 tg100 mean 140 -> 165 tok/s, 1B Q4_K_M 32.3 -> 34.7; prefill keeps 16
+// (pp512 with 2 was ~4% slower: a late worker leaves the other idle).
+constexpr int64_t kFewRows = 16;
 
 template <std::size_t N>
 std::string_view bytes_of(const unsigned char (&object)[N]) {
@@ -60,10 +66,10 @@ std::filesystem::path write_object(const std::filesystem::path& cache_dir) {
   return path;
 }
 
-// Weight rows per workgroup for a product of `n` outputs: kWorkgroups of them, each a multiple
-// of 8 rows (whole cache lines of output).
-int64_t workgroup_rows(int64_t n) {
-  return std::max<int64_t>(8, (n + 8 * kWorkgroups - 1) / (8 * kWorkgroups) * 8);
+// Weight rows per workgroup for a product of `n` outputs in `workgroups` workgroups, each a
+// multiple of 8 rows (whole 32-byte runs of output).
+int64_t workgroup_rows(int64_t n, int64_t workgroups) {
+  return std::max<int64_t>(8, (n + 8 * workgroups - 1) / (8 * workgroups) * 8);
 }
 
 // One executable per product shape, its export named like it (IREE links every executable of
@@ -72,8 +78,7 @@ int64_t workgroup_rows(int64_t n) {
 // tensors. `functions`: the builtin module's body, the kernel's import and the export @name
 // calling it with the workgroup's rows.
 std::string executable_text(const std::string& name, const std::filesystem::path& object, int64_t n,
-                            const std::string& functions) {
-  const int64_t rows_per_workgroup = workgroup_rows(n);
+                            int64_t rows_per_workgroup, const std::string& functions) {
   return fmt::format(
       R"(  stream.executable private @{name} attributes {{
     hal.executable.objects = #hal.executable.objects<{{
@@ -97,7 +102,8 @@ std::string executable_text(const std::string& name, const std::filesystem::path
 // of `scale` (f32, f16, or i8 when `two_level`: then with their f16 factors per 256 elements).
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
                              int64_t group, bool offsets, int code_bits, int code_bias,
-                             ElementType scale_element, bool two_level) {
+                             ElementType scale_element, bool two_level,
+                             int64_t rows_per_workgroup) {
   const std::string scale(stablehlo::to_string(scale_element));
   // Planes a weight lacks are passed as another of the same type (the scales, or the super
   // scales for the super offsets).
@@ -159,7 +165,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("bindings", bindings), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
       fmt::arg("group", group), fmt::arg("has_offsets", offsets ? 1 : 0),
       fmt::arg("code_bits", code_bits), fmt::arg("code_bias", code_bias),
-      fmt::arg("rows_per_workgroup", workgroup_rows(n)),
+      fmt::arg("rows_per_workgroup", rows_per_workgroup),
       fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
       fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
       fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"),
@@ -174,7 +180,8 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
 }
 
 // The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
-std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int64_t k, bool bf16) {
+std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int64_t k, bool bf16,
+                           int64_t rows_per_workgroup) {
   return fmt::format(
       R"(      func.func private @xlacel_wide_matmul_workgroup(memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
       func.func @{name}(%values: !stream.binding, %x: !stream.binding, %y: !stream.binding) {{
@@ -196,17 +203,19 @@ std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int
       }}
 )",
       fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
-      fmt::arg("bf16", bf16 ? 1 : 0), fmt::arg("rows_per_workgroup", workgroup_rows(n)),
+      fmt::arg("bf16", bf16 ? 1 : 0), fmt::arg("rows_per_workgroup", rows_per_workgroup),
       fmt::arg("nk", n * k), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
 }
 
-// Declares executable `name` (`functions` around the kernel object) in the module of x's function
-// and returns a flow.dispatch of it over `operands` (x last): f32 [rows of x, n].
+// Declares executable `name` (`functions` around the kernel object, `rows_per_workgroup` of the
+// `n` weight rows each) in the module of x's function and returns a flow.dispatch of it over
+// `operands` (x last): f32 [rows of x, n].
 Value dispatch(Value x, const std::string& name, const std::filesystem::path& object, int64_t n,
-               const std::string& functions, std::vector<Value> operands) {
+               int64_t rows_per_workgroup, const std::string& functions,
+               std::vector<Value> operands) {
   stablehlo::Module* module = x.block().function()->module();
   if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
-  module->add_declaration(name, executable_text(name, object, n, functions));
+  module->add_declaration(name, executable_text(name, object, n, rows_per_workgroup, functions));
   const std::size_t count = operands.size();
   return stablehlo::foreign_op(
       "flow.dispatch", std::move(operands),
@@ -218,7 +227,8 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
  public:
-  explicit IreeCpuPlanarKernel(std::filesystem::path object) : object_(std::move(object)) {}
+  IreeCpuPlanarKernel(std::filesystem::path object, int workers)
+      : object_(std::move(object)), workers_(std::max(1, workers)) {}
 
   // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Measured on SmolLM2
   // Q4_1, 2 threads: prefill in 64-row chunks beats llvm-cpu's f32 matmul over planes dequantized
@@ -266,9 +276,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
     operands.push_back(x);
-    return dispatch(x, name, object_, n,
+    const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
+    return dispatch(x, name, object_, n, per_workgroup,
                     planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
-                                     weight.code_bias, scale, two_level),
+                                     weight.code_bias, scale, two_level, per_workgroup),
                     std::move(operands));
   }
 
@@ -290,17 +301,23 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const std::string name =
         fmt::format("xlacel_wide_matmul_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
     // The executable views the binding as i16: it widens the bits itself.
-    return dispatch(x, name, object_, n, wide_functions(name, rows, n, k, bf16), {values, x});
+    const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
+    return dispatch(x, name, object_, n, per_workgroup,
+                    wide_functions(name, rows, n, k, bf16, per_workgroup), {values, x});
   }
 
  private:
+  // Workgroups of a product of `rows` rows of x (kFewRows).
+  int64_t workgroups(int64_t rows) const { return rows < kFewRows ? workers_ : kWorkgroups; }
+
   std::filesystem::path object_;
+  int workers_;  // the runtime's worker threads
 };
 
 }  // namespace
 
 std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
-    const std::filesystem::path& cache_dir) {
+    const std::filesystem::path& cache_dir, int workers) {
   // For measuring what the kernel buys (tools/peer/compare_bench.py): the graph's own product.
   if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
     return nullptr;
@@ -310,9 +327,9 @@ std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
       !__builtin_cpu_supports("f16c")) {
     return nullptr;
   }
-  return std::make_unique<IreeCpuPlanarKernel>(write_object(cache_dir));
+  return std::make_unique<IreeCpuPlanarKernel>(write_object(cache_dir), workers);
 #else
-  (void)cache_dir;
+  (void)cache_dir, (void)workers;
   return nullptr;
 #endif
 }

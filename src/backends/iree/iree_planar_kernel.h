@@ -12,8 +12,9 @@ namespace xlacel::backends {
 // nullptr unless this CPU runs the kernel (x86-64 with AVX2 and FMA) and
 // $XLACEL_IREE_NO_PLANAR_KERNEL is unset or empty. The object is written
 // once to `<cache_dir>/kernels/planar_matmul-<hash>.o`, a path that changes with its content (so
-// the compile cache, keyed on the graph text, never mixes kernels).
+// the compile cache, keyed on the graph text, never mixes kernels). `workers`: the runtime's worker
+// threads, which share a product of few rows one workgroup each.
 std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
-    const std::filesystem::path& cache_dir);
+    const std::filesystem::path& cache_dir, int workers);
 
 }  // namespace xlacel::backends
