@@ -256,7 +256,7 @@ void convert_blocks_with(DType dtype, std::span<const std::byte> in, std::size_t
   // Each plane's start, or null where the format (or to_planar's choice) has none.
   auto start = [](auto& plane) { return plane.empty() ? nullptr : plane.data(); };
   int8_t* const codes = planar.codes.data();
-  int8_t* const high_bits = high_bytes == 0 ? nullptr : planar.high_bits.data();
+  int8_t* const high_bits = start(planar.high_bits);
   float* const scales = start(planar.scales);
   float* const offsets = start(planar.offsets);
   int8_t* const scale_codes = start(planar.scale_codes);

@@ -30,9 +30,10 @@ namespace {
 constexpr int64_t kWorkgroups = 16;
 // Products of fewer rows than this (decode) take one workgroup per worker: each workgroup's fixed
 // cost (the runtime's tile, the kernel's start on cold rows) weighs on products that only stream
-// their weight (one decode step runs ~200 of them). 2 threads, against 16 workgroups, 4 alternating
-// rounds: SmolLM2 Q4_1 tg100 mean 140 -> 165 tok/s, 1B Q4_K_M 32.3 -> 34.7; prefill keeps 16
-// (pp512 with 2 was ~4% slower: a late worker leaves the other idle).
+// their weight (one decode step runs ~200 of them). 2 threads, against 16 workgroups, alternating
+// rounds: SmolLM2 Q4_1 tg100 mean 140 -> 165 and 160 -> 175 tok/s (two sets); 1B Q4_K_M 32.3 ->
+// 34.7 in one set of 3 rounds, within noise in another; prefill keeps 16 (pp512 with 2 was ~4%
+// slower: a late worker leaves the other idle).
 constexpr int64_t kFewRows = 16;
 
 template <std::size_t N>
