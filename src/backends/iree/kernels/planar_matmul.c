@@ -456,53 +456,68 @@ INLINE void group_weights(const uint8_t* codes, struct Planes p, size_t g, enum 
   }
 }
 
-// Group g of one weight row times one activation row, into one accumulator per vector.
-INLINE void group_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
-                            enum ScaleForm scale_form, enum CodeForm form, const float* x, size_t g,
-                            vec* acc) {
+// Most weight rows a pass takes at a time (pass_weights).
+#define MAX_WEIGHT_ROWS 4
+
+// Group g of `weights` weight rows times one activation row, each row into its own accumulators
+// from `first` on (one per vector): the x vectors are loaded once for all the rows.
+INLINE void group_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
+                            int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
+                            const float* x, size_t g, size_t first,
+                            vec acc[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP]) {
   const size_t vectors = vectors_per_group(form);
-  vec w[MAX_VECTORS_PER_GROUP];
-  group_weights(codes, p, g, form, scale_form, has_offsets, w);
+  vec w[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP];
+  for (size_t i = 0; i < weights; ++i)
+    group_weights(codes[i], p[i], g, form, scale_form, has_offsets, w[i]);
   for (size_t v = 0; v < vectors; ++v) {
-    acc[v] = vec_fmadd(w[v], vec_load(x + (g * vectors + v) * LANES), acc[v]);
+    const vec xv = vec_load(x + (g * vectors + v) * LANES);
+    for (size_t i = 0; i < weights; ++i)
+      acc[i][first + v] = vec_fmadd(w[i][v], xv, acc[i][first + v]);
   }
 }
 
-// One activation row: four independent accumulators (a chain of dependent FMAs would wait on
-// their latency), so groups of fewer than four vectors go two or four at a time; lanes summed
-// once at the end. One weight row at a time (pass_weights).
-INLINE float row_times_one(const uint8_t* codes, struct Planes p, int has_offsets,
-                           enum ScaleForm scale_form, enum CodeForm form, const float* x,
-                           size_t groups) {
+// `weights` weight rows times one activation row, into out[i]: four independent accumulators per
+// weight row (a chain of dependent FMAs would wait on their latency), so groups of fewer than four
+// vectors go two or four at a time; lanes summed once at the end. Each row's sum is the same
+// whichever rows it goes with; two rows together share their x loads and overlap one row's
+// setup and final sum with the other's products (one thread, one x row, against one at a time:
+// Q4_1 1536x576 ~1.4x, Q4_K 2048x2048 ~1.15x; pass_weights).
+INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
+                           int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
+                           const float* x, size_t groups, float* out) {
   const size_t vectors = vectors_per_group(form);
   const size_t step = MAX_VECTORS_PER_GROUP / vectors;
-  vec acc[MAX_VECTORS_PER_GROUP] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
+  vec acc[MAX_WEIGHT_ROWS][MAX_VECTORS_PER_GROUP];
+  for (size_t i = 0; i < weights; ++i) {
+    for (size_t u = 0; u < MAX_VECTORS_PER_GROUP; ++u) acc[i][u] = vec_zero();
+  }
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form)) {
-    // Vector u of the row into acc[u % 4], as the loop below.
+    // Vector u of the row into acc[u % 4], as the loop below (one weight row: pass_weights).
     const size_t chunk_groups = CHUNK_VECTORS / vectors;
     for (; g + chunk_groups <= groups; g += chunk_groups) {
       vec w[CHUNK_VECTORS];
-      chunk_weights(codes, p, g / chunk_groups, form, scale_form, has_offsets, w);
-      for (size_t v = 0; v < CHUNK_VECTORS; ++v)
-        acc[v % 4] = vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[v % 4]);
+      chunk_weights(codes[0], p[0], g / chunk_groups, form, scale_form, has_offsets, w);
+      for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+        acc[0][v % 4] =
+            vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[0][v % 4]);
+      }
     }
   }
 #endif
   for (; g + step <= groups; g += step) {
     for (size_t u = 0; u < step; ++u) {
-      group_times_one(codes, p, has_offsets, scale_form, form, x, g + u, acc + u * vectors);
+      group_times_one(codes, p, weights, has_offsets, scale_form, form, x, g + u, u * vectors, acc);
     }
   }
   for (; g < groups; ++g) {
-    group_times_one(codes, p, has_offsets, scale_form, form, x, g, acc);
+    group_times_one(codes, p, weights, has_offsets, scale_form, form, x, g, 0, acc);
   }
-  return vec_sum(vec_add(vec_add(acc[0], acc[1]), vec_add(acc[2], acc[3])));
+  for (size_t i = 0; i < weights; ++i) {
+    out[i] = vec_sum(vec_add(vec_add(acc[i][0], acc[i][1]), vec_add(acc[i][2], acc[i][3])));
+  }
 }
-
-// Most weight rows a pass takes at a time (pass_weights).
-#define MAX_WEIGHT_ROWS 4
 
 // `rows` activation rows (x [rows, k]) times `weights` weight rows (codes[i], planes p[i]), into
 // out[t * out_stride + i]: each dequantized vector feeds one FMA per row, so the rows' chains
@@ -651,16 +666,20 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
 
 // Weight rows a pass of `rows` activation rows takes at a time (see rows_times_many), as measured
 // on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K two x rows 1.9x faster with four than with one,
-// three 1.6x with four, four 1.45x with two (four: 4% slower than two). One x row keeps one: two
-// were 1.1x faster on one thread, but a 1B Q4_K_M model's decode on two threads slowed (tg128 37.6
-// -> 32.7-34.8 tok/s, alternating builds), while its decode of 4 sequences gained 1.2x (aggregate
-// 70 -> 85 tok/s).
+// three 1.6x with four, four 1.45x with two (four: 4% slower than two). One x row: two weight
+// rows of the table-read forms (rows_times_one, four accumulators each; through rows_times_many's
+// one accumulator per row a 1B Q4_K_M model's decode slowed), prefetched twice as far ahead so
+// that streaming from memory keeps up: SmolLM2 Q4_1 tg100 ~+8% (means 154 -> 166 tok/s, 3
+// alternating rounds), 1B Q4_K_M within noise (6 rounds: 37.4 and 36.8 tok/s).
 INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
 #if LANES == 16
   // The chunked forms' decoding, not the chains, bounds them, and two weight rows' vectors spill
   // registers: Q6_K two x rows 1.5x faster with two weight rows, three and four 1.15-1.25x
   // slower.
   if (reads_chunks(form)) return rows == 2 ? 2 : 1;
+  // One x row: two table-read weight rows share each x load (rows_times_one); Q8_0's widening
+  // gained nothing from it (one thread, 1536x576 and 2048x2048).
+  if (rows == 1) return reads_table(form) ? 2 : 1;
 #endif
   (void)form;
   if (rows == 1) return 1;
@@ -699,16 +718,25 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
       r[i].scales = s, r[i].offsets = o;
     }
     if (rows == 1) {
-      y[row] = row_times_one(c[0], r[0], has_offsets, SCALES_EXPANDED, form, x, groups);
+      rows_times_one(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, groups, y + row);
     } else {
       rows_times_many(c, r, weights, has_offsets, SCALES_EXPANDED, form, x, k, rows, groups,
                       y + row, n);
     }
   } else if (rows == 1) {
-    y[row] = row_times_one(c[0], r[0], has_offsets, scale_form, form, x, groups);
+    rows_times_one(c, r, weights, has_offsets, scale_form, form, x, groups, y + row);
   } else {
     rows_times_many(c, r, weights, has_offsets, scale_form, form, x, k, rows, groups, y + row, n);
   }
+}
+
+// How many weight rows ahead a pass prefetches: PREFETCH_BYTES, or for one x row as many passes
+// ahead as a row alone would be rows ahead (the two rows of a pass are two streams; one thread
+// from memory, Q4_K 65536x2048, two rows ~0.95x as fast as one prefetched PREFETCH_BYTES ahead,
+// ~1.05x prefetched twice as far).
+INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes) {
+  const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;
+  return rows == 1 ? weights * ahead : ahead;
 }
 
 // Specialised on the constant row count, code form, offsets and scale width so that the loops
@@ -719,8 +747,8 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
       const uint8_t* codes, struct Planes p, const float* x, float* y, size_t n, size_t k, \
       size_t first, size_t last) {                                                         \
     const size_t row_bytes = code_row_bytes(FORM, k);                                      \
-    const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;                     \
     const size_t weights = pass_weights(ROWS, FORM);                                       \
+    const size_t ahead = prefetch_rows(ROWS, weights, row_bytes);                          \
     size_t row = first;                                                                    \
     for (; row + weights <= last; row += weights)                                          \
       weight_rows(codes, p, x, y, n, k, row, weights, ahead, ROWS, FORM, OFFSETS, SCALES); \
