@@ -25,9 +25,9 @@
 // How far ahead of the weight row in hand its planes are prefetched. Streaming the weights from
 // memory is what a product of few rows waits on; without software prefetch, one thread reads
 // only ~3 GB/s of nibbles here (hardware prefetchers do not run far enough ahead of three
-// interleaved streams), with it ~10 GB/s. 3072 rather than 1536 since decode takes two weight
-// rows at a time (pass_weights): 1B Q4_K_M tg100 mean 36.0 -> 37.6 tok/s over 8 alternating
-// rounds (Q8_0 ~+4%, Q4_0 the same); 6144 was slower (34.3).
+// interleaved streams), with it ~10 GB/s. 3072 rather than 1536 as measured, not derived: 1B
+// Q4_K_M tg100 mean 36.0 -> 37.6 tok/s over 8 alternating rounds (Q8_0 ~+4%, Q4_0 the same);
+// 4096 the same as 3072, 6144 slower (34.3).
 #define PREFETCH_BYTES 3072
 // Activation rows multiplied per pass over a weight row: one accumulator register each, so 16
 // where AVX-512 gives 32 vector registers (prefill's products ~1.2x faster than 8), else 8.
@@ -483,7 +483,7 @@ INLINE void group_times_one(const uint8_t* const* codes, const struct Planes* p,
 // vectors go two or four at a time; lanes summed once at the end. Each row's sum is the same
 // whichever rows it goes with; two rows together share their x loads and overlap one row's
 // setup and final sum with the other's products (one thread, one x row, against one at a time:
-// Q4_1 1536x576 ~1.4x, Q4_K 2048x2048 ~1.15x; pass_weights).
+// Q4_1 1536x576 ~1.2-1.4x, Q4_K 2048x2048 ~1.15x; pass_weights).
 INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
                            int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
                            const float* x, size_t groups, float* out) {
@@ -495,8 +495,9 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
   }
   size_t g = 0;
 #if LANES == 16
-  if (reads_chunks(form)) {
-    // Vector u of the row into acc[u % 4], as the loop below (one weight row: pass_weights).
+  if (reads_chunks(form) && weights == 1) {
+    // Vector u of the row into acc[u % 4], as the loop below, which takes more weight rows (the
+    // same values: pass_weights gives these forms one row).
     const size_t chunk_groups = CHUNK_VECTORS / vectors;
     for (; g + chunk_groups <= groups; g += chunk_groups) {
       vec w[CHUNK_VECTORS];
