@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "stablehlo/constant.h"
+#include "stablehlo/data_movement.h"
 #include "stablehlo/detail.h"
 #include "stablehlo/elementwise.h"
 
@@ -122,33 +123,35 @@ ArgMax argmax(Value operand, int64_t dimension, ElementType index_type) {
   if (dimension < 0 || dimension >= operand.rank()) {
     build_fail(kReduce, "argmax dimension {} out of range for {}", dimension, operand.type().str());
   }
+  // Two plain reductions, the maximum and then the lowest index holding it, rather than one
+  // reduction of (value, index) pairs: compilers vectorize these, and not the pair's select
+  // chain (IREE llvm-cpu, 128256 logits: 0.56 -> 0.08 ms, a 1B model's decode step ~2%). The
+  // same answer: maximum propagates NaN, and a NaN maximum picks the first NaN (numpy).
   Block& block = operand.block();
-  Value indices = iota(block, operand.type().with_element(index_type), dimension);
-  Value init_value = scalar(block, operand.element(), lowest(operand.element()));
-  Value init_index = scalar(block, index_type, 0);
-  bool is_float_operand = is_float(operand.element());
-  std::vector<Value> results =
-      reduce({operand, indices}, {init_value, init_index}, {dimension},
-             [&](Block&, std::span<const Value> a) -> std::vector<Value> {
-               Value a_value = a[0], a_index = a[1], b_value = a[2], b_index = a[3];
-               // a wins when greater, or equal with a lower index; NaN beats everything, and
-               // between two NaNs the lower index wins.
-               Value greater = compare(a_value, b_value, Direction::kGT);
-               Value equal = compare(a_value, b_value, Direction::kEQ);
-               Value lower_index = compare(a_index, b_index, Direction::kLT);
-               Value pick_a = logical_or(greater, logical_and(equal, lower_index));
-               if (is_float_operand) {
-                 Value a_nan = compare(a_value, a_value, Direction::kNE);
-                 Value b_nan = compare(b_value, b_value, Direction::kNE);
-                 Value both_nan = logical_and(a_nan, b_nan);
-                 // both NaN: lower index; only a NaN: a; only b NaN: b; neither: pick_a.
-                 Value either_nan = logical_or(a_nan, b_nan);
-                 Value nan_pick = select(both_nan, lower_index, a_nan);
-                 pick_a = select(either_nan, nan_pick, pick_a);
-               }
-               return {select(pick_a, a_value, b_value), select(pick_a, a_index, b_index)};
-             });
-  return {results[0], results[1]};
+  const std::vector<int64_t> shape = operand.type().shape();
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < operand.rank(); ++i) {
+    if (i != dimension) kept.push_back(i);
+  }
+  Value values = reduce_max(operand, {dimension});
+  Value spread = broadcast_in_dim(values, shape, kept);
+  Value hit = compare(operand, spread, Direction::kEQ);
+  if (is_float(operand.element())) {
+    Value both_nan = logical_and(compare(operand, operand, Direction::kNE),
+                                 compare(spread, spread, Direction::kNE));
+    hit = logical_or(hit, both_nan);
+  }
+  // Past every index: what a position that is not the maximum contributes.
+  const double past = static_cast<double>(shape[dimension]);
+  const TensorType index_tensor = operand.type().with_element(index_type);
+  Value candidates =
+      select(hit, iota(block, index_tensor, dimension), constant(block, index_tensor, past));
+  Value indices = reduce({candidates}, {scalar(block, index_type, past)}, {dimension},
+                         [](Block&, std::span<const Value> a) -> std::vector<Value> {
+                           return {minimum(a[0], a[1])};
+                         })
+                      .front();
+  return {values, indices};
 }
 
 }  // namespace xlacel::stablehlo
