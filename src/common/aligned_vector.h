@@ -15,6 +15,15 @@
 namespace xlacel {
 
 inline constexpr std::size_t kBufferAlignment = 64;
+// Buffers of at least this many bytes are mapped on their own, from a 2 MiB boundary, and marked
+// for transparent huge pages: a decode step streams every weight once, and with 4 KiB pages it
+// takes a TLB miss every 4 KiB. 1B Q4_K_M (2 threads, 6 alternating rounds): tg100 mean 43.3
+// -> 46.0 tok/s; start to first token 0.66 -> 0.49 s (Q8_0 0.89 -> 0.59 s: fewer page faults).
+inline constexpr std::size_t kHugeBufferBytes = std::size_t{2} << 20;
+
+// `bytes` (kBufferAlignment-aligned), and its release, given the same size.
+void* allocate_buffer(std::size_t bytes);
+void free_buffer(void* data, std::size_t bytes) noexcept;
 
 template <typename T>
 struct AlignedAllocator {
@@ -24,12 +33,8 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) noexcept {}  // NOLINT: rebinding converts
 
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kBufferAlignment}));
-  }
-  void deallocate(T* p, std::size_t) noexcept {
-    ::operator delete (p, std::align_val_t{kBufferAlignment});
-  }
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_buffer(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { free_buffer(p, n * sizeof(T)); }
   // Default-initialization where a vector would value-initialize (see above).
   template <typename U>
   void construct(U* p) {
