@@ -9,8 +9,9 @@ llama-3.2-1b writes an HF directory of seeded random weights in bf16; llama.cpp'
 convert_hf_to_gguf.py turns it into a BF16 GGUF and its llama-quantize into the other formats
 (both from the pinned llama-cpp-python sdist, tools/peer/build_llama_cpp). Per file, one table
 row: prompt (pp) and generation (tg) tok/s of both engines (median of the rounds) and their
-ratio; resident MiB against the file's MiB; the bytes a decode step reads and the fraction of
-the measured read-bandwidth limit that decode reaches; prefill's FLOP rate against numpy's f32
+ratio, generation from an empty context as llama-bench measures it (xlacel's after the pp
+prompt beside it); resident MiB against the file's MiB; the bytes a decode step reads and the
+fraction of the measured read-bandwidth limit that decode reaches (from an empty context); prefill's FLOP rate against numpy's f32
 GEMM (OpenBLAS) on the same threads, at the shape of the model's products; and model load, each
 engine's server from start to ready.
 
@@ -173,32 +174,37 @@ def main():
         compare_bench.xlacel_report(args)  # warm the compile cache
         pp = {"xlacel": [], "llama.cpp": []}
         tg = {"xlacel": [], "llama.cpp": []}
-        report = None
+        after = []
+        report = fresh = None
         for round_index in range(args.rounds):
             report = compare_bench.xlacel_report(args)
+            fresh = compare_bench.xlacel_report(args, prompt_tokens=1)
             pp["xlacel"].append(report["prompt_tokens_per_second"]["mean"])
-            tg["xlacel"].append(report["generation_tokens_per_second"]["mean"])
+            tg["xlacel"].append(fresh["generation_tokens_per_second"]["mean"])
+            after.append(report["generation_tokens_per_second"]["mean"])
             peer_pp, peer_tg = compare_bench.llama_rates(args, bin_dir)
             pp["llama.cpp"].append(peer_pp)
             tg["llama.cpp"].append(peer_tg)
             print(f"{name} round {round_index + 1}: xlacel pp {pp['xlacel'][-1]:.1f} tg {tg['xlacel'][-1]:.2f}"
-                  f" | llama.cpp pp {peer_pp:.1f} tg {peer_tg:.2f}", flush=True)
+                  f" (after pp {after[-1]:.2f}) | llama.cpp pp {peer_pp:.1f} tg {peer_tg:.2f}", flush=True)
         median = {engine: (statistics.median(pp[engine]), statistics.median(tg[engine])) for engine in pp}
-        read = sum(report["decode_bytes_per_token"].values())
+        read = sum(fresh["decode_bytes_per_token"].values())
         load = load_seconds(path, bin_dir, args.threads)
-        rows.append((name, os.path.getsize(path) / MiB, report["weight_bytes"] / MiB, median, read / MiB,
-                     report["decode_fraction_of_limit"], median["xlacel"][0] * flops / gemm, load))
+        rows.append((name, os.path.getsize(path) / MiB, report["weight_bytes"] / MiB, median,
+                     statistics.median(after), read / MiB, fresh["decode_fraction_of_limit"],
+                     median["xlacel"][0] * flops / gemm, load))
     print(f"\nLlama-3.2-1B shape, random weights, {args.threads} threads, xlacel --backend {args.backend}, "
           f"pp{args.pp} / tg{args.tg}, median of {args.rounds} alternating rounds; "
           f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s; load: server start to ready, compiled and cached")
     print("| file | file MiB | resident MiB | resident/file | xlacel pp | llama.cpp pp | pp ratio | pp / f32 GEMM "
-          "| xlacel tg | llama.cpp tg | tg ratio | MiB read/token | tg / bandwidth limit | load s xlacel / llama.cpp |")
-    print("|" + "---|" * 14)
-    for name, file_mib, resident_mib, m, read_mib, fraction, of_gemm, load in rows:
+          f"| xlacel tg | llama.cpp tg | tg ratio | xlacel tg after pp{args.pp} | MiB read/token | tg / bandwidth limit "
+          "| load s xlacel / llama.cpp |")
+    print("|" + "---|" * 15)
+    for name, file_mib, resident_mib, m, after, read_mib, fraction, of_gemm, load in rows:
         x, peer = m["xlacel"], m["llama.cpp"]
         print(f"| {name} | {file_mib:.0f} | {resident_mib:.0f} | {resident_mib / file_mib:.2f} | {x[0]:.1f} "
               f"| {peer[0]:.1f} | {x[0] / peer[0]:.2f}x | {of_gemm:.2f} | {x[1]:.2f} | {peer[1]:.2f} "
-              f"| {x[1] / peer[1]:.2f}x | {read_mib:.0f} | {fraction:.2f} | {load[0]:.1f} / {load[1]:.1f} |")
+              f"| {x[1] / peer[1]:.2f}x | {after:.2f} | {read_mib:.0f} | {fraction:.2f} | {load[0]:.1f} / {load[1]:.1f} |")
     if args.check_exact and "Q4_K_M" in files:
         same, total = check_exact(hf, files["Q4_K_M"], llama_cpp_sources(bin_dir))
         print(f"Q4_K_M greedy vs HF: {same}/{total} prompts token-exact")

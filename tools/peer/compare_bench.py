@@ -1,5 +1,7 @@
 """xlacel bench against llama.cpp's llama-bench on the same GGUF and threads: prompt processing
-(pp) and generation (tg), in alternating rounds, one table with the ratios.
+(pp) and generation (tg), in alternating rounds, one table with the ratios. Generation is
+measured as llama-bench measures it, from an empty context (xlacel: after a 1-token prompt);
+xlacel's generation right after the pp prompt, in a longer context, is given beside it.
 
   .venv/bin/python tools/peer/compare_bench.py [--threads 2] [--rounds 3] [--pp 128] [--tg 64]
       [--model GGUF] [--backend iree] [-- extra xlacel bench flags, e.g. --weights f32]
@@ -18,18 +20,22 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.normpath(os.path.join(here, "../.."))
 
 
-def xlacel_report(args):
-    """`xlacel bench --output-format json` on args.model (pp, tg, threads, backend, bench_args)."""
+def xlacel_report(args, prompt_tokens=None):
+    """`xlacel bench --output-format json` on args.model (pp, tg, threads, backend, bench_args);
+    prompt_tokens replaces args.pp (1: generation from an empty context, as llama-bench's tg)."""
     command = [os.path.join(root, "build", "xlacel"), "bench", "-m", args.model, "--backend", args.backend,
-               "--threads", str(args.threads), "--prompt-tokens", str(args.pp), "--gen-tokens", str(args.tg),
-               "--no-cold-compile", "--output-format", "json", *args.bench_args]
+               "--threads", str(args.threads), "--prompt-tokens", str(prompt_tokens or args.pp),
+               "--gen-tokens", str(args.tg), "--no-cold-compile", "--output-format", "json", *args.bench_args]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
 def xlacel_rates(args):
+    """pp, tg from an empty context, and tg after the pp prompt."""
     report = xlacel_report(args)
-    return report["prompt_tokens_per_second"]["mean"], report["generation_tokens_per_second"]["mean"]
+    fresh = xlacel_report(args, prompt_tokens=1)
+    return (report["prompt_tokens_per_second"]["mean"], fresh["generation_tokens_per_second"]["mean"],
+            report["generation_tokens_per_second"]["mean"])
 
 
 def peer_bin_dir():
@@ -62,25 +68,28 @@ def main():
 
     bin_dir = peer_bin_dir()
     xlacel_rates(args)  # warm the compile cache
-    rates = {"xlacel": ([], []), "llama.cpp": ([], [])}
+    rates = {"xlacel": ([], [], []), "llama.cpp": ([], [])}
     for round_index in range(args.rounds):
-        for name, measure in (("xlacel", lambda: xlacel_rates(args)), ("llama.cpp", lambda: llama_rates(args, bin_dir))):
-            pp, tg = measure()
-            rates[name][0].append(pp)
-            rates[name][1].append(tg)
-            print(f"round {round_index + 1} {name:9s} pp{args.pp} {pp:8.1f} tok/s  tg{args.tg} {tg:7.2f} tok/s",
-                  flush=True)
+        pp, tg, after = xlacel_rates(args)
+        for values, value in zip(rates["xlacel"], (pp, tg, after)):
+            values.append(value)
+        print(f"round {round_index + 1} xlacel    pp{args.pp} {pp:8.1f} tok/s  tg{args.tg} {tg:7.2f} tok/s"
+              f"  (after pp{args.pp}: {after:.2f})", flush=True)
+        pp, tg = llama_rates(args, bin_dir)
+        rates["llama.cpp"][0].append(pp)
+        rates["llama.cpp"][1].append(tg)
+        print(f"round {round_index + 1} llama.cpp pp{args.pp} {pp:8.1f} tok/s  tg{args.tg} {tg:7.2f} tok/s", flush=True)
     flags = " ".join(args.bench_args)
     print(f"\n{os.path.basename(args.model)}, {args.threads} threads, xlacel --backend {args.backend} {flags}".rstrip())
-    print("| engine | pp{0} tok/s | tg{1} tok/s |".format(args.pp, args.tg))
-    print("|---|---|---|")
-    medians = {}
-    for name, (pp, tg) in rates.items():
-        medians[name] = (statistics.median(pp), statistics.median(tg))
-        print(f"| {name} | {medians[name][0]:.1f} | {medians[name][1]:.2f} |")
+    print(f"| engine | pp{args.pp} tok/s | tg{args.tg} tok/s | tg{args.tg} after pp{args.pp} |")
+    print("|---|---|---|---|")
+    medians = {name: [statistics.median(values) for values in columns] for name, columns in rates.items()}
+    for name, m in medians.items():
+        after = f"{m[2]:.2f}" if len(m) > 2 else "-"
+        print(f"| {name} | {m[0]:.1f} | {m[1]:.2f} | {after} |")
     ratio_pp = medians["xlacel"][0] / medians["llama.cpp"][0]
     ratio_tg = medians["xlacel"][1] / medians["llama.cpp"][1]
-    print(f"| xlacel / llama.cpp | {ratio_pp:.2f}x | {ratio_tg:.2f}x |")
+    print(f"| xlacel / llama.cpp | {ratio_pp:.2f}x | {ratio_tg:.2f}x | |")
 
 
 if __name__ == "__main__":
