@@ -256,7 +256,7 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
            executables[i]->num_results(), expected);
     }
     graphs_.emplace(sources[i].name,
-                    Graph{wanted[i], std::move(signature), std::move(executables[i])});
+                    Graph{wanted[i], std::move(signature), std::move(executables[i]), {}, {}});
   }
   report_.graphs.insert(report_.graphs.end(), loads.begin(), loads.end());
 }
@@ -285,19 +285,26 @@ std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list
     }
     uploaded.push_back(device_->upload(input->bytes, spec.element, spec.shape));
   }
+  if (graph.weights.size() != signature.weights.size() ||
+      graph.caches.size() != signature.caches.size()) {
+    graph.weights.clear();
+    graph.caches.clear();
+    for (const models::WeightSpec& spec : signature.weights) {
+      graph.weights.push_back(weights_.at(spec.name).get());
+    }
+    for (const models::TensorSpec& spec : signature.caches) {
+      graph.caches.push_back(&caches_.at(spec.name));
+    }
+  }
   arguments_.clear();
   for (const device::BufferPtr& buffer : uploaded) arguments_.push_back(buffer.get());
-  for (const models::WeightSpec& spec : signature.weights) {
-    arguments_.push_back(weights_.at(spec.name).get());
-  }
-  for (const models::TensorSpec& spec : signature.caches) {
-    arguments_.push_back(caches_.at(spec.name).get());
-  }
+  arguments_.insert(arguments_.end(), graph.weights.begin(), graph.weights.end());
+  for (const device::BufferPtr* cache : graph.caches) arguments_.push_back(cache->get());
   std::vector<device::BufferPtr> results = device_->execute(*graph.executable, arguments_);
   // The caches were donated: their old buffers are only destroyed, the results take their place.
   const std::size_t outputs = signature.outputs.size();
-  for (std::size_t i = 0; i < signature.caches.size(); ++i) {
-    caches_[signature.caches[i].name] = std::move(results[outputs + i]);
+  for (std::size_t i = 0; i < graph.caches.size(); ++i) {
+    *graph.caches[i] = std::move(results[outputs + i]);
   }
   results.resize(outputs);
   return results;
