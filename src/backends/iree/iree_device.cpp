@@ -167,6 +167,9 @@ class IreeDevice final : public device::Device {
   py::object device_;                                       // iree_runner.Device
   // Its methods, looked up once.
   py::object load_, upload_, adopt_, zeros_, call_, read_;
+  // The memory of every buffer zeros() adopted, for the device's lifetime: a cache is donated,
+  // and the results that alias it reference its memory without holding it.
+  std::vector<py::object> zeroed_memory_;
 };
 
 IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& iree)
@@ -222,6 +225,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
 IreeDevice::~IreeDevice() {
   py::gil_scoped_acquire gil;
   load_ = upload_ = adopt_ = zeros_ = call_ = read_ = device_ = py::object();
+  zeroed_memory_.clear();
 }
 
 std::vector<compile_cache::CompileResult> IreeDevice::compile(std::span<const GraphSource> graphs) {
@@ -367,8 +371,9 @@ BufferPtr IreeDevice::zeros(stablehlo::ElementType element, std::span<const int6
   device::dense_byte_size(element, shape);  // rejects negative dimensions
   py::gil_scoped_acquire gil;
   try {
-    return std::make_unique<IreeBuffer>(
-        zeros_(std::string(stablehlo::to_string(element)), shape_tuple(shape)));
+    py::tuple zeroed = zeros_(std::string(stablehlo::to_string(element)), shape_tuple(shape));
+    if (!zeroed[1].is_none()) zeroed_memory_.push_back(zeroed[1]);
+    return std::make_unique<IreeBuffer>(zeroed[0], zeroed[1]);
   } catch (const py::error_already_set& e) {
     fail(label_, "zeros: {}", one_line(e));
   }

@@ -75,6 +75,8 @@ class Device:
         self.config = rt.Config(driver)  # opens the device: a missing GPU fails here
         self.device = self.config.device
         self.instance = self.config.vm_instance
+        # The CPU drivers compute on host memory where it is (adopt).
+        self.host_memory = driver.startswith("local-")
 
     def load(self, vmfb_path, module_name):
         module = rt.VmModule.mmap(self.instance, vmfb_path)
@@ -106,9 +108,17 @@ class Device:
         return rt.HalBufferView(buffer, list(shape), hal_type), buffer
 
     def zeros(self, element, shape):
+        # A buffer view of zeros and what keeps its memory (None where the view does). np.zeros
+        # maps the kernel's zero page: its pages cost no memory, and no time, until written.
+        # The CPU devices adopt it as it is (a 1B model's 128 MiB KV cache: ~0.1 s of copying at
+        # start, and its memory, saved until positions are written); others get a copy.
         numpy_type, _ = _element(element)
-        # np.zeros maps the kernel's zero page: the host side costs no memory until written.
-        return self.upload(np.zeros(shape, numpy_type), element, shape)
+        if not self.host_memory:
+            return self.upload(np.zeros(shape, numpy_type), element, shape), None
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(numpy_type).itemsize
+        raw = np.zeros(size + 64, np.uint8)
+        start = -raw.ctypes.data % 64  # adopt wants 64-byte aligned memory
+        return self.adopt(raw[start:start + size], element, shape)
 
     def call(self, entry, args):
         arguments = rt.VmVariantList(len(args))
