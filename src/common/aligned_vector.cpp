@@ -10,6 +10,11 @@ namespace {
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kPage = 4096;
 
+// What a mapping of `bytes` spans: whole pages.
+std::size_t mapped_length(std::size_t bytes) {
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
 }  // namespace
 
 void* allocate_buffer(std::size_t bytes) {
@@ -18,7 +23,7 @@ void* allocate_buffer(std::size_t bytes) {
   }
   // Mapped with a huge page's worth of slack, then trimmed to start on a huge page boundary:
   // transparent huge pages back only whole aligned 2 MiB ranges (the tail keeps 4 KiB pages).
-  const std::size_t length = (bytes + kPage - 1) / kPage * kPage;
+  const std::size_t length = mapped_length(bytes);
   void* mapped = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED) throw std::bad_alloc();
@@ -37,7 +42,7 @@ void free_buffer(void* data, std::size_t bytes) noexcept {
     ::operator delete (data, std::align_val_t{kBufferAlignment});
     return;
   }
-  ::munmap(data, (bytes + kPage - 1) / kPage * kPage);
+  ::munmap(data, mapped_length(bytes));
 }
 
 }  // namespace xlacel

@@ -1,15 +1,15 @@
 #include "common/memory_bandwidth.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "common/parallel_slices.h"
 
 namespace xlacel {
@@ -17,7 +17,7 @@ namespace xlacel {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kAlignment = 2 * kMiB;  // lets the kernel back the buffer with huge pages
+constexpr uint64_t kAlignment = 2 * kMiB;  // whole huge pages (allocate_buffer)
 constexpr int kPasses = 5;
 
 uint64_t default_buffer_bytes() {
@@ -57,10 +57,15 @@ double measure_read_bandwidth(int threads, uint64_t buffer_bytes) {
   buffer_bytes = (buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
   const size_t count = buffer_bytes / sizeof(uint64_t);
 
-  std::unique_ptr<uint64_t, decltype(&std::free)> buffer(
-      static_cast<uint64_t*>(std::aligned_alloc(kAlignment, buffer_bytes)), &std::free);
-  if (!buffer) return 0;
-  madvise(buffer.get(), buffer_bytes, MADV_HUGEPAGE);  // a hint; fewer TLB misses if honoured
+  // On huge pages, as the weights whose decode this limit bounds (allocate_buffer).
+  void* memory = nullptr;
+  try {
+    memory = allocate_buffer(buffer_bytes);
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
+  auto release = [buffer_bytes](uint64_t* words) { free_buffer(words, buffer_bytes); };
+  std::unique_ptr<uint64_t, decltype(release)> buffer(static_cast<uint64_t*>(memory), release);
   uint64_t* words = buffer.get();
   // Each thread first touches the slice it will read (pages land on its NUMA node).
   for_each_slice(threads, count,
