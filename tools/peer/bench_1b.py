@@ -177,8 +177,7 @@ def main():
         after = []
         report = fresh = None
         for round_index in range(args.rounds):
-            report = compare_bench.xlacel_report(args)
-            fresh = compare_bench.xlacel_report(args, prompt_tokens=1)
+            report, fresh = compare_bench.xlacel_reports(args)
             pp["xlacel"].append(report["prompt_tokens_per_second"]["mean"])
             tg["xlacel"].append(fresh["generation_tokens_per_second"]["mean"])
             after.append(report["generation_tokens_per_second"]["mean"])

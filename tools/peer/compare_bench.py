@@ -30,10 +30,14 @@ def xlacel_report(args, prompt_tokens=None):
     return json.loads(out)
 
 
+def xlacel_reports(args):
+    """The report after the pp prompt, and the report of generation from an empty context."""
+    return xlacel_report(args), xlacel_report(args, prompt_tokens=1)
+
+
 def xlacel_rates(args):
     """pp, tg from an empty context, and tg after the pp prompt."""
-    report = xlacel_report(args)
-    fresh = xlacel_report(args, prompt_tokens=1)
+    report, fresh = xlacel_reports(args)
     return (report["prompt_tokens_per_second"]["mean"], fresh["generation_tokens_per_second"]["mean"],
             report["generation_tokens_per_second"]["mean"])
 
