@@ -63,6 +63,14 @@ class PjrtDevice final : public device::Device {
                    std::span<const int64_t> shape) override;
   BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
   int64_t partitions() const override { return options_.tensor_parallel; }
+  // On CUDA one-row products (decode) read the weights as stored: XLA fuses the widening into
+  // the product. Measured on an H200, a Llama-3.2-1B-shaped bf16 model: decode 396/399 ->
+  // 510/537 tok/s (2373 instead of 4730 MiB read per token), prefill 10064 -> 8003 tok/s, as
+  // with one slot prefill takes the same weights; same greedy tokens. The CPU keeps the f32 copy
+  // (planes there not measured yet).
+  bool fuses_planar_weights(int64_t rows) const override {
+    return options_.kind == DeviceKind::kCuda && rows == 1;
+  }
   BufferPtr upload_sharded(std::span<const std::byte> bytes, stablehlo::ElementType element,
                            std::span<const int64_t> shape,
                            const device::Sharding& sharding) override;
