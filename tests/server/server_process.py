@@ -14,7 +14,8 @@ import openai
 
 
 class ServerProcess:
-    def __init__(self, xlacel, *args, ready_timeout=1800):
+    def __init__(self, xlacel, *args, ready_timeout=1800, poll_seconds=0.2):
+        self.poll_seconds = poll_seconds  # between /health requests while it loads
         self.log_lines = []
         self.process = subprocess.Popen(
             [xlacel, "serve", "--port", "0", *args],
@@ -47,7 +48,7 @@ class ServerProcess:
             self.health_statuses.append((status, body))
             if status == 200:
                 return
-            time.sleep(0.2)
+            time.sleep(self.poll_seconds)
         self.stop()
         raise RuntimeError("xlacel serve was not ready in time:\n" + self.log())
 
