@@ -141,31 +141,23 @@ def load_seconds(path, bin_dir, threads):
 
 
 def check_exact(hf, path, llama_cpp):
-    """xlacel's greedy tokens against transformers' on the GGUF file, 2 prompts x 16 tokens."""
-    code = r"""
-import json, sys, torch, transformers
-hf, directory, name = sys.argv[1:4]
-config = transformers.AutoConfig.from_pretrained(hf)
-model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, config=config,
-                                                          torch_dtype=torch.float32)
-for ids in json.loads(sys.argv[4]):
-    out = model.generate(torch.tensor([ids]), max_new_tokens=16, min_new_tokens=16, do_sample=False)
-    print(" ".join(str(t) for t in out[0, len(ids):].tolist()))
-"""
-    prompts = [[128000, 791, 6864, 315, 9822, 374], [128000, 40, 1093, 311, 1373, 922, 279, 1917, 25]]
+    """xlacel's greedy tokens against transformers' on the GGUF file (tools/gpu/hf_gguf_greedy.py:
+    2 prompts x 16 tokens)."""
     env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))  # transformers reads GGUF through it
-    hf_lines = subprocess.run([python, "-c", code, hf, os.path.dirname(path), os.path.basename(path),
-                               json.dumps(prompts)], check=True, capture_output=True, text=True,
-                              env=env).stdout.split("\n")
+    oracle = subprocess.run([python, os.path.join(root, "tools", "gpu", "hf_gguf_greedy.py"), hf, path],
+                            check=True, capture_output=True, text=True, env=env).stdout
+    cases = [json.loads(line) for line in oracle.splitlines() if line.strip()]
     same = 0
-    for ids, want in zip(prompts, hf_lines):
+    for case in cases:
+        ids, want = case["prompt_ids"], case["output_ids"]
         out = subprocess.run([os.path.join(root, "build", "xlacel"), "generate", "-m", path, "--prompt-ids",
-                              " ".join(map(str, ids)), "-n", "16", "--ignore-eos", "--output-format", "json"],
-                             check=True, capture_output=True, text=True).stdout
-        got = " ".join(str(t) for t in json.loads(out)["output_ids"])
-        print(f"prompt {ids}: HF {want}\n{'':>{len(str(ids)) + 8}}xlacel {got}")
-        same += got == want.strip()
-    return same, len(prompts)
+                              " ".join(map(str, ids)), "-n", str(len(want)), "--ignore-eos", "--output-format",
+                              "json"], check=True, capture_output=True, text=True).stdout
+        got = json.loads(out)["output_ids"]
+        print(f"prompt {ids}: HF {' '.join(map(str, want))}\n{'':>{len(str(ids)) + 8}}xlacel "
+              f"{' '.join(map(str, got))}")
+        same += got == want
+    return same, len(cases)
 
 
 def main():
