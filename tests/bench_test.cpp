@@ -78,5 +78,22 @@ TEST(BenchCli, BatchTableOnBothRuntimes) {
   }
 }
 
+// A batch whose prefill takes more steps than it generates tokens: its first sequences would
+// finish before the last joined, so no step would advance all of them (a row of zeros, as 64 x
+// 128 prompt tokens gave on the GPU). The bench lets each decode that many more tokens.
+TEST(BenchCli, ABatchWhosePrefillOutlastsItsGenerationIsStillMeasured) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const auto run = testing::run_xlacel(
+      testing::scratch_dir("bench_batch_long_prefill"),
+      {"bench", "-m", model, "--prompt-tokens", "16", "--gen-tokens", "2", "-r", "1", "--batch",
+       "8", "--threads", "2", "--no-cold-compile", "--output-format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json row = json::parse(run.out)["batch"].at(0);
+  EXPECT_EQ(row["batch"], 8);
+  EXPECT_GT(row["steps"].get<int>(), 0);
+  EXPECT_GT(row["aggregate_tokens_per_second"].get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace xlacel

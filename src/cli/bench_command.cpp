@@ -184,27 +184,44 @@ struct BatchFigures {
   double aggregate() const { return per_sequence() * static_cast<double>(batch); }
 };
 
-BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& prompt,
-                           int64_t batch, int64_t gen_tokens, int64_t repetitions) {
-  // Every graph the run can take (batch sizes up to this one, the attention window of every
-  // position it decodes) is compiled before the clock runs, then warmed up.
+// The decode graphs a batch of up to `batch` sequences takes from position `first` to `last`:
+// every batch size, every attention window.
+std::vector<models::GraphOptions> batch_decode_graphs(const executor::Executor& executor,
+                                                      int64_t batch, int32_t first, int32_t last) {
   std::vector<models::GraphOptions> graphs;
-  const auto first = static_cast<int32_t>(prompt.size());
-  const int32_t last = last_decode_position(first, gen_tokens);
-  const int64_t capacity = engine.executor().options().capacity;
+  const int64_t capacity = executor.options().capacity;
   for (int64_t rows = 1; rows <= batch; ++rows) {
     for (int32_t position = first; position <= last;) {
-      graphs.push_back(engine.executor().decode_graph(rows, false, position));
+      graphs.push_back(executor.decode_graph(rows, false, position));
       const int64_t window = executor::attention_window(position, capacity);
       if (window == 0) break;                   // the whole cache: the last window
       position = static_cast<int32_t>(window);  // the next window's first position
     }
   }
-  engine.executor().prepare(graphs);
-  run_requests(engine, prompt, batch, 2);
+  return graphs;
+}
+
+BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& prompt,
+                           int64_t batch, int64_t gen_tokens, int64_t repetitions) {
+  // Every graph the run can take is compiled before the clock runs, then warmed up.
+  executor::Executor& executor = engine.executor();
+  const auto first = static_cast<int32_t>(prompt.size());
+  executor.prepare(batch_decode_graphs(executor, batch, first, last_decode_position(first, 2)));
+  // A sequence decodes from the step its prefill ends, one prefill call per step: with many
+  // sequences the first would finish its gen_tokens before the last joined, and no step would
+  // advance them all (64 x 128 prompt tokens: none did). So each decodes as many more tokens as
+  // the batch's prefill takes steps (counted in the warm-up), within the cache.
+  int64_t prefill_steps = 0;
+  run_requests(engine, prompt, batch, 2, [&] {
+    if (engine.scheduler().last_step().prefill_tokens > 0) ++prefill_steps;
+  });
+  const int64_t tokens = std::min(gen_tokens + prefill_steps,
+                                  executor.options().capacity - static_cast<int64_t>(first));
+  executor.prepare(
+      batch_decode_graphs(executor, batch, first, last_decode_position(first, tokens)));
   BatchFigures figures{batch};
   for (int64_t r = 0; r < repetitions; ++r) {
-    run_requests(engine, prompt, batch, gen_tokens, [&] {
+    run_requests(engine, prompt, batch, tokens, [&] {
       const engine::StepReport& step = engine.scheduler().last_step();
       if (step.prefill_tokens == 0 && step.decode_sequences == batch) {
         ++figures.steps;
