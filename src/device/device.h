@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/attention_kernel.h"
 #include "device/planar_kernel.h"
 #include "device/sharding.h"
 #include "stablehlo/types.h"
@@ -95,6 +96,8 @@ class Device {
 
   // The runtime's hand-written product for planar weights, or nullptr where it has none.
   virtual const PlanarKernel* planar_kernel() const { return nullptr; }
+  // The runtime's hand-written decode attention, or nullptr where it has none.
+  virtual const AttentionKernel* attention_kernel() const { return nullptr; }
 
   // The devices this one spans (DeviceOptions::tensor_parallel): each graph runs partitioned over
   // all of them, and each buffer is one slice (or copy) per device (sharding.h).

@@ -242,6 +242,7 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
     if (emitted.weights == models::WeightType::kAuto) {
       emitted.planar_kernel = device_->planar_kernel();
     }
+    emitted.attention_kernel = device_->attention_kernel();
     sources.push_back({name, architecture_.emit(config, emitted), models::module_name(options.kind),
                        fmt::format("{}.{}.mlir", model_.name(), name)});
   }

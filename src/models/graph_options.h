@@ -46,6 +46,7 @@
 #include <string>
 #include <string_view>
 
+#include "device/attention_kernel.h"
 #include "device/planar_kernel.h"
 #include "model_files/model_config.h"
 
@@ -77,6 +78,9 @@ struct GraphOptions {
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.
   const device::PlanarKernel* planar_kernel = nullptr;
+  // The runtime's hand-written decode attention, used where it takes the attention (one query
+  // per sequence, plain causal mask, f32 cache); not part of the graph's name.
+  const device::AttentionKernel* attention_kernel = nullptr;
   // Devices the graph is partitioned over (models/tensor_parallel.h): above 1, its arguments and
   // results carry sdy.sharding attributes over a mesh axis "tp" of this size.
   int64_t tensor_parallel = 1;

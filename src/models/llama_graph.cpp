@@ -169,7 +169,8 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
         .end = end,
         .scale = family.attention_scale,
         .softcap = family.attention_softcap,
-        .sliding_window = sliding ? c.sliding_window : std::nullopt};
+        .sliding_window = sliding ? c.sliding_window : std::nullopt,
+        .kernel = options.attention_kernel};
     Value attn = linear(attention(attention_in), matrix(l, "o_proj"), linear_bias(l, "o_bias"));
     if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
     h = h + scaled(attn, family.residual_scale);

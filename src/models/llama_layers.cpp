@@ -134,7 +134,38 @@ Value apply_rotary(Value x, const Rotary& r) {
   return x * cos + rotated * sin;
 }
 
+namespace {
+
+// The runtime's decode attention, where it takes `in`: one query per sequence, key c at position
+// c (no ring), no soft cap or sliding window, f32 throughout.
+std::optional<Value> kernel_attention(const AttentionInputs& in) {
+  const std::vector<int64_t>& q_shape = in.q.shape();  // [N, T, H, D]
+  const std::vector<int64_t>& k_shape = in.k_cache.shape();
+  if (in.kernel == nullptr || q_shape[1] != 1 || in.key_positions || in.softcap ||
+      in.sliding_window || in.q.element() != ElementType::kF32 ||
+      in.k_cache.element() != ElementType::kF32 || in.v_cache.element() != ElementType::kF32) {
+    return std::nullopt;
+  }
+  const int64_t n = q_shape[0], heads = q_shape[2], d = q_shape[3];
+  const int64_t kv_heads = k_shape[1], capacity = k_shape[2], group = heads / kv_heads;
+  if (!in.kernel->handles(d, group, capacity)) return std::nullopt;
+  // Key c is visible to the query at position p when c <= p (and c < end): keys [0, p + 1).
+  Value positions = reshape(in.positions, {n});
+  Value visible = positions + constant(positions.block(), positions.type(), 1.0);
+  if (in.end) visible = minimum(visible, *in.end);
+  const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
+  Value out = in.kernel->attend({.q = reshape(in.q, {n, kv_heads, group, d}),
+                                 .keys = in.k_cache,
+                                 .values = in.v_cache,
+                                 .visible = visible,
+                                 .scale = scale});
+  return reshape(out, {n, heads * d});
+}
+
+}  // namespace
+
 Value attention(const AttentionInputs& in) {
+  if (std::optional<Value> by_kernel = kernel_attention(in)) return *by_kernel;
   Block& b = in.q.block();
   const int64_t n = in.q.shape()[0];
   const int64_t tokens = in.q.shape()[1];

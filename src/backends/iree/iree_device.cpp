@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/iree/embedded_python.h"
+#include "backends/iree/iree_attention_kernel.h"
 #include "backends/iree/iree_planar_kernel.h"
 #include "backends/iree/iree_runner_py.h"
 #include "common/aligned_vector.h"
@@ -129,6 +130,9 @@ class IreeDevice final : public device::Device {
     return planar_kernel_ ? planar_kernel_->handles(rows, 32, 8) : rows == 1;
   }
   const device::PlanarKernel* planar_kernel() const override { return planar_kernel_.get(); }
+  const device::AttentionKernel* attention_kernel() const override {
+    return attention_kernel_.get();
+  }
 
   std::vector<std::unique_ptr<device::Executable>> load(std::span<const GraphSource> graphs,
                                                         std::vector<GraphLoad>& loads) override;
@@ -162,9 +166,10 @@ class IreeDevice final : public device::Device {
   std::string label_;  // "iree backend (cpu)", for Errors
   std::string description_;
   compile_cache::CompileTarget target_;
-  std::vector<compile_cache::CompileTarget> also_targets_;  // $XLACEL_IREE_ALSO_COMPILE_CUDA
-  std::unique_ptr<device::PlanarKernel> planar_kernel_;     // CPU with AVX2 and FMA only
-  py::object device_;                                       // iree_runner.Device
+  std::vector<compile_cache::CompileTarget> also_targets_;     // $XLACEL_IREE_ALSO_COMPILE_CUDA
+  std::unique_ptr<device::PlanarKernel> planar_kernel_;        // CPU with AVX2 and FMA only
+  std::unique_ptr<device::AttentionKernel> attention_kernel_;  // likewise
+  py::object device_;                                          // iree_runner.Device
   // Its methods, looked up once.
   py::object load_, upload_, adopt_, zeros_, call_, read_;
   // The memory of every buffer zeros() adopted, for the device's lifetime: a cache is donated,
@@ -191,10 +196,12 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   }
   if (options_.kind == DeviceKind::kCpu) {
     // IREE's local-task driver runs a worker per core unless told a count.
+    const std::filesystem::path cache_dir = options_.compile_cache_dir.empty()
+                                                ? compile_cache::CompileCache::default_directory()
+                                                : options_.compile_cache_dir;
     planar_kernel_ = make_iree_cpu_planar_kernel(
-        options_.compile_cache_dir.empty() ? compile_cache::CompileCache::default_directory()
-                                           : options_.compile_cache_dir,
-        options_.threads > 0 ? options_.threads : hardware_threads());
+        cache_dir, options_.threads > 0 ? options_.threads : hardware_threads());
+    attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir);
   }
 
   ensure_python_with_iree_runtime();

@@ -5,17 +5,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
-#include <system_error>
 
+#include "backends/iree/iree_custom_dispatch.h"
 #include "backends/iree/planar_matmul_avx2.h"
 #include "backends/iree/planar_matmul_avx512.h"
 #include "backends/iree/planar_matmul_avx512vbmi.h"
 #include "common/error.h"
-#include "compile_cache/atomic_file.h"
-#include "compile_cache/hash.h"
 #include "model_files/planar_blocks.h"
-#include "stablehlo/foreign.h"
-#include "stablehlo/module.h"
 
 namespace xlacel::backends {
 
@@ -36,11 +32,6 @@ constexpr int64_t kWorkgroups = 16;
 // slower: a late worker leaves the other idle).
 constexpr int64_t kFewRows = 16;
 
-template <std::size_t N>
-std::string_view bytes_of(const unsigned char (&object)[N]) {
-  return {reinterpret_cast<const char*>(object), N};
-}
-
 // The kernel built for the widest vectors this CPU has: 16 lanes beat 8 by ~1.2x on one row and
 // ~1.4x on 8 (SmolLM2's products, one thread); with VBMI's byte permutes, Q6_K and Q5_0 products
 // of few rows ~1.15x more than without.
@@ -52,51 +43,10 @@ std::string_view object_bytes() {
                                               : bytes_of(kPlanarMatmulAvx512);
 }
 
-std::filesystem::path write_object(const std::filesystem::path& cache_dir) {
-  const std::string_view bytes = object_bytes();
-  const std::filesystem::path dir = cache_dir / "kernels";
-  const std::filesystem::path path =
-      dir / fmt::format("planar_matmul-{}.o", compile_cache::hash_bytes(bytes).hex());
-  std::error_code ec;
-  if (std::filesystem::file_size(path, ec) == bytes.size()) return path;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
-  compile_cache::TempFile temp(dir, "planar_matmul", ".o");
-  temp.write(bytes);
-  temp.commit(path);
-  return path;
-}
-
 // Weight rows per workgroup for a product of `n` outputs in `workgroups` workgroups, each a
 // multiple of 8 rows (whole 32-byte runs of output).
 int64_t workgroup_rows(int64_t n, int64_t workgroups) {
   return std::max<int64_t>(8, (n + 8 * workgroups - 1) / (8 * workgroups) * 8);
-}
-
-// One executable per product shape, its export named like it (IREE links every executable of
-// a module into one library, so export names must be unique): its constants and workgroup count
-// (from `n`, the product's outputs) are static, so each dispatch needs no operands beyond its
-// tensors. `functions`: the builtin module's body, the kernel's import and the export @name
-// calling it with the workgroup's rows.
-std::string executable_text(const std::string& name, const std::filesystem::path& object, int64_t n,
-                            int64_t rows_per_workgroup, const std::string& functions) {
-  return fmt::format(
-      R"(  stream.executable private @{name} attributes {{
-    hal.executable.objects = #hal.executable.objects<{{
-      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{object}"}}>]
-    }}>
-  }} {{
-    stream.executable.export public @{name} workgroups() -> (index, index, index) {{
-      %x = arith.constant {workgroups} : index
-      %c1 = arith.constant 1 : index
-      stream.return %x, %c1, %c1 : index, index, index
-    }}
-    builtin.module {{
-{functions}    }}
-  }})",
-      fmt::arg("name", name), fmt::arg("object", object.string()),
-      fmt::arg("workgroups", (n + rows_per_workgroup - 1) / rows_per_workgroup),
-      fmt::arg("functions", functions));
 }
 
 // The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
@@ -208,22 +158,14 @@ std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int
       fmt::arg("nk", n * k), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
 }
 
-// Declares executable `name` (`functions` around the kernel object, `rows_per_workgroup` of the
-// `n` weight rows each) in the module of x's function and returns a flow.dispatch of it over
+// The product's dispatch: `rows_per_workgroup` of the `n` weight rows per workgroup, over
 // `operands` (x last): f32 [rows of x, n].
 Value dispatch(Value x, const std::string& name, const std::filesystem::path& object, int64_t n,
                int64_t rows_per_workgroup, const std::string& functions,
                std::vector<Value> operands) {
-  stablehlo::Module* module = x.block().function()->module();
-  if (module == nullptr) throw Error("planar kernel: the graph's function has no module");
-  module->add_declaration(name, executable_text(name, object, n, rows_per_workgroup, functions));
-  const std::size_t count = operands.size();
-  return stablehlo::foreign_op(
-      "flow.dispatch", std::move(operands),
-      {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
-       {"operandSegmentSizes", fmt::format("array<i32: 0, {}, 0, 0>", count)},
-       {"tied_operands", "[-1 : index]"}},
-      TensorType(ElementType::kF32, {x.shape()[0], n}));
+  return custom_dispatch(x, name, object, (n + rows_per_workgroup - 1) / rows_per_workgroup,
+                         functions, std::move(operands),
+                         TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
@@ -328,7 +270,8 @@ std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
       !__builtin_cpu_supports("f16c")) {
     return nullptr;
   }
-  return std::make_unique<IreeCpuPlanarKernel>(write_object(cache_dir), workers);
+  return std::make_unique<IreeCpuPlanarKernel>(
+      write_kernel_object(object_bytes(), "planar_matmul", cache_dir), workers);
 #else
   (void)cache_dir, (void)workers;
   return nullptr;

@@ -1,0 +1,18 @@
+#pragma once
+// IREE llvm-cpu's decode attention (device/attention_kernel.h): kernels/decode_attention.c,
+// linked into each graph that uses it through IREE's custom-dispatch extension point
+// (iree_custom_dispatch.h).
+#include <filesystem>
+#include <memory>
+
+#include "device/attention_kernel.h"
+
+namespace xlacel::backends {
+
+// nullptr unless this CPU runs the kernel (x86-64 with AVX2 and FMA) and
+// $XLACEL_IREE_NO_ATTENTION_KERNEL is unset or empty. The object is written once to
+// `<cache_dir>/kernels/decode_attention-<hash>.o`.
+std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
+    const std::filesystem::path& cache_dir);
+
+}  // namespace xlacel::backends

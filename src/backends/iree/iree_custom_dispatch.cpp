@@ -1,0 +1,63 @@
+#include "backends/iree/iree_custom_dispatch.h"
+
+#include <fmt/format.h>
+
+#include <system_error>
+
+#include "common/error.h"
+#include "compile_cache/atomic_file.h"
+#include "compile_cache/hash.h"
+#include "stablehlo/foreign.h"
+#include "stablehlo/module.h"
+
+namespace xlacel::backends {
+
+std::filesystem::path write_kernel_object(std::string_view bytes, std::string_view stem,
+                                          const std::filesystem::path& cache_dir) {
+  const std::filesystem::path dir = cache_dir / "kernels";
+  const std::filesystem::path path =
+      dir / fmt::format("{}-{}.o", stem, compile_cache::hash_bytes(bytes).hex());
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) == bytes.size()) return path;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+  compile_cache::TempFile temp(dir, std::string(stem), ".o");
+  temp.write(bytes);
+  temp.commit(path);
+  return path;
+}
+
+stablehlo::Value custom_dispatch(stablehlo::Value anchor, const std::string& name,
+                                 const std::filesystem::path& object, int64_t workgroups,
+                                 const std::string& functions,
+                                 std::vector<stablehlo::Value> operands,
+                                 const stablehlo::TensorType& result) {
+  stablehlo::Module* module = anchor.block().function()->module();
+  if (module == nullptr) throw Error(fmt::format("{}: the graph's function has no module", name));
+  module->add_declaration(
+      name, fmt::format(
+                R"(  stream.executable private @{name} attributes {{
+    hal.executable.objects = #hal.executable.objects<{{
+      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{object}"}}>]
+    }}>
+  }} {{
+    stream.executable.export public @{name} workgroups() -> (index, index, index) {{
+      %x = arith.constant {workgroups} : index
+      %c1 = arith.constant 1 : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }}
+    builtin.module {{
+{functions}    }}
+  }})",
+                fmt::arg("name", name), fmt::arg("object", object.string()),
+                fmt::arg("workgroups", workgroups), fmt::arg("functions", functions)));
+  const std::size_t count = operands.size();
+  return stablehlo::foreign_op(
+      "flow.dispatch", std::move(operands),
+      {{"entry_points", fmt::format("[@{0}::@{0}]", name)},
+       {"operandSegmentSizes", fmt::format("array<i32: 0, {}, 0, 0>", count)},
+       {"tied_operands", "[-1 : index]"}},
+      result);
+}
+
+}  // namespace xlacel::backends
