@@ -7,7 +7,12 @@
 // 122 us per layer for q.k, 62 for p.v), about a third of what a pass over them can read.
 //
 // One workgroup per (sequence, kv head): it reads that head's visible keys once for all the
-// query heads that share them, and their values once.
+// query heads that share them, and their values once. Same shape, 601 keys visible: 67-74 us per
+// layer in place of llvm-cpu's ~195 (q.k, softmax, p.v), 1B Q4_K_M decode after a 512-token
+// prompt ~+6% (IREE HAL profile and alternating runs: docs/ARCHITECTURE.md). Reading the keys
+// from memory is what it waits on: a version that took each query head's 16-key blocks in turn
+// (the block from the first-level cache for the others) ran twice as fast in cache and 1.4x
+// slower here (101 us), its reads bunched apart from its arithmetic.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
 #include <immintrin.h>
@@ -128,6 +133,10 @@ INLINE vec sum16(const vec v[16]) {
 }
 #endif
 
+// How many key (and value) rows ahead of the one in hand are prefetched: 16, one block of
+// scores (4 KiB at head_dim 64). 1B shape, 601 keys: 67-69 us per layer, against 71-73 with 48.
+#define PREFETCH_ROWS 16
+
 // Most vectors a head spans (head_dim 256 with 8 lanes).
 #define MAX_HEAD_VECTORS 32
 // Query heads whose p.v accumulators a pass over the values keeps in registers.
@@ -164,7 +173,7 @@ INLINE void attend(const float* q, const float* keys, const float* values, size_
           const float* key = keys + (first + i) * d;
           if (g0 == 0) {
             for (size_t line = 0; line < d * 4; line += 64) {
-              _mm_prefetch((const char*)(key + 16 * d) + line, _MM_HINT_T0);
+              _mm_prefetch((const char*)(key + PREFETCH_ROWS * d) + line, _MM_HINT_T0);
             }
           }
           for (size_t h = 0; h < heads; ++h) {
@@ -234,9 +243,9 @@ INLINE void attend(const float* q, const float* keys, const float* values, size_
       }
       for (size_t c = 0; c < used; ++c) {
         const float* value = values + c * d + v0 * LANES;
-        if (g0 == 0 && v0 == 0) {  // 16 rows ahead, as the scores' keys
+        if (g0 == 0 && v0 == 0) {  // PREFETCH_ROWS ahead, as the scores' keys
           for (size_t line = 0; line < d * 4; line += 64) {
-            _mm_prefetch((const char*)(value + 16 * d) + line, _MM_HINT_T0);
+            _mm_prefetch((const char*)(value + PREFETCH_ROWS * d) + line, _MM_HINT_T0);
           }
         }
         for (size_t h = 0; h < heads; ++h) {
