@@ -23,11 +23,6 @@ namespace {
 // Most head_dim the kernel takes (MAX_HEAD_VECTORS vectors of 8 lanes).
 constexpr int64_t kMaxHeadDim = 256;
 
-bool avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
-
 // The functions of one attention shape (xlacel_decode_attention_workgroup): one workgroup per
 // (sequence, kv head). The result [N, kv_heads, group, capacity + head_dim] holds each query
 // head's probabilities (the kernel's scratch: IREE gives a dispatch no other memory) before its
@@ -77,17 +72,18 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
   Value attend(const device::DecodeAttentionOperands& in) const override {
     const std::vector<int64_t>& q = in.q.shape();
     const std::vector<int64_t>& k = in.keys.shape();
+    auto refuse = [&] {
+      return Error(fmt::format("attention kernel: cannot attend {} over keys {} and values {}",
+                               in.q.type().str(), in.keys.type().str(), in.values.type().str()));
+    };
+    if (q.size() != 4 || k.size() != 4) throw refuse();
     const int64_t n = q[0], kv_heads = q[1], group = q[2], d = q[3], capacity = k[2];
-    const bool shapes_right = q.size() == 4 && k.size() == 4 && in.values.shape() == k &&
-                              k[0] == n && k[1] == kv_heads && k[3] == d &&
-                              in.visible.shape() == std::vector<int64_t>{n};
+    const bool shapes_right = in.values.shape() == k && k[0] == n && k[1] == kv_heads &&
+                              k[3] == d && in.visible.shape() == std::vector<int64_t>{n};
     const bool types_right =
         in.q.element() == ElementType::kF32 && in.keys.element() == ElementType::kF32 &&
         in.values.element() == ElementType::kF32 && in.visible.element() == ElementType::kI32;
-    if (!shapes_right || !types_right || !handles(d, group, capacity)) {
-      throw Error(fmt::format("attention kernel: cannot attend {} over keys {} and values {}",
-                              in.q.type().str(), in.keys.type().str(), in.values.type().str()));
-    }
+    if (!shapes_right || !types_right || !handles(d, group, capacity)) throw refuse();
     const auto scale = static_cast<float>(in.scale);
     const std::string name =
         fmt::format("xlacel_decode_attention_n{}_h{}_g{}_c{}_d{}_s{:08x}", n, kv_heads, group,
@@ -114,7 +110,7 @@ std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
   }
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
-  const bool wide = avx512();
+  const bool wide = cpu_runs_avx512_kernels();
   const std::string_view bytes =
       wide ? bytes_of(kDecodeAttentionAvx512) : bytes_of(kDecodeAttentionAvx2);
   return std::make_unique<IreeCpuAttentionKernel>(

@@ -36,9 +36,7 @@ constexpr int64_t kFewRows = 16;
 // ~1.4x on 8 (SmolLM2's products, one thread); with VBMI's byte permutes, Q6_K and Q5_0 products
 // of few rows ~1.15x more than without.
 std::string_view object_bytes() {
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (!avx512) return bytes_of(kPlanarMatmulAvx2);
+  if (!cpu_runs_avx512_kernels()) return bytes_of(kPlanarMatmulAvx2);
   return __builtin_cpu_supports("avx512vbmi") ? bytes_of(kPlanarMatmulAvx512Vbmi)
                                               : bytes_of(kPlanarMatmulAvx512);
 }

@@ -18,9 +18,7 @@
 // time, with per-lane partial sums kept across groups and reduced once per output.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
-#include <immintrin.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "kernel_vectors.h"
 
 // How far ahead of the weight row in hand its planes are prefetched. Streaming the weights from
 // memory is what a product of few rows waits on; without software prefetch, one thread reads
@@ -37,14 +35,6 @@
 #define MAX_ACTIVATION_ROWS 8
 #endif
 
-#define INLINE static inline __attribute__((always_inline))
-
-// A memref as MLIR's LLVM lowering passes it: allocated and aligned pointers, offset, size and
-// stride (1-D memrefs); only the aligned pointer and the offset are used.
-#define MEMREF(type, name)                                                                        \
-  type *restrict name##_allocated, type *restrict name, size_t name##_offset, size_t name##_size, \
-      size_t name##_stride
-
 // How a weight's codes are stored (the specialisations below).
 enum CodeForm {
   BYTES_32,                  // i8, groups of 32 (Q8_0)
@@ -55,19 +45,8 @@ enum CodeForm {
   NIBBLES_HIGH2_16_CENTRED,  // nibbles and 2 high bits, less 32, groups of 16 (Q6_K)
 };
 
-// The vector width: built once for AVX2 (8 lanes) and once for AVX-512 (16 lanes); the runtime
-// links the one this CPU runs.
-#if defined(__AVX512F__)
-#define LANES 16
-typedef __m512 vec;
-#define vec_zero _mm512_setzero_ps
-#define vec_broadcast _mm512_set1_ps
-#define vec_load _mm512_loadu_ps
-#define vec_store _mm512_storeu_ps
-#define vec_add _mm512_add_ps
-#define vec_mul _mm512_mul_ps
-#define vec_fmadd _mm512_fmadd_ps
-#define vec_sum _mm512_reduce_add_ps
+// Codes widened to f32 lanes, per vector width (kernel_vectors.h).
+#if LANES == 16
 // Sixteen i8 codes as f32 lanes.
 INLINE vec widen(__m128i bytes) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
@@ -76,21 +55,6 @@ INLINE __m128i load_codes(const uint8_t* p) {
   return _mm_loadu_si128((const __m128i*)p);
 }
 #else
-#define LANES 8
-typedef __m256 vec;
-#define vec_zero _mm256_setzero_ps
-#define vec_broadcast _mm256_set1_ps
-#define vec_load _mm256_loadu_ps
-#define vec_store _mm256_storeu_ps
-#define vec_add _mm256_add_ps
-#define vec_mul _mm256_mul_ps
-#define vec_fmadd _mm256_fmadd_ps
-INLINE float vec_sum(__m256 v) {
-  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
-  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
-  return _mm_cvtss_f32(sum);
-}
 // Eight i8 codes (the low half of `bytes`) as f32 lanes.
 INLINE vec widen(__m128i bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
