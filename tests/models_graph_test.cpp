@@ -78,6 +78,44 @@ TEST(FloatFormat, HalfRoundsToNearestEven) {
   }
 }
 
+// The bulk narrowing (vectorized and threaded at load) gives float_to_half's bits for every
+// value: each finite half and the points between neighbours (ties and their neighbours),
+// subnormals, overflow, infinities, signed zeros and NaN among others in a vector, on one
+// thread and on every core.
+TEST(FloatFormat, BulkNarrowingMatchesOneByOne) {
+  std::vector<float> values;
+  for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
+    const float value =
+        std::ldexp(static_cast<float>(bits & 0x3ff) + (bits >= 0x400 ? 1024.0f : 0.0f),
+                   (bits >= 0x400 ? static_cast<int>(bits >> 10) : 1) - 25);
+    const float next = std::nextafter(value, std::numeric_limits<float>::infinity());
+    const float step =
+        bits >= 0x400 ? std::ldexp(1.0f, static_cast<int>(bits >> 10) - 25) : 0x1p-24f;
+    const float tie = value + step / 2;
+    for (float v : {value, next, tie, std::nextafter(tie, 0.0f), std::nextafter(tie, 1e9f)}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (float v : {65519.0f, 65520.0f, 1e30f, std::numeric_limits<float>::infinity(), 0x1p-26f,
+                  0x1p-149f, std::numeric_limits<float>::quiet_NaN(), -0.0f}) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  // Four times over: past the size from which the narrowing runs on every core.
+  const std::size_t once = values.size();
+  for (int copy = 0; copy < 3; ++copy)
+    values.insert(values.end(), values.begin(), values.begin() + once);
+  values.push_back(1.0f);  // a partial vector at the end
+  std::vector<uint16_t> bulk(values.size()), bf16(values.size());
+  floats_to_halves(values, bulk);
+  floats_to_bfloat16s(values, bf16);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(bulk[i], float_to_half(values[i])) << i << " " << values[i];
+    ASSERT_EQ(bf16[i], float_to_bfloat16(values[i])) << i << " " << values[i];
+  }
+}
+
 TEST(WeightLoader, ReversePermuteMatchesTransformers) {
   // transformers: w.reshape(n_head, D/2, 2, cols).swapaxes(2, 1).reshape(rows, cols); with
   // n_head 2, D 4, cols 1, rows [0..7] -> [0, 2, 1, 3, 4, 6, 5, 7].

@@ -60,7 +60,6 @@ void run_serve(const ServeCommandOptions& options) {
   }
   ModelFiles model = open_model(options.runtime.model);
   if (!engine::has_tokenizer(model)) fail(model.path(), "the model has no tokenizer to serve text");
-  engine::ModelText text(model);
   // Without --context each slot holds 1024 positions (or the model's maximum, if smaller).
   engine::EngineOptions engine_options =
       cli::engine_options(options.runtime, model, 1024, options.parallel, false);
@@ -113,7 +112,7 @@ void run_serve(const ServeCommandOptions& options) {
   });
 
   try {
-    engine = std::make_unique<engine::Engine>(std::move(model), std::move(text), engine_options);
+    engine = std::make_unique<engine::Engine>(std::move(model), engine_options);
     // Greedy requests take the argmax graphs; each batch size at the shortest attention window
     // (a longer window loads when a sequence first reaches it).
     std::vector<models::GraphOptions> argmax_graphs;

@@ -1,8 +1,56 @@
 #include "common/float16.h"
 
 #include <bit>
+#include <cstddef>
+
+#include "common/parallel_slices.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace xlacel {
+
+namespace {
+
+// Elements from which a plane is narrowed on every core rather than on the calling thread.
+constexpr std::size_t kParallelElements = std::size_t{1} << 20;
+
+template <typename Narrow>
+void narrow_all(std::span<const float> values, std::span<uint16_t> out, const Narrow& narrow) {
+  const int threads = values.size() >= kParallelElements ? hardware_threads() : 1;
+  for_each_slice(
+      threads, values.size(),
+      [&](int, std::size_t begin, std::size_t end) {
+        narrow(values.subspan(begin, end - begin), out.subspan(begin, end - begin));
+      },
+      64);
+}
+
+#if defined(__x86_64__)
+// vcvtps2ph rounds to nearest even like float_to_half, overflows to infinity and rounds
+// subnormals alike; only a NaN's bits may differ, so a vector holding one goes one by one.
+__attribute__((target("avx,f16c"))) void halves_f16c(std::span<const float> values,
+                                                     std::span<uint16_t> out) {
+  std::size_t i = 0;
+  for (; i + 8 <= values.size(); i += 8) {
+    const __m256 v = _mm256_loadu_ps(values.data() + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (std::size_t j = i; j < i + 8; ++j) out[j] = float_to_half(values[j]);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < values.size(); ++i) out[i] = float_to_half(values[i]);
+}
+#endif
+
+void halves_one_by_one(std::span<const float> values, std::span<uint16_t> out) {
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = float_to_half(values[i]);
+}
+
+}  // namespace
 
 uint16_t float_to_bfloat16(float value) {
   uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -65,6 +113,22 @@ float half_to_float(uint16_t h) {
 
 float bfloat16_to_float(uint16_t bits) {
   return std::bit_cast<float>(uint32_t{bits} << 16);
+}
+
+void floats_to_halves(std::span<const float> values, std::span<uint16_t> out) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    narrow_all(values, out, halves_f16c);
+    return;
+  }
+#endif
+  narrow_all(values, out, halves_one_by_one);
+}
+
+void floats_to_bfloat16s(std::span<const float> values, std::span<uint16_t> out) {
+  narrow_all(values, out, [](std::span<const float> part, std::span<uint16_t> to) {
+    for (std::size_t i = 0; i < part.size(); ++i) to[i] = float_to_bfloat16(part[i]);
+  });
 }
 
 }  // namespace xlacel

@@ -48,7 +48,7 @@ class Engine {
   grammar::GrammarCompiler& grammars();
 
  private:
-  void load(const EngineOptions& options);
+  void load(std::unique_ptr<device::Device> device, const EngineOptions& options);
 
   ModelFiles model_;
   std::optional<ModelText> text_;

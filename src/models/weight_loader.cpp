@@ -136,9 +136,10 @@ template <typename Allocator>
 HostTensor in_element_type(const WeightSpec& spec, std::vector<float, Allocator> values) {
   if (spec.element == ElementType::kF32) return host_tensor(spec, std::move(values));
   AlignedVector<uint16_t> narrow(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    narrow[i] = spec.element == ElementType::kBF16 ? float_to_bfloat16(values[i])
-                                                   : float_to_half(values[i]);
+  if (spec.element == ElementType::kBF16) {
+    floats_to_bfloat16s(values, narrow);
+  } else {
+    floats_to_halves(values, narrow);
   }
   return host_tensor(spec, std::move(narrow));
 }
