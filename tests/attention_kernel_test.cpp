@@ -1,8 +1,9 @@
-// The runtime's hand-written decode attention (device/attention_kernel.h), where it has one: the
-// graph's attention with it agrees with the graph's own StableHLO attention and with a
-// double-precision reference, for every kind of row the mask makes (one key, some, all of the
-// window, none), grouped and ungrouped heads, several head sizes; and a row's result does not
-// depend on the other sequences of the call, bit for bit.
+// The runtime's hand-written attention (device/attention_kernel.h), where it has one: the graph's
+// attention with it agrees with the graph's own StableHLO attention and with a double-precision
+// reference, for every kind of row the mask makes (one key, some, all of the window, none), one
+// query token per sequence (decode) and several (a prefill chunk, each token its own mask),
+// grouped and ungrouped heads, several head sizes; and a row's result does not depend on the
+// other sequences of the call, bit for bit.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -31,21 +32,22 @@ using stablehlo::TensorType;
 using stablehlo::Value;
 
 struct Shape {
-  int64_t sequences, heads, kv_heads, capacity, head_dim;
+  int64_t sequences, tokens, heads, kv_heads, capacity, head_dim;
 };
 
-// A module of the attention of one query per sequence over its cache: results with the kernel
-// and without (the graph's own), each f32 [sequences, heads * head_dim]. Arguments q, keys,
-// values, positions i32 [sequences, 1] and end i32 [sequences].
+// A module of the attention of `tokens` queries per sequence over its cache: results with the
+// kernel and without (the graph's own), each f32 [sequences * tokens, heads * head_dim].
+// Arguments q, keys, values, positions i32 [sequences, tokens] and end i32 [sequences].
 std::string attention_module(const Shape& s, const device::AttentionKernel& kernel) {
   stablehlo::Module module("attention_kernel_test");
   stablehlo::Function& f = module.add_function("main");
   const TensorType cache(ElementType::kF32, {s.sequences, s.kv_heads, s.capacity, s.head_dim});
   models::AttentionInputs in{
-      .q = f.argument("q", TensorType(ElementType::kF32, {s.sequences, 1, s.heads, s.head_dim})),
+      .q = f.argument("q",
+                      TensorType(ElementType::kF32, {s.sequences, s.tokens, s.heads, s.head_dim})),
       .k_cache = f.argument("keys", cache),
       .v_cache = f.argument("values", cache),
-      .positions = f.argument("positions", TensorType(ElementType::kI32, {s.sequences, 1})),
+      .positions = f.argument("positions", TensorType(ElementType::kI32, {s.sequences, s.tokens})),
       .key_positions = std::nullopt,
       .end = f.argument("end", TensorType(ElementType::kI32, {s.sequences})),
       .scale = 0,
@@ -58,15 +60,16 @@ std::string attention_module(const Shape& s, const device::AttentionKernel& kern
   return module.to_text();
 }
 
-// Attention in double precision: query head h of sequence n over keys [0, visible) of kv head
-// h / group (all keys with equal weights when none is visible).
+// Attention in double precision: query head h of row r (sequence r / tokens) over keys [0,
+// visible[r]) of kv head h / group (all keys with equal weights when none is visible).
 std::vector<double> reference(const Shape& s, const std::vector<float>& q,
                               const std::vector<float>& keys, const std::vector<float>& values,
                               const std::vector<int32_t>& visible) {
   const int64_t group = s.heads / s.kv_heads, d = s.head_dim;
-  std::vector<double> out(static_cast<std::size_t>(s.sequences * s.heads * d));
-  for (int64_t n = 0; n < s.sequences; ++n) {
-    const int64_t count = std::clamp<int64_t>(visible[static_cast<std::size_t>(n)], 0, s.capacity);
+  std::vector<double> out(static_cast<std::size_t>(s.sequences * s.tokens * s.heads * d));
+  for (int64_t r = 0; r < s.sequences * s.tokens; ++r) {
+    const int64_t n = r / s.tokens;
+    const int64_t count = std::clamp<int64_t>(visible[static_cast<std::size_t>(r)], 0, s.capacity);
     const int64_t used = count == 0 ? s.capacity : count;
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t cache = (n * s.kv_heads + h / group) * s.capacity * d;
@@ -74,7 +77,7 @@ std::vector<double> reference(const Shape& s, const std::vector<float>& q,
       for (int64_t c = 0; c < used; ++c) {
         double dot = 0;
         for (int64_t j = 0; j < d; ++j) {
-          dot += static_cast<double>(q[static_cast<std::size_t>((n * s.heads + h) * d + j)]) *
+          dot += static_cast<double>(q[static_cast<std::size_t>((r * s.heads + h) * d + j)]) *
                  keys[static_cast<std::size_t>(cache + c * d + j)];
         }
         scores[static_cast<std::size_t>(c)] = count == 0 ? 0 : dot / std::sqrt(double(d));
@@ -88,14 +91,14 @@ std::vector<double> reference(const Shape& s, const std::vector<float>& q,
           acc += scores[static_cast<std::size_t>(c)] / sum *
                  values[static_cast<std::size_t>(cache + c * d + j)];
         }
-        out[static_cast<std::size_t>((n * s.heads + h) * d + j)] = acc;
+        out[static_cast<std::size_t>((r * s.heads + h) * d + j)] = acc;
       }
     }
   }
   return out;
 }
 
-// Inputs of one call: one query per sequence, its cache, its position and end.
+// Inputs of one call: each sequence's queries, its cache, their positions and its end.
 struct Inputs {
   std::vector<float> q, keys, values;
   std::vector<int32_t> positions, ends;
@@ -104,7 +107,7 @@ struct Inputs {
 Inputs make_inputs(const Shape& s, const std::vector<int32_t>& positions,
                    const std::vector<int32_t>& ends) {
   Inputs in;
-  in.q.resize(static_cast<std::size_t>(s.sequences * s.heads * s.head_dim));
+  in.q.resize(static_cast<std::size_t>(s.sequences * s.tokens * s.heads * s.head_dim));
   in.keys.resize(static_cast<std::size_t>(s.sequences * s.kv_heads * s.capacity * s.head_dim));
   in.values.resize(in.keys.size());
   for (std::size_t i = 0; i < in.q.size(); ++i) in.q[i] = 2.0f * std::sin(0.37f * float(i));
@@ -112,19 +115,24 @@ Inputs make_inputs(const Shape& s, const std::vector<int32_t>& positions,
     in.keys[i] = 2.0f * std::cos(0.11f * float(i) + 0.5f);
     in.values[i] = std::sin(0.23f * float(i));
   }
-  in.positions.assign(positions.begin(), positions.begin() + s.sequences);
+  // Token t of sequence n at positions[n] + t: a chunk's consecutive positions.
+  for (int64_t n = 0; n < s.sequences; ++n) {
+    for (int64_t t = 0; t < s.tokens; ++t) {
+      in.positions.push_back(positions[static_cast<std::size_t>(n)] + static_cast<int32_t>(t));
+    }
+  }
   in.ends.assign(ends.begin(), ends.begin() + s.sequences);
   return in;
 }
 
 // The first sequence of `in` alone.
 Inputs first_sequence(const Shape& s, const Inputs& in) {
-  const auto q = static_cast<std::ptrdiff_t>(s.heads * s.head_dim);
+  const auto q = static_cast<std::ptrdiff_t>(s.tokens * s.heads * s.head_dim);
   const auto cache = static_cast<std::ptrdiff_t>(s.kv_heads * s.capacity * s.head_dim);
   return {{in.q.begin(), in.q.begin() + q},
           {in.keys.begin(), in.keys.begin() + cache},
           {in.values.begin(), in.values.begin() + cache},
-          {in.positions[0]},
+          {in.positions.begin(), in.positions.begin() + s.tokens},
           {in.ends[0]}};
 }
 
@@ -140,21 +148,22 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
 
   // The attention with the kernel and without, each f32 [sequences, heads * head_dim].
   std::pair<std::vector<float>, std::vector<float>> run(const Shape& s, const Inputs& in) {
-    const std::string name = fmt::format("attention-n{}-h{}-kv{}-c{}-d{}", s.sequences, s.heads,
-                                         s.kv_heads, s.capacity, s.head_dim);
+    const std::string name = fmt::format("attention-n{}-t{}-h{}-kv{}-c{}-d{}", s.sequences,
+                                         s.tokens, s.heads, s.kv_heads, s.capacity, s.head_dim);
     const device::GraphSource source{name, attention_module(s, *device_->attention_kernel()),
                                      "attention_kernel_test", name + ".mlir"};
     std::vector<device::GraphLoad> loads;
     auto executable = std::move(device_->load(std::span(&source, 1), loads).at(0));
     const std::vector<int64_t> cache = {s.sequences, s.kv_heads, s.capacity, s.head_dim};
     std::vector<device::BufferPtr> buffers;
-    buffers.push_back(device_->upload(std::as_bytes(std::span(in.q)), ElementType::kF32,
-                                      std::vector<int64_t>{s.sequences, 1, s.heads, s.head_dim}));
+    buffers.push_back(
+        device_->upload(std::as_bytes(std::span(in.q)), ElementType::kF32,
+                        std::vector<int64_t>{s.sequences, s.tokens, s.heads, s.head_dim}));
     buffers.push_back(device_->upload(std::as_bytes(std::span(in.keys)), ElementType::kF32, cache));
     buffers.push_back(
         device_->upload(std::as_bytes(std::span(in.values)), ElementType::kF32, cache));
     buffers.push_back(device_->upload(std::as_bytes(std::span(in.positions)), ElementType::kI32,
-                                      std::vector<int64_t>{s.sequences, 1}));
+                                      std::vector<int64_t>{s.sequences, s.tokens}));
     buffers.push_back(device_->upload(std::as_bytes(std::span(in.ends)), ElementType::kI32,
                                       std::vector<int64_t>{s.sequences}));
     std::vector<device::Buffer*> arguments;
@@ -175,32 +184,38 @@ TEST_P(AttentionOnRuntime, TheRuntimeKernelMatchesTheStableHloAttention) {
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written attention here";
   // Rows: one key visible, some (end below the position), the whole window (position past it),
   // none (end 0: the graph's fully masked row, equal weights), and 23 keys (a partial vector of
-  // scores). Grouped heads (4 and 4 query heads per kv head), ungrouped, head sizes 64, 32, 128.
-  const std::vector<Shape> shapes = {{5, 8, 2, 40, 64}, {2, 3, 3, 19, 32}, {1, 4, 1, 64, 128}};
+  // scores). One token per sequence (decode) and chunks of 7 and 3 (prefill: consecutive
+  // positions, so the rows of a chunk see 1 to 7 keys, cross the end or the window). Grouped
+  // heads (4 and 4 query heads per kv head), ungrouped, head sizes 64, 32, 128.
+  const std::vector<Shape> shapes = {{5, 1, 8, 2, 40, 64},
+                                     {2, 1, 3, 3, 19, 32},
+                                     {1, 1, 4, 1, 64, 128},
+                                     {5, 7, 8, 2, 40, 64},
+                                     {2, 3, 3, 3, 19, 32}};
   const std::vector<int32_t> positions = {0, 17, 45, 9, 22}, ends = {30, 5, 40, 0, 40};
   for (const Shape& s : shapes) {
     ASSERT_TRUE(kernel->handles(s.head_dim, s.heads / s.kv_heads, s.capacity));
     const Inputs in = make_inputs(s, positions, ends);
     const auto [by_kernel, by_graph] = run(s, in);
     std::vector<int32_t> visible(in.positions.size());
-    for (std::size_t n = 0; n < visible.size(); ++n) {
-      visible[n] = std::min(in.positions[n] + 1, in.ends[n]);
+    for (std::size_t r = 0; r < visible.size(); ++r) {
+      visible[r] = std::min(in.positions[r] + 1, in.ends[r / static_cast<std::size_t>(s.tokens)]);
     }
     const std::vector<double> want = reference(s, in.q, in.keys, in.values, visible);
     // Both run the same f32 steps summed in other orders: they agree with each other and with
     // the double-precision result to rounding (values below 1, so an absolute bound).
     for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_NEAR(by_kernel[i], want[i], 2e-6)
-          << GetParam() << " shape " << s.sequences << "x" << s.heads << " output " << i;
-      EXPECT_NEAR(by_kernel[i], by_graph[i], 4e-6)
-          << GetParam() << " shape " << s.sequences << "x" << s.heads << " output " << i;
+      EXPECT_NEAR(by_kernel[i], want[i], 2e-6) << GetParam() << " shape " << s.sequences << "x"
+                                               << s.tokens << "x" << s.heads << " output " << i;
+      EXPECT_NEAR(by_kernel[i], by_graph[i], 4e-6) << GetParam() << " shape " << s.sequences << "x"
+                                                   << s.tokens << "x" << s.heads << " output " << i;
     }
     // A sequence's result does not depend on the others of its call, bit for bit.
     if (s.sequences > 1) {
-      const Shape alone{1, s.heads, s.kv_heads, s.capacity, s.head_dim};
+      const Shape alone{1, s.tokens, s.heads, s.kv_heads, s.capacity, s.head_dim};
       const std::vector<float> first = run(alone, first_sequence(s, in)).first;
       EXPECT_EQ(std::memcmp(first.data(), by_kernel.data(), first.size() * sizeof(float)), 0)
-          << GetParam() << " shape " << s.sequences << "x" << s.heads;
+          << GetParam() << " shape " << s.sequences << "x" << s.tokens << "x" << s.heads;
     }
   }
 }

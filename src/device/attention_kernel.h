@@ -1,21 +1,22 @@
 #pragma once
-// A runtime's hand-written attention for decode (one query per sequence), which the graph emits
-// in place of its StableHLO attention (models/llama_layers.h) where the runtime provides one and
-// the attention is plain causal (no ring of key positions, soft cap or sliding window). The
-// StableHLO attention stays the reference it is tested against; the arithmetic is the same steps
-// in f32 (scores, max, exp, sum, exp / sum, times the values), summed in another order.
+// A runtime's hand-written attention (each query token over its sequence's visible keys: decode
+// and prefill chunks), which the graph emits in place of its StableHLO attention
+// (models/llama_layers.h) where the runtime provides one and the attention is plain causal (no
+// ring of key positions, soft cap or sliding window). The StableHLO attention stays the
+// reference it is tested against; the arithmetic is the same steps in f32 (scores, max, exp,
+// sum, exp / sum, times the values), summed in another order.
 #include <cstdint>
 
 #include "stablehlo/function.h"
 
 namespace xlacel::device {
 
-struct DecodeAttentionOperands {
-  stablehlo::Value q;       // f32 [N, kv_heads, group, head_dim]: head kv * group + g
+struct KernelAttentionOperands {
+  stablehlo::Value q;       // f32 [N, kv_heads, tokens, group, head_dim]: head kv * group + g
   stablehlo::Value keys;    // f32 [N, kv_heads, capacity, head_dim]
   stablehlo::Value values;  // as keys
-  // i32 [N]: keys [0, visible) of each sequence are attended; none (<= 0) gives every key the
-  // same weight, as the graph's fully masked row does.
+  // i32 [N, tokens]: keys [0, visible) of its sequence are attended by each token; none (<= 0)
+  // gives every key the same weight, as the graph's fully masked row does.
   stablehlo::Value visible;
   double scale = 1;  // scores are q.k times this
 };
@@ -26,9 +27,9 @@ class AttentionKernel {
 
   // Whether it takes heads of `head_dim`, `group` query heads per kv head and `capacity` keys.
   virtual bool handles(int64_t head_dim, int64_t group, int64_t capacity) const = 0;
-  // -> f32 [N, kv_heads, group, head_dim]. The values belong to a function of a
+  // -> f32 [N, kv_heads, tokens, group, head_dim]. The values belong to a function of a
   // stablehlo::Module, which receives what the emitted op refers to.
-  virtual stablehlo::Value attend(const DecodeAttentionOperands& operands) const = 0;
+  virtual stablehlo::Value attend(const KernelAttentionOperands& operands) const = 0;
 };
 
 }  // namespace xlacel::device

@@ -78,8 +78,8 @@ struct GraphOptions {
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.
   const device::PlanarKernel* planar_kernel = nullptr;
-  // The runtime's hand-written decode attention, used where it takes the attention (one query
-  // per sequence, plain causal mask, f32 cache); not part of the graph's name.
+  // The runtime's hand-written attention, used where it takes the attention (plain causal mask,
+  // f32 cache: decode and prefill); not part of the graph's name.
   const device::AttentionKernel* attention_kernel = nullptr;
   // Devices the graph is partitioned over (models/tensor_parallel.h): above 1, its arguments and
   // results carry sdy.sharding attributes over a mesh axis "tp" of this size.

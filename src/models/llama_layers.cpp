@@ -141,25 +141,23 @@ namespace {
 std::optional<Value> kernel_attention(const AttentionInputs& in) {
   const std::vector<int64_t>& q_shape = in.q.shape();  // [N, T, H, D]
   const std::vector<int64_t>& k_shape = in.k_cache.shape();
-  if (in.kernel == nullptr || q_shape[1] != 1 || in.key_positions || in.softcap ||
-      in.sliding_window || in.q.element() != ElementType::kF32 ||
-      in.k_cache.element() != ElementType::kF32 || in.v_cache.element() != ElementType::kF32) {
+  if (in.kernel == nullptr || in.key_positions || in.softcap || in.sliding_window ||
+      in.q.element() != ElementType::kF32 || in.k_cache.element() != ElementType::kF32 ||
+      in.v_cache.element() != ElementType::kF32) {
     return std::nullopt;
   }
-  const int64_t n = q_shape[0], heads = q_shape[2], d = q_shape[3];
+  const int64_t n = q_shape[0], tokens = q_shape[1], heads = q_shape[2], d = q_shape[3];
   const int64_t kv_heads = k_shape[1], capacity = k_shape[2], group = heads / kv_heads;
   if (!in.kernel->handles(d, group, capacity)) return std::nullopt;
   // Key c is visible to the query at position p when c <= p (and c < end): keys [0, p + 1).
-  Value positions = reshape(in.positions, {n});
-  Value visible = positions + constant(positions.block(), positions.type(), 1.0);
-  if (in.end) visible = minimum(visible, *in.end);
+  Value visible = in.positions + constant(in.positions.block(), in.positions.type(), 1.0);
+  if (in.end) visible = minimum(visible, broadcast_like(*in.end, {n, tokens}, {0}));
   const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
-  Value out = in.kernel->attend({.q = reshape(in.q, {n, kv_heads, group, d}),
-                                 .keys = in.k_cache,
-                                 .values = in.v_cache,
-                                 .visible = visible,
-                                 .scale = scale});
-  return reshape(out, {n, heads * d});
+  // [N, T, H, D] -> [N, Hkv, T, G, D]: head h = kv * G + g (repeat_kv's order), and back.
+  Value q = transpose(reshape(in.q, {n, tokens, kv_heads, group, d}), {0, 2, 1, 3, 4});
+  Value out = in.kernel->attend(
+      {.q = q, .keys = in.k_cache, .values = in.v_cache, .visible = visible, .scale = scale});
+  return reshape(transpose(out, {0, 2, 1, 3, 4}), {n * tokens, heads * d});
 }
 
 }  // namespace

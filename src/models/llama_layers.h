@@ -45,7 +45,8 @@ struct AttentionInputs {
   double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
   std::optional<double> softcap;  // scores = cap * tanh(scores / cap) before the mask
   std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
-  // The runtime's decode attention (GraphOptions::attention_kernel), used where it takes these.
+  // The runtime's hand-written attention (GraphOptions::attention_kernel), used where it takes
+  // these.
   const device::AttentionKernel* kernel = nullptr;
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head

@@ -1,18 +1,22 @@
-// Attention of one query token per sequence (decode) over its keys, linked into IREE's llvm-cpu
-// executables as an external object like planar_matmul.c. The graph's StableHLO attention
-// (models/llama_layers.cpp) is the reference this is tested against: the same steps in f32 —
-// scores q.k times the scale, their maximum, exp(score - max), their sum, each exp divided by
-// the sum, then the probabilities times the values — only summed in another order. This exists
-// because llvm-cpu streams the keys at ~17 GB/s for a 4-query GQA group (1B shape, 1024 keys:
-// 122 us per layer for q.k, 62 for p.v), about a third of what a pass over them can read.
+// Attention of each query token over its sequence's keys (decode's one token per sequence, and
+// each token of a prefill chunk), linked into IREE's llvm-cpu executables as an external object
+// like planar_matmul.c. The graph's StableHLO attention (models/llama_layers.cpp) is the
+// reference this is tested against: the same steps in f32 — scores q.k times the scale, their
+// maximum, exp(score - max), their sum, each exp divided by the sum, then the probabilities
+// times the values — only summed in another order. This exists because llvm-cpu streams the keys
+// at ~17 GB/s for a 4-query GQA group (1B shape, 1024 keys: 122 us per layer for q.k, 62 for
+// p.v), about a third of what a pass over them can read, and attends over the whole window.
 //
-// One workgroup per (sequence, kv head): it reads that head's visible keys once for all the
-// query heads that share them, and their values once. Same shape, 601 keys visible: 67-74 us per
-// layer in place of llvm-cpu's ~195 (q.k, softmax, p.v), 1B Q4_K_M decode after a 512-token
-// prompt ~+6% (IREE HAL profile and alternating runs: docs/ARCHITECTURE.md). Reading the keys
-// from memory is what it waits on: a version that took each query head's 16-key blocks in turn
-// (the block from the first-level cache for the others) ran twice as fast in cache and 1.4x
-// slower here (101 us), its reads bunched apart from its arithmetic.
+// One workgroup per (sequence, kv head, token): it reads that head's keys visible to the token
+// once for all the query heads that share them, and their values once. Decode, same shape, 601
+// keys visible: 67-74 us per layer in place of llvm-cpu's ~195 (q.k, softmax, p.v), 1B Q4_K_M
+// decode after a 512-token prompt ~+6% (IREE HAL profile and alternating runs:
+// docs/ARCHITECTURE.md). Reading the keys from memory is what it waits on: a version that took
+// each query head's 16-key blocks in turn (the block from the first-level cache for the others)
+// ran twice as fast in cache and 1.4x slower here (101 us), its reads bunched apart from its
+// arithmetic. A prefill chunk's tokens read the same keys one after another, from the
+// second-level cache, and skip the keys past their own: SmolLM2 Q4_1 (3 kv heads) pp2048 639-641
+// -> 732-782 tok/s, pp512 1000-1038 -> 1133-1151.
 //
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
 #include "kernel_vectors.h"
@@ -92,10 +96,10 @@ INLINE vec sum16(const vec v[16]) {
 // Query heads whose p.v accumulators a pass over the values keeps in registers.
 #define HEADS_PER_PASS 4
 
-// The attention of one (sequence, kv head): q [group, d] (the query heads that read this kv
-// head), keys and values [capacity, d], `visible` keys from the first (0: none, which the graph
-// turns into equal weights over all `capacity`, as exp(lowest - lowest) = 1 gives). Writes each
-// query head's probabilities [capacity] (the first `visible`) then its output [d] to
+// The attention of one (sequence, kv head, token): q [group, d] (the token's query heads that
+// read this kv head), keys and values [capacity, d], `visible` keys from the first (0: none, which
+// the graph turns into equal weights over all `capacity`, as exp(lowest - lowest) = 1 gives).
+// Writes each query head's probabilities [capacity] (the first `visible`) then its output [d] to
 // out [group, capacity + d].
 INLINE void attend(const float* q, const float* keys, const float* values, size_t visible,
                    size_t group, size_t capacity, size_t d, float scale, float* out) {
@@ -214,14 +218,15 @@ INLINE void attend(const float* q, const float* keys, const float* values, size_
   }
 }
 
-// q [n, kv_heads, group, d], keys and values [n, kv_heads, capacity, d], visible i32 [n] (keys
-// [0, visible) of each sequence count; 0: none) -> out [n, kv_heads, group, capacity + d], for
-// workgroup = sequence * kv_heads + kv head. `scale_bits`: the f32 scale's bits. d is a multiple
-// of LANES, at most MAX_HEAD_VECTORS of them.
+// q [n, kv_heads, tokens, group, d], keys and values [n, kv_heads, capacity, d], visible i32
+// [n, tokens] (keys [0, visible) of the sequence count for the token; 0: none) -> out [n,
+// kv_heads, tokens, group, capacity + d], for workgroup = (sequence * kv_heads + kv head) * tokens
+// + token. `scale_bits`: the f32 scale's bits. d is a multiple of LANES, at most
+// MAX_HEAD_VECTORS of them.
 void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const float, keys),
                                        MEMREF(const float, values), MEMREF(const int32_t, visible),
-                                       MEMREF(float, out), size_t kv_heads, size_t group,
-                                       size_t capacity, size_t d, size_t scale_bits,
+                                       MEMREF(float, out), size_t kv_heads, size_t tokens,
+                                       size_t group, size_t capacity, size_t d, size_t scale_bits,
                                        size_t workgroup) {
   (void)q_allocated, (void)q_size, (void)q_stride;
   (void)keys_allocated, (void)keys_size, (void)keys_stride;
@@ -232,10 +237,11 @@ void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const floa
   const uint32_t bits = (uint32_t)scale_bits;
   float scale;
   __builtin_memcpy(&scale, &bits, 4);
-  const size_t sequence = workgroup / kv_heads;
-  const int32_t count = visible[visible_offset + sequence];
+  const size_t head = workgroup / tokens;  // sequence * kv_heads + kv head
+  const size_t token = workgroup % tokens;
+  const int32_t count = visible[visible_offset + head / kv_heads * tokens + token];
   const size_t keys_visible = count <= 0 ? 0 : (size_t)count > capacity ? capacity : (size_t)count;
-  const size_t cache = workgroup * capacity * d;
+  const size_t cache = head * capacity * d;
   q += q_offset + workgroup * group * d;
   keys += keys_offset + cache;
   values += values_offset + cache;
