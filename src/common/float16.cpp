@@ -13,14 +13,17 @@ namespace xlacel {
 
 namespace {
 
-// Elements from which a plane is narrowed on every core rather than on the calling thread.
-constexpr std::size_t kParallelElements = std::size_t{1} << 20;
+// Narrows `values` into `out` one value at a time with Narrow.
+template <uint16_t (*Narrow)(float)>
+void one_by_one(std::span<const float> values, std::span<uint16_t> out) {
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = Narrow(values[i]);
+}
 
+// narrow(values, out) on each thread's slice, on every core for a large plane.
 template <typename Narrow>
 void narrow_all(std::span<const float> values, std::span<uint16_t> out, const Narrow& narrow) {
-  const int threads = values.size() >= kParallelElements ? hardware_threads() : 1;
   for_each_slice(
-      threads, values.size(),
+      load_pass_threads(values.size()), values.size(),
       [&](int, std::size_t begin, std::size_t end) {
         narrow(values.subspan(begin, end - begin), out.subspan(begin, end - begin));
       },
@@ -36,19 +39,15 @@ __attribute__((target("avx,f16c"))) void halves_f16c(std::span<const float> valu
   for (; i + 8 <= values.size(); i += 8) {
     const __m256 v = _mm256_loadu_ps(values.data() + i);
     if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
-      for (std::size_t j = i; j < i + 8; ++j) out[j] = float_to_half(values[j]);
+      one_by_one<float_to_half>(values.subspan(i, 8), out.subspan(i, 8));
       continue;
     }
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i),
                      _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
-  for (; i < values.size(); ++i) out[i] = float_to_half(values[i]);
+  one_by_one<float_to_half>(values.subspan(i), out.subspan(i));
 }
 #endif
-
-void halves_one_by_one(std::span<const float> values, std::span<uint16_t> out) {
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = float_to_half(values[i]);
-}
 
 }  // namespace
 
@@ -122,13 +121,11 @@ void floats_to_halves(std::span<const float> values, std::span<uint16_t> out) {
     return;
   }
 #endif
-  narrow_all(values, out, halves_one_by_one);
+  narrow_all(values, out, one_by_one<float_to_half>);
 }
 
 void floats_to_bfloat16s(std::span<const float> values, std::span<uint16_t> out) {
-  narrow_all(values, out, [](std::span<const float> part, std::span<uint16_t> to) {
-    for (std::size_t i = 0; i < part.size(); ++i) to[i] = float_to_bfloat16(part[i]);
-  });
+  narrow_all(values, out, one_by_one<float_to_bfloat16>);
 }
 
 }  // namespace xlacel

@@ -213,12 +213,6 @@ bool with_block_fn(DType dtype, const Visit& visit) {
   }
 }
 
-// Threads converting a tensor of `elements`: the machine's for the large ones (a 1B model's
-// weights convert ~2x faster at load on 2 cores), one for small tensors.
-int conversion_threads(std::size_t elements) {
-  return elements >= (std::size_t{1} << 20) ? hardware_threads() : 1;
-}
-
 // Where element i's high bits (`bits` of them) lie in the high-bits plane: its byte, and the
 // shift within it (planar_blocks.h).
 std::pair<std::size_t, unsigned> high_bits_at(std::size_t i, int bits) {
@@ -355,10 +349,9 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
     }
   }
   const std::size_t blocks = (elements + block_elements - 1) / block_elements;
-  for_each_slice(conversion_threads(elements), blocks,
-                 [&](int, std::size_t begin, std::size_t end) {
-                   convert_blocks(dtype, in, begin, end, planar);
-                 });
+  for_each_slice(load_pass_threads(elements), blocks, [&](int, std::size_t begin, std::size_t end) {
+    convert_blocks(dtype, in, begin, end, planar);
+  });
   return planar;
 }
 
