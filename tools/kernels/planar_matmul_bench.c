@@ -5,7 +5,8 @@
 // (equal hashes across kernel versions: the same bits). Built and run by planar_matmul_bench (next
 // to this file), which also builds a second version of the kernel to compare against.
 //
-//   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0)
+//   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0, or
+//                                               bf16 f16: xlacel_wide_matmul_workgroup)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,11 @@ int main(int argc, char** argv) {
   const size_t rows = strtoul(argv[4], NULL, 10), reps = strtoul(argv[5], NULL, 10);
   size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16;
   ptrdiff_t bias = 0;
-  if (!strcmp(format, "q4_0")) {
+  // 16-bit float weights (the wide product): 1 for bf16, 0 for f16, -1 for the planar formats.
+  const int wide_bf16 = !strcmp(format, "bf16") ? 1 : !strcmp(format, "f16") ? 0 : -1;
+  if (wide_bf16 >= 0) {
+    code_bits = 8;  // unused: the planes below stay small
+  } else if (!strcmp(format, "q4_0")) {
     bias = -8;
   } else if (!strcmp(format, "q4_1")) {
     has_offsets = 1;
@@ -53,7 +58,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "unknown format %s\n", format);
     return 2;
   }
-  const size_t code_bytes = code_bits == 8 ? n * k : n * k / 2;
+  const size_t code_bytes = wide_bf16 >= 0 ? n * k * 2 : code_bits == 8 ? n * k : n * k / 2;
   const size_t high_bytes = code_bits == 5 || code_bits == 6 ? n * k * (code_bits - 4) / 8 : 0;
   const size_t groups = n * k / group, scale_width = scale_bits / 8, supers = n * k / 256;
   uint8_t* codes = aligned_alloc(64, code_bytes + 64);
@@ -66,6 +71,14 @@ int main(int argc, char** argv) {
   float* y = aligned_alloc(64, rows * n * 4 + 64);
   srand(1);
   for (size_t i = 0; i < code_bytes; ++i) codes[i] = (uint8_t)rand();
+  if (wide_bf16 >= 0) {  // finite values in [-1, 1]: a float's top half (bf16) or a half
+    for (size_t i = 0; i < n * k; ++i) {
+      const float f = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+      uint32_t bits;
+      memcpy(&bits, &f, 4);
+      ((uint16_t*)codes)[i] = wide_bf16 ? (uint16_t)(bits >> 16) : half(f);
+    }
+  }
   for (size_t i = 0; i < high_bytes; ++i) highs[i] = (uint8_t)rand();
   for (size_t g = 0; g < groups; ++g) {
     if (scale_width == 1) {
@@ -94,6 +107,12 @@ int main(int argc, char** argv) {
   for (size_t r = 0; r < reps; ++r) {
     const double start = now();
     for (size_t w = 0; w < workgroups; ++w) {
+      if (wide_bf16 >= 0) {
+        xlacel_wide_matmul_workgroup((const uint16_t*)codes, (const uint16_t*)codes, 0, 0, 0, x, x,
+                                     0, 0, 0, y, y, 0, 0, 0, rows, n, k, (size_t)wide_bf16,
+                                     rows_per_workgroup, w);
+        continue;
+      }
       xlacel_planar_matmul_workgroup(codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales,
                                      0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
                                      0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
@@ -111,7 +130,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows * n * sizeof(float); ++i) {
     hash = (hash ^ ((const uint8_t*)y)[i]) * 1099511628211ull;
   }
-  const double bytes = (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
+  const double bytes =
+      wide_bf16 >= 0 ? (double)code_bytes
+                     : (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
                                 (scale_width == 1 ? supers * 2 * (1 + has_offsets) : 0));
   printf(
       "%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  checksum %.6g  bits "

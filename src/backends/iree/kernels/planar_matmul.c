@@ -840,11 +840,24 @@ INLINE vec load_wide(const uint16_t* p, int bf16) {
 }
 #endif
 
+// How far ahead of the 16-bit weights in hand one activation row's product prefetches them, a
+// line at a time. The hardware prefetcher alone keeps up while x stays in the first-level cache,
+// but a row of 8192 columns or more needs 32 KiB of x, which the streamed weights then push out:
+// one thread from memory (tools/kernels/planar_matmul_bench, the same bits) bf16 16384x8192
+// 24-25 -> 32-34 GB/s, f16 23-24 -> 27-28, 8192x14336 19.5 -> 24.6, 2048 and 4096 columns the
+// same; 1B BF16 decode's down projections (2048x8192) read at 0.96-1.14 of its gate/up products'
+// rate instead of 0.89-0.95 (IREE HAL profile, 3 alternating runs). 1024, 2048 and 8192 bytes
+// ahead gained less, 16384 nothing.
+#define WIDE_PREFETCH_BYTES 4096
+
 // One activation row, four accumulators (k a multiple of LANES).
 INLINE float wide_row_times_one(const uint16_t* w, const float* x, size_t k, int bf16) {
   vec acc[4] = {vec_zero(), vec_zero(), vec_zero(), vec_zero()};
   size_t i = 0;
   for (; i + 4 * LANES <= k; i += 4 * LANES) {
+    for (size_t line = 0; line < 4 * LANES * sizeof(uint16_t); line += 64) {
+      _mm_prefetch((const char*)(w + i) + WIDE_PREFETCH_BYTES + line, _MM_HINT_T0);
+    }
     for (size_t u = 0; u < 4; ++u) {
       acc[u] = vec_fmadd(load_wide(w + i + u * LANES, bf16), vec_load(x + i + u * LANES), acc[u]);
     }
@@ -864,9 +877,9 @@ INLINE void wide_row_times_many(const uint16_t* w, const float* x, size_t k, siz
   for (size_t t = 0; t < rows; ++t) out[t * out_stride] = vec_sum(acc[t]);
 }
 
-// No software prefetch here: the weight is one stream, which the hardware prefetcher follows
-// better than a row's worth of prefetches issued at once (one thread, bf16, no prefetch against
-// 1536 bytes ahead: 8192x2048 21-22 against 12.5-17 GB/s, 32768x2048 19-20 against 12-13).
+// Several rows of x: no software prefetch (one row's product prefetches a line at a time, above);
+// a row's worth of prefetches issued at once measured slower than none (one thread, bf16, 1536
+// bytes ahead: 8192x2048 21-22 against 12.5-17 GB/s, 32768x2048 19-20 against 12-13).
 #define SPECIALISE_WIDE(ROWS, BF16)                                                               \
   static void wide_rows##ROWS##_bf16##BF16(const uint16_t* w, const float* x, float* y, size_t n, \
                                            size_t k, size_t first, size_t last) {                 \
