@@ -176,48 +176,67 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
     return {by_kernel, by_graph};
   }
 
+  // Each shape's attention with the kernel against the graph's and the double-precision result;
+  // sequence n's tokens start at positions[n] and see keys below ends[n].
+  void check(const std::vector<Shape>& shapes, const std::vector<int32_t>& positions,
+             const std::vector<int32_t>& ends) {
+    const device::AttentionKernel& kernel = *device_->attention_kernel();
+    for (const Shape& s : shapes) {
+      ASSERT_TRUE(kernel.handles(s.head_dim, s.heads / s.kv_heads, s.capacity));
+      const Inputs in = make_inputs(s, positions, ends);
+      const auto [by_kernel, by_graph] = run(s, in);
+      std::vector<int32_t> visible(in.positions.size());
+      for (std::size_t r = 0; r < visible.size(); ++r) {
+        visible[r] = std::min(in.positions[r] + 1, in.ends[r / static_cast<std::size_t>(s.tokens)]);
+      }
+      const std::vector<double> want = reference(s, in.q, in.keys, in.values, visible);
+      const std::string label = fmt::format("{} shape {}x{}x{} capacity {}", GetParam(),
+                                            s.sequences, s.tokens, s.heads, s.capacity);
+      // Both run the same f32 steps summed in other orders: they agree with each other and with
+      // the double-precision result to rounding (values below 1, so an absolute bound).
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(by_kernel[i], want[i], 2e-6) << label << " output " << i;
+        EXPECT_NEAR(by_kernel[i], by_graph[i], 4e-6) << label << " output " << i;
+      }
+      // A sequence's result does not depend on the others of its call, bit for bit.
+      if (s.sequences > 1) {
+        const Shape alone{1, s.tokens, s.heads, s.kv_heads, s.capacity, s.head_dim};
+        const std::vector<float> first = run(alone, first_sequence(s, in)).first;
+        EXPECT_EQ(std::memcmp(first.data(), by_kernel.data(), first.size() * sizeof(float)), 0)
+            << label;
+      }
+    }
+  }
+
   std::unique_ptr<device::Device> device_;
 };
 
 TEST_P(AttentionOnRuntime, TheRuntimeKernelMatchesTheStableHloAttention) {
-  const device::AttentionKernel* kernel = device_->attention_kernel();
-  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written attention here";
+  if (device_->attention_kernel() == nullptr) {
+    GTEST_SKIP() << GetParam() << " has no hand-written attention here";
+  }
   // Rows: one key visible, some (end below the position), the whole window (position past it),
   // none (end 0: the graph's fully masked row, equal weights), and 23 keys (a partial vector of
   // scores). One token per sequence (decode) and chunks of 7 and 3 (prefill: consecutive
   // positions, so the rows of a chunk see 1 to 7 keys, cross the end or the window). Grouped
   // heads (4 and 4 query heads per kv head), ungrouped, head sizes 64, 32, 128.
-  const std::vector<Shape> shapes = {{5, 1, 8, 2, 40, 64},
-                                     {2, 1, 3, 3, 19, 32},
-                                     {1, 1, 4, 1, 64, 128},
-                                     {5, 7, 8, 2, 40, 64},
-                                     {2, 3, 3, 3, 19, 32}};
-  const std::vector<int32_t> positions = {0, 17, 45, 9, 22}, ends = {30, 5, 40, 0, 40};
-  for (const Shape& s : shapes) {
-    ASSERT_TRUE(kernel->handles(s.head_dim, s.heads / s.kv_heads, s.capacity));
-    const Inputs in = make_inputs(s, positions, ends);
-    const auto [by_kernel, by_graph] = run(s, in);
-    std::vector<int32_t> visible(in.positions.size());
-    for (std::size_t r = 0; r < visible.size(); ++r) {
-      visible[r] = std::min(in.positions[r] + 1, in.ends[r / static_cast<std::size_t>(s.tokens)]);
-    }
-    const std::vector<double> want = reference(s, in.q, in.keys, in.values, visible);
-    // Both run the same f32 steps summed in other orders: they agree with each other and with
-    // the double-precision result to rounding (values below 1, so an absolute bound).
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_NEAR(by_kernel[i], want[i], 2e-6) << GetParam() << " shape " << s.sequences << "x"
-                                               << s.tokens << "x" << s.heads << " output " << i;
-      EXPECT_NEAR(by_kernel[i], by_graph[i], 4e-6) << GetParam() << " shape " << s.sequences << "x"
-                                                   << s.tokens << "x" << s.heads << " output " << i;
-    }
-    // A sequence's result does not depend on the others of its call, bit for bit.
-    if (s.sequences > 1) {
-      const Shape alone{1, s.tokens, s.heads, s.kv_heads, s.capacity, s.head_dim};
-      const std::vector<float> first = run(alone, first_sequence(s, in)).first;
-      EXPECT_EQ(std::memcmp(first.data(), by_kernel.data(), first.size() * sizeof(float)), 0)
-          << GetParam() << " shape " << s.sequences << "x" << s.tokens << "x" << s.heads;
-    }
+  check({{5, 1, 8, 2, 40, 64},
+         {2, 1, 3, 3, 19, 32},
+         {1, 1, 4, 1, 64, 128},
+         {5, 7, 8, 2, 40, 64},
+         {2, 3, 3, 3, 19, 32}},
+        {0, 17, 45, 9, 22}, {30, 5, 40, 0, 40});
+}
+
+TEST_P(AttentionOnRuntime, ADecodeSplitOverItsKeysMatchesTheStableHloAttention) {
+  if (device_->attention_kernel() == nullptr) {
+    GTEST_SKIP() << GetParam() << " has no hand-written attention here";
   }
+  // Caches of 1024 keys or more with kv heads that 2 workers cannot share evenly (3, and 1):
+  // the decode kernel splits each (sequence, kv head)'s keys and the graph combines the parts.
+  // Rows: 1031 keys visible (parts of whole 16-key blocks), 601, and none (equal weights over
+  // all 1040, split too).
+  check({{3, 1, 6, 3, 1040, 64}, {1, 1, 4, 1, 1030, 128}}, {1030, 600, 17}, {1040, 1040, 0});
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, AttentionOnRuntime,

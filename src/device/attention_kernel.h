@@ -4,7 +4,8 @@
 // (models/llama_layers.h) where the runtime provides one and the attention is plain causal (no
 // ring of key positions, soft cap or sliding window). The StableHLO attention stays the
 // reference it is tested against; the arithmetic is the same steps in f32 (scores, max, exp,
-// sum, exp / sum, times the values), summed in another order.
+// sum, exp / sum, times the values), summed in another order (a runtime may split a long
+// decode's keys into parts and combine their sums: the same softmax, divided once per output).
 #include <cstdint>
 
 #include "stablehlo/function.h"

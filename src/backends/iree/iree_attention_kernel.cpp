@@ -2,15 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 #include <cstdlib>
+#include <numeric>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "backends/iree/decode_attention_avx2.h"
 #include "backends/iree/decode_attention_avx512.h"
 #include "backends/iree/iree_custom_dispatch.h"
 #include "common/error.h"
 #include "stablehlo/data_movement.h"
+#include "stablehlo/elementwise.h"
+#include "stablehlo/reduce.h"
 
 namespace xlacel::backends {
 
@@ -23,24 +29,31 @@ namespace {
 // Most head_dim the kernel takes (MAX_HEAD_VECTORS vectors of 8 lanes).
 constexpr int64_t kMaxHeadDim = 256;
 
-// The functions of one attention shape (xlacel_decode_attention_workgroup): one workgroup per
-// (sequence, kv head, token). The result [N, kv_heads, tokens, group, capacity + head_dim] holds
-// each query head's probabilities (the kernel's scratch: IREE gives a dispatch no other memory)
-// before its output.
-std::string attention_functions(const std::string& name, int64_t n, int64_t kv_heads,
-                                int64_t tokens, int64_t group, int64_t capacity, int64_t d,
-                                float scale) {
+// A kernel entry point's arguments after its five bindings: index constants, named, in order
+// (the workgroup id follows them).
+using IndexArguments = std::vector<std::pair<std::string, int64_t>>;
+
+// The functions of one attention dispatch: `entry` (of kernels/decode_attention.c) called with
+// the bindings q, keys, values, visible and out (f32 but visible i32, of `sizes` elements each,
+// keys' size for the values), `arguments` and the workgroup id.
+std::string attention_functions(const std::string& name, const std::string& entry,
+                                const IndexArguments& arguments,
+                                const std::array<int64_t, 4>& sizes) {
+  std::string indices, constants, passed;
+  for (const auto& [argument, value] : arguments) {
+    indices += ", index";
+    constants += fmt::format("      %{} = arith.constant {} : index\n", argument, value);
+    passed += fmt::format(", %{}", argument);
+  }
+  const std::string types =
+      "memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xi32>, "
+      "memref<?xf32>" +
+      indices + ", index";
   return fmt::format(
-      R"(      func.func private @xlacel_decode_attention_workgroup(memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xi32>, memref<?xf32>, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+      R"(      func.func private @{entry}({types}) attributes {{hal.import.static}}
       func.func @{name}(%q: !stream.binding, %keys: !stream.binding, %values: !stream.binding, %visible: !stream.binding, %out: !stream.binding) {{
       %c0 = arith.constant 0 : index
-      %kv_heads = arith.constant {kv_heads} : index
-      %tokens = arith.constant {tokens} : index
-      %group = arith.constant {group} : index
-      %capacity = arith.constant {capacity} : index
-      %d = arith.constant {d} : index
-      %scale_bits = arith.constant {scale_bits} : index
-      %nq = arith.constant {nq} : index
+{constants}      %nq = arith.constant {nq} : index
       %nk = arith.constant {nk} : index
       %nc = arith.constant {nc} : index
       %no = arith.constant {no} : index
@@ -50,22 +63,48 @@ std::string attention_functions(const std::string& name, int64_t n, int64_t kv_h
       %mv = stream.binding.subspan %values[%c0] : !stream.binding -> memref<?xf32>{{%nk}}
       %mc = stream.binding.subspan %visible[%c0] : !stream.binding -> memref<?xi32>{{%nc}}
       %mo = stream.binding.subspan %out[%c0] : !stream.binding -> memref<?xf32>{{%no}}
-      func.call @xlacel_decode_attention_workgroup(%mq, %mk, %mv, %mc, %mo, %kv_heads, %tokens, %group, %capacity, %d, %scale_bits, %workgroup) : (memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xi32>, memref<?xf32>, index, index, index, index, index, index, index) -> ()
+      func.call @{entry}(%mq, %mk, %mv, %mc, %mo{passed}, %workgroup) : ({types}) -> ()
       return
       }}
 )",
-      fmt::arg("name", name), fmt::arg("kv_heads", kv_heads), fmt::arg("tokens", tokens),
-      fmt::arg("group", group), fmt::arg("capacity", capacity), fmt::arg("d", d),
-      fmt::arg("scale_bits", std::bit_cast<uint32_t>(scale)),
-      fmt::arg("nq", n * kv_heads * tokens * group * d),
-      fmt::arg("nk", n * kv_heads * capacity * d), fmt::arg("nc", n * tokens),
-      fmt::arg("no", n * kv_heads * tokens * group * (capacity + d)));
+      fmt::arg("entry", entry), fmt::arg("types", types), fmt::arg("name", name),
+      fmt::arg("constants", constants), fmt::arg("passed", passed), fmt::arg("nq", sizes[0]),
+      fmt::arg("nk", sizes[1]), fmt::arg("nc", sizes[2]), fmt::arg("no", sizes[3]));
 }
+
+// The parts' results [N, kv_heads, parts, group, share + d + 2] as the attention over all keys,
+// [N, kv_heads, 1, group, d]: softmax's sums of each part rescaled from its own maximum score to
+// the maximum over all parts, exp(max_part - max), then added and divided.
+Value combine_parts(Value parts_out, int64_t share, int64_t d) {
+  const std::vector<int64_t> shape = parts_out.shape();
+  const int64_t n = shape[0], kv_heads = shape[1], parts = shape[2], group = shape[3];
+  const Value sums = slice(parts_out, {0, 0, 0, 0, share}, {n, kv_heads, parts, group, share + d});
+  const Value maxes =
+      reshape(slice(parts_out, {0, 0, 0, 0, share + d}, {n, kv_heads, parts, group, share + d + 1}),
+              {n, kv_heads, parts, group});
+  const Value weights = reshape(
+      slice(parts_out, {0, 0, 0, 0, share + d + 1}, {n, kv_heads, parts, group, share + d + 2}),
+      {n, kv_heads, parts, group});
+  const std::vector<int64_t> per_part = {n, kv_heads, parts, group};
+  const Value max = broadcast_in_dim(reduce_max(maxes, {2}), per_part, {0, 1, 3});
+  const Value rescale = exponential(maxes - max);          // 0 for a part without keys
+  const Value total = reduce_sum(weights * rescale, {2});  // [N, kv_heads, group]
+  const Value summed = reduce_sum(
+      sums * broadcast_in_dim(rescale, {n, kv_heads, parts, group, d}, {0, 1, 2, 3}), {2});
+  const Value out = summed / broadcast_in_dim(total, {n, kv_heads, group, d}, {0, 1, 2});
+  return reshape(out, {n, kv_heads, 1, group, d});
+}
+
+// Fewest keys (the cache's capacity) for which a decode attention splits its keys (parts()).
+// SmolLM2 (3 kv heads) on 2 threads, alternating runs: capacity 2048, 1900 keys visible, decode
+// 144-150 -> 176-180 tok/s; 16 keys visible, no slower; capacity 512, 400 keys, the same (5
+// rounds): the parts' combination costs about what the balance gains there.
+constexpr int64_t kSplitMinKeys = 1024;
 
 class IreeCpuAttentionKernel final : public device::AttentionKernel {
  public:
-  IreeCpuAttentionKernel(std::filesystem::path object, int64_t lanes)
-      : object_(std::move(object)), lanes_(lanes) {}
+  IreeCpuAttentionKernel(std::filesystem::path object, int64_t lanes, int workers)
+      : object_(std::move(object)), lanes_(lanes), workers_(std::max(1, workers)) {}
 
   bool handles(int64_t head_dim, int64_t group, int64_t capacity) const override {
     return head_dim > 0 && head_dim % lanes_ == 0 && head_dim <= kMaxHeadDim && group >= 1 &&
@@ -89,26 +128,68 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
         in.values.element() == ElementType::kF32 && in.visible.element() == ElementType::kI32;
     if (!shapes_right || !types_right || !handles(d, group, capacity)) throw refuse();
     const auto scale = static_cast<float>(in.scale);
+    if (const int64_t split = parts(kv_heads, tokens, capacity); split > 1) {
+      // Whole 16-key blocks (the kernel's), the most any part takes.
+      const int64_t share = ((capacity + split - 1) / split + 15) / 16 * 16;
+      const std::string name =
+          fmt::format("xlacel_decode_attention_n{}_h{}_p{}_g{}_c{}_d{}_s{:08x}", n, kv_heads, split,
+                      group, capacity, d, std::bit_cast<uint32_t>(scale));
+      // One workgroup per (sequence, kv head, part); each query head's result holds its
+      // weights (the kernel's scratch: IREE gives a dispatch no other memory), then its part's
+      // weighted sum of values, maximum score and sum of weights.
+      const IndexArguments arguments = {{"kv_heads", kv_heads},
+                                        {"group", group},
+                                        {"capacity", capacity},
+                                        {"d", d},
+                                        {"scale_bits", std::bit_cast<uint32_t>(scale)},
+                                        {"parts", split},
+                                        {"share", share}};
+      const Value out = custom_dispatch(
+          in.q, name, object_, n * kv_heads * split,
+          attention_functions(name, "xlacel_decode_attention_parts_workgroup", arguments,
+                              {n * kv_heads * group * d, n * kv_heads * capacity * d, n,
+                               n * kv_heads * split * group * (share + d + 2)}),
+          {in.q, in.keys, in.values, in.visible},
+          TensorType(ElementType::kF32, {n, kv_heads, split, group, share + d + 2}));
+      return combine_parts(out, share, d);
+    }
     const std::string name =
         fmt::format("xlacel_decode_attention_n{}_h{}_t{}_g{}_c{}_d{}_s{:08x}", n, kv_heads, tokens,
                     group, capacity, d, std::bit_cast<uint32_t>(scale));
-    Value out =
-        custom_dispatch(in.q, name, object_, n * kv_heads * tokens,
-                        attention_functions(name, n, kv_heads, tokens, group, capacity, d, scale),
-                        {in.q, in.keys, in.values, in.visible},
-                        TensorType(ElementType::kF32, {n, kv_heads, tokens, group, capacity + d}));
+    // One workgroup per (sequence, kv head, token); each query head's result holds its
+    // probabilities (the kernel's scratch) before its output.
+    const IndexArguments arguments = {
+        {"kv_heads", kv_heads}, {"tokens", tokens}, {"group", group},
+        {"capacity", capacity}, {"d", d},           {"scale_bits", std::bit_cast<uint32_t>(scale)}};
+    Value out = custom_dispatch(
+        in.q, name, object_, n * kv_heads * tokens,
+        attention_functions(name, "xlacel_decode_attention_workgroup", arguments,
+                            {n * kv_heads * tokens * group * d, n * kv_heads * capacity * d,
+                             n * tokens, n * kv_heads * tokens * group * (capacity + d)}),
+        {in.q, in.keys, in.values, in.visible},
+        TensorType(ElementType::kF32, {n, kv_heads, tokens, group, capacity + d}));
     return slice(out, {0, 0, 0, 0, capacity}, {n, kv_heads, tokens, group, capacity + d});
   }
 
  private:
+  // Parts a decode attention splits each (sequence, kv head)'s keys into: enough that the kv
+  // heads' work divides evenly among the workers (3 kv heads on 2: 6 parts, 3 each; 1 kv head:
+  // 2), where there are keys enough to pay for the parts' combination. Not by the number of
+  // sequences, so that a sequence's result is the same whatever else its call holds.
+  int64_t parts(int64_t kv_heads, int64_t tokens, int64_t capacity) const {
+    if (tokens != 1 || capacity < kSplitMinKeys) return 1;
+    return workers_ / std::gcd(kv_heads, static_cast<int64_t>(workers_));
+  }
+
   std::filesystem::path object_;
   int64_t lanes_;  // of the object's vectors: head_dim must be a multiple
+  int workers_;    // the runtime's worker threads
 };
 
 }  // namespace
 
 std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
-    const std::filesystem::path& cache_dir) {
+    const std::filesystem::path& cache_dir, int workers) {
   if (const char* off = std::getenv("XLACEL_IREE_NO_ATTENTION_KERNEL");
       off != nullptr && *off != 0) {
     return nullptr;
@@ -119,9 +200,9 @@ std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
   const std::string_view bytes =
       wide ? bytes_of(kDecodeAttentionAvx512) : bytes_of(kDecodeAttentionAvx2);
   return std::make_unique<IreeCpuAttentionKernel>(
-      write_kernel_object(bytes, "decode_attention", cache_dir), wide ? 16 : 8);
+      write_kernel_object(bytes, "decode_attention", cache_dir), wide ? 16 : 8, workers);
 #else
-  (void)cache_dir;
+  (void)cache_dir, (void)workers;
   return nullptr;
 #endif
 }

@@ -11,8 +11,9 @@ namespace xlacel::backends {
 
 // nullptr unless this CPU runs the kernel (x86-64 with AVX2 and FMA) and
 // $XLACEL_IREE_NO_ATTENTION_KERNEL is unset or empty. The object is written once to
-// `<cache_dir>/kernels/decode_attention-<hash>.o`.
+// `<cache_dir>/kernels/decode_attention-<hash>.o`. `workers`: the runtime's worker threads
+// (decode splits its keys so that they share the kv heads evenly).
 std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
-    const std::filesystem::path& cache_dir);
+    const std::filesystem::path& cache_dir, int workers);
 
 }  // namespace xlacel::backends

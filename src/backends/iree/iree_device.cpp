@@ -199,9 +199,9 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
     const std::filesystem::path cache_dir = options_.compile_cache_dir.empty()
                                                 ? compile_cache::CompileCache::default_directory()
                                                 : options_.compile_cache_dir;
-    planar_kernel_ = make_iree_cpu_planar_kernel(
-        cache_dir, options_.threads > 0 ? options_.threads : hardware_threads());
-    attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir);
+    const int workers = options_.threads > 0 ? options_.threads : hardware_threads();
+    planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
+    attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
   }
 
   ensure_python_with_iree_runtime();

@@ -18,6 +18,12 @@
 // second-level cache, and skip the keys past their own: SmolLM2 Q4_1 (3 kv heads) pp2048 639-641
 // -> 732-782 tok/s, pp512 1000-1038 -> 1133-1151.
 //
+// A second entry point splits a decode's keys (xlacel_decode_attention_parts_workgroup): with
+// fewer kv heads than workers, or a number they cannot share evenly (SmolLM2's 3 on 2 threads),
+// one workgroup per kv head leaves a worker idle for a head's time, which at long contexts is
+// most of a decode step. Each part returns its sums relative to its own maximum score, and the
+// graph combines them (backends/iree/iree_attention_kernel.cpp).
+//
 // Freestanding: IREE embeds this in a library with no libc, no globals and no TLS.
 #include "kernel_vectors.h"
 
@@ -96,97 +102,94 @@ INLINE vec sum16(const vec v[16]) {
 // Query heads whose p.v accumulators a pass over the values keeps in registers.
 #define HEADS_PER_PASS 4
 
-// The attention of one (sequence, kv head, token): q [group, d] (the token's query heads that
-// read this kv head), keys and values [capacity, d], `visible` keys from the first (0: none, which
-// the graph turns into equal weights over all `capacity`, as exp(lowest - lowest) = 1 gives).
-// Writes each query head's probabilities [capacity] (the first `visible`) then its output [d] to
-// out [group, capacity + d].
-INLINE void attend(const float* q, const float* keys, const float* values, size_t visible,
-                   size_t group, size_t capacity, size_t d, float scale, float* out) {
+// Scores of `count` keys for each of `group` query heads (q [group, d], keys [count, d]), times
+// `scale`, into out[g * stride + c].
+INLINE void scores(const float* q, const float* keys, size_t count, size_t group, size_t d,
+                   float scale, float* out, size_t stride) {
   const size_t vectors = d / LANES;
-  const size_t stride = capacity + d;
-  const int uniform = visible == 0;
-  const size_t used = uniform ? capacity : visible;
-  if (uniform) {
-    const float p = 1.0f / (float)capacity;
-    for (size_t g = 0; g < group; ++g) {
-      for (size_t c = 0; c < capacity; ++c) out[g * stride + c] = p;
-    }
-  } else {
-    size_t first = 0;
+  size_t first = 0;
 #if LANES == 16
-    // Scores of 16 keys at a time, their lane sums taken together (sum16). Each key is read
-    // once for up to HEADS_PER_PASS query heads (their partial sums wait in the first-level
-    // cache), so that reading the keys from memory interleaves with the arithmetic; the next
-    // block's keys are prefetched as this block's are read.
-    for (; first + 16 <= visible; first += 16) {
-      for (size_t g0 = 0; g0 < group; g0 += HEADS_PER_PASS) {
-        const size_t heads = group - g0 < HEADS_PER_PASS ? group - g0 : HEADS_PER_PASS;
-        vec partial[HEADS_PER_PASS][16];
-        for (size_t i = 0; i < 16; ++i) {
-          const float* key = keys + (first + i) * d;
-          if (g0 == 0) {
-            for (size_t line = 0; line < d * 4; line += 64) {
-              _mm_prefetch((const char*)(key + PREFETCH_ROWS * d) + line, _MM_HINT_T0);
-            }
-          }
-          for (size_t h = 0; h < heads; ++h) {
-            const float* qg = q + (g0 + h) * d;
-            vec acc = vec_mul(vec_load(qg), vec_load(key));
-            for (size_t v = 1; v < vectors; ++v) {
-              acc = vec_fmadd(vec_load(qg + v * LANES), vec_load(key + v * LANES), acc);
-            }
-            partial[h][i] = acc;
+  // Scores of 16 keys at a time, their lane sums taken together (sum16). Each key is read once
+  // for up to HEADS_PER_PASS query heads (their partial sums wait in the first-level cache), so
+  // that reading the keys from memory interleaves with the arithmetic; the next block's keys are
+  // prefetched as this block's are read.
+  for (; first + 16 <= count; first += 16) {
+    for (size_t g0 = 0; g0 < group; g0 += HEADS_PER_PASS) {
+      const size_t heads = group - g0 < HEADS_PER_PASS ? group - g0 : HEADS_PER_PASS;
+      vec partial[HEADS_PER_PASS][16];
+      for (size_t i = 0; i < 16; ++i) {
+        const float* key = keys + (first + i) * d;
+        if (g0 == 0) {
+          for (size_t line = 0; line < d * 4; line += 64) {
+            _mm_prefetch((const char*)(key + PREFETCH_ROWS * d) + line, _MM_HINT_T0);
           }
         }
         for (size_t h = 0; h < heads; ++h) {
-          vec_store(out + (g0 + h) * stride + first,
-                    vec_mul(sum16(partial[h]), vec_broadcast(scale)));
+          const float* qg = q + (g0 + h) * d;
+          vec acc = vec_mul(vec_load(qg), vec_load(key));
+          for (size_t v = 1; v < vectors; ++v) {
+            acc = vec_fmadd(vec_load(qg + v * LANES), vec_load(key + v * LANES), acc);
+          }
+          partial[h][i] = acc;
         }
       }
-    }
-#endif
-    // The rest one key at a time for every query head: the key is read once.
-    for (size_t c = first; c < visible; ++c) {
-      const float* key = keys + c * d;
-      for (size_t g = 0; g < group; ++g) {
-        const float* qg = q + g * d;
-        vec acc = vec_mul(vec_load(qg), vec_load(key));
-        for (size_t v = 1; v < vectors; ++v) {
-          acc = vec_fmadd(vec_load(qg + v * LANES), vec_load(key + v * LANES), acc);
-        }
-        out[g * stride + c] = vec_sum(acc) * scale;
+      for (size_t h = 0; h < heads; ++h) {
+        vec_store(out + (g0 + h) * stride + first,
+                  vec_mul(sum16(partial[h]), vec_broadcast(scale)));
       }
-    }
-    // Softmax per query head, in place: max, exp(s - max), sum, exp / sum.
-    for (size_t g = 0; g < group; ++g) {
-      float* s = out + g * stride;
-      size_t c = 0;
-      vec m = vec_broadcast(s[0]);
-      for (; c + LANES <= visible; c += LANES) m = vec_max(m, vec_load(s + c));
-      float max = vec_hmax(m);
-      for (; c < visible; ++c) max = s[c] > max ? s[c] : max;
-      const vec mv = vec_broadcast(max);
-      vec total = vec_zero();
-      for (c = 0; c + LANES <= visible; c += LANES) {
-        const vec e = exp_nonpositive(vec_sub(vec_load(s + c), mv));
-        vec_store(s + c, e);
-        total = vec_add(total, e);
-      }
-      float sum = vec_sum(total);
-      for (; c < visible; ++c) {
-        // The tail through a vector too, so that every exp is the same function.
-        float lane[LANES] __attribute__((aligned(64)));
-        vec_store(lane, exp_nonpositive(vec_broadcast(s[c] - max)));
-        s[c] = lane[0];
-        sum += lane[0];
-      }
-      const vec sv = vec_broadcast(sum);
-      for (c = 0; c + LANES <= visible; c += LANES) vec_store(s + c, vec_div(vec_load(s + c), sv));
-      for (; c < visible; ++c) s[c] = s[c] / sum;
     }
   }
-  // Probabilities times values, HEADS_PER_PASS query heads per pass over the values.
+#endif
+  // The rest one key at a time for every query head: the key is read once.
+  for (size_t c = first; c < count; ++c) {
+    const float* key = keys + c * d;
+    for (size_t g = 0; g < group; ++g) {
+      const float* qg = q + g * d;
+      vec acc = vec_mul(vec_load(qg), vec_load(key));
+      for (size_t v = 1; v < vectors; ++v) {
+        acc = vec_fmadd(vec_load(qg + v * LANES), vec_load(key + v * LANES), acc);
+      }
+      out[g * stride + c] = vec_sum(acc) * scale;
+    }
+  }
+}
+
+// One query head's `count` scores in place: exp(s - max) and their sum, then (normalize) each
+// divided by the sum. The maximum and the sum go to *max_out and *sum_out.
+INLINE void softmax(float* s, size_t count, int normalize, float* max_out, float* sum_out) {
+  size_t c = 0;
+  vec m = vec_broadcast(s[0]);
+  for (; c + LANES <= count; c += LANES) m = vec_max(m, vec_load(s + c));
+  float max = vec_hmax(m);
+  for (; c < count; ++c) max = s[c] > max ? s[c] : max;
+  const vec mv = vec_broadcast(max);
+  vec total = vec_zero();
+  for (c = 0; c + LANES <= count; c += LANES) {
+    const vec e = exp_nonpositive(vec_sub(vec_load(s + c), mv));
+    vec_store(s + c, e);
+    total = vec_add(total, e);
+  }
+  float sum = vec_sum(total);
+  for (; c < count; ++c) {
+    // The tail through a vector too, so that every exp is the same function.
+    float lane[LANES] __attribute__((aligned(64)));
+    vec_store(lane, exp_nonpositive(vec_broadcast(s[c] - max)));
+    s[c] = lane[0];
+    sum += lane[0];
+  }
+  if (normalize) {
+    const vec sv = vec_broadcast(sum);
+    for (c = 0; c + LANES <= count; c += LANES) vec_store(s + c, vec_div(vec_load(s + c), sv));
+    for (; c < count; ++c) s[c] = s[c] / sum;
+  }
+  *max_out = max, *sum_out = sum;
+}
+
+// Each query head's weights (out[g * stride + c], `count` of them) times the values [count, d]
+// into out[g * stride + at ...], HEADS_PER_PASS query heads per pass over the values.
+INLINE void times_values(const float* values, size_t count, size_t group, size_t d, float* out,
+                         size_t stride, size_t at) {
+  const size_t vectors = d / LANES;
   for (size_t g0 = 0; g0 < group; g0 += HEADS_PER_PASS) {
     const size_t heads = group - g0 < HEADS_PER_PASS ? group - g0 : HEADS_PER_PASS;
     for (size_t v0 = 0; v0 < vectors; v0 += 4) {
@@ -195,7 +198,7 @@ INLINE void attend(const float* q, const float* keys, const float* values, size_
       for (size_t h = 0; h < heads; ++h) {
         for (size_t v = 0; v < span; ++v) acc[h][v] = vec_zero();
       }
-      for (size_t c = 0; c < used; ++c) {
+      for (size_t c = 0; c < count; ++c) {
         const float* value = values + c * d + v0 * LANES;
         if (g0 == 0 && v0 == 0) {  // PREFETCH_ROWS ahead, as the scores' keys
           for (size_t line = 0; line < d * 4; line += 64) {
@@ -211,11 +214,64 @@ INLINE void attend(const float* q, const float* keys, const float* values, size_
       }
       for (size_t h = 0; h < heads; ++h) {
         for (size_t v = 0; v < span; ++v) {
-          vec_store(out + (g0 + h) * stride + capacity + (v0 + v) * LANES, acc[h][v]);
+          vec_store(out + (g0 + h) * stride + at + (v0 + v) * LANES, acc[h][v]);
         }
       }
     }
   }
+}
+
+// The attention of one (sequence, kv head, token): q [group, d] (the token's query heads that
+// read this kv head), keys and values [capacity, d], `visible` keys from the first (0: none, which
+// the graph turns into equal weights over all `capacity`, as exp(lowest - lowest) = 1 gives).
+// Writes each query head's probabilities [capacity] (the first `visible`) then its output [d] to
+// out [group, capacity + d].
+INLINE void attend(const float* q, const float* keys, const float* values, size_t visible,
+                   size_t group, size_t capacity, size_t d, float scale, float* out) {
+  const size_t stride = capacity + d;
+  const size_t used = visible == 0 ? capacity : visible;
+  if (visible == 0) {
+    const float p = 1.0f / (float)capacity;
+    for (size_t g = 0; g < group; ++g) {
+      for (size_t c = 0; c < capacity; ++c) out[g * stride + c] = p;
+    }
+  } else {
+    scores(q, keys, visible, group, d, scale, out, stride);
+    for (size_t g = 0; g < group; ++g) {
+      float max, sum;
+      softmax(out + g * stride, visible, 1, &max, &sum);
+    }
+  }
+  times_values(values, used, group, d, out, stride, capacity);
+}
+
+// Part of the attention of one (sequence, kv head) decode token: keys and values [count, d], from
+// the part's first (`uniform`: the sequence sees none, so these count with equal weight). Writes
+// each query head's weights [share] (its scratch) then [d] the values summed with weights
+// exp(score - max), then that max and the weights' sum (max 0 and sum `count` where uniform;
+// -FLT_MAX and 0 for no keys) to out [group, share + d + 2]. The graph combines the parts as
+// softmax over all keys: each part's sums scaled by exp(max - the maximum over parts).
+INLINE void attend_part(const float* q, const float* keys, const float* values, size_t count,
+                        int uniform, size_t group, size_t share, size_t d, float scale,
+                        float* out) {
+  const size_t stride = share + d + 2;
+  for (size_t g = 0; g < group; ++g) {
+    float max = -3.40282347e38f, sum = 0.0f;
+    if (uniform) {
+      for (size_t c = 0; c < count; ++c) out[g * stride + c] = 1.0f;
+      max = 0.0f, sum = (float)count;
+    }
+    out[g * stride + share + d] = max;
+    out[g * stride + share + d + 1] = sum;
+  }
+  if (!uniform && count > 0) {
+    scores(q, keys, count, group, d, scale, out, stride);
+    for (size_t g = 0; g < group; ++g) {
+      softmax(out + g * stride, count, 0, out + g * stride + share + d,
+              out + g * stride + share + d + 1);
+    }
+  }
+  times_values(values, count, group, d, out, stride, share);
 }
 
 // q [n, kv_heads, tokens, group, d], keys and values [n, kv_heads, capacity, d], visible i32
@@ -253,5 +309,51 @@ void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const floa
     attend(q, keys, values, keys_visible, group, capacity, 128, scale, out);
   } else {
     attend(q, keys, values, keys_visible, group, capacity, d, scale, out);
+  }
+}
+
+// Decode (one token per sequence) with each (sequence, kv head)'s keys split into `parts`, so
+// that kv heads fewer than (or not a multiple of) the runtime's workers still keep every worker
+// busy: q [n, kv_heads, group, d], keys and values [n, kv_heads, capacity, d], visible i32 [n]
+// -> out [n, kv_heads, parts, group, share + d + 2] (attend_part), for workgroup = (sequence *
+// kv_heads + kv head) * parts + part. Part p takes the visible keys [p * span, (p + 1) * span),
+// span their count over parts rounded up to whole 16-key blocks (all `capacity` keys where none
+// is visible); share >= every part's count.
+void xlacel_decode_attention_parts_workgroup(MEMREF(const float, q), MEMREF(const float, keys),
+                                             MEMREF(const float, values),
+                                             MEMREF(const int32_t, visible), MEMREF(float, out),
+                                             size_t kv_heads, size_t group, size_t capacity,
+                                             size_t d, size_t scale_bits, size_t parts,
+                                             size_t share, size_t workgroup) {
+  (void)q_allocated, (void)q_size, (void)q_stride;
+  (void)keys_allocated, (void)keys_size, (void)keys_stride;
+  (void)values_allocated, (void)values_size, (void)values_stride;
+  (void)visible_allocated, (void)visible_size, (void)visible_stride;
+  (void)out_allocated, (void)out_size, (void)out_stride;
+  if (d % LANES != 0 || d / LANES > MAX_HEAD_VECTORS || capacity == 0 || parts == 0) return;
+  const uint32_t bits = (uint32_t)scale_bits;
+  float scale;
+  __builtin_memcpy(&scale, &bits, 4);
+  const size_t head = workgroup / parts;  // sequence * kv_heads + kv head
+  const size_t part = workgroup % parts;
+  const int32_t count = visible[visible_offset + head / kv_heads];
+  const size_t keys_visible = count <= 0 ? 0 : (size_t)count > capacity ? capacity : (size_t)count;
+  const int uniform = keys_visible == 0;
+  const size_t total = uniform ? capacity : keys_visible;
+  const size_t span = ((total + parts - 1) / parts + 15) / 16 * 16;
+  const size_t first = part * span < total ? part * span : total;
+  size_t mine = total - first < span ? total - first : span;
+  if (mine > share) mine = share;  // share covers every part's count; a guard, not a cut
+  const size_t cache = head * capacity * d + first * d;
+  q += q_offset + head * group * d;
+  keys += keys_offset + cache;
+  values += values_offset + cache;
+  out += out_offset + workgroup * group * (share + d + 2);
+  if (d == 64) {
+    attend_part(q, keys, values, mine, uniform, group, share, 64, scale, out);
+  } else if (d == 128) {
+    attend_part(q, keys, values, mine, uniform, group, share, 128, scale, out);
+  } else {
+    attend_part(q, keys, values, mine, uniform, group, share, d, scale, out);
   }
 }
