@@ -274,6 +274,37 @@ INLINE void attend_part(const float* q, const float* keys, const float* values, 
   times_values(values, count, group, d, out, stride, share);
 }
 
+// What both entry points take from their arguments: whether the kernel handles heads of d
+// (a multiple of LANES, at most MAX_HEAD_VECTORS of them), the f32 scale from its bits, and the
+// keys a sequence sees of `capacity` from its visible count (0: none).
+INLINE int handles_head_dim(size_t d) {
+  return d % LANES == 0 && d / LANES <= MAX_HEAD_VECTORS;
+}
+INLINE float scale_of(size_t scale_bits) {
+  const uint32_t bits = (uint32_t)scale_bits;
+  float scale;
+  __builtin_memcpy(&scale, &bits, 4);
+  return scale;
+}
+INLINE size_t keys_seen(int32_t count, size_t capacity) {
+  return count <= 0 ? 0 : (size_t)count > capacity ? capacity : (size_t)count;
+}
+
+// CALL with D bound to d, a constant for the common head sizes (their loops' trip counts known).
+#define WITH_HEAD_DIM(d, CALL) \
+  do {                         \
+    if ((d) == 64) {           \
+      const size_t D = 64;     \
+      CALL;                    \
+    } else if ((d) == 128) {   \
+      const size_t D = 128;    \
+      CALL;                    \
+    } else {                   \
+      const size_t D = (d);    \
+      CALL;                    \
+    }                          \
+  } while (0)
+
 // q [n, kv_heads, tokens, group, d], keys and values [n, kv_heads, capacity, d], visible i32
 // [n, tokens] (keys [0, visible) of the sequence count for the token; 0: none) -> out [n,
 // kv_heads, tokens, group, capacity + d], for workgroup = (sequence * kv_heads + kv head) * tokens
@@ -284,32 +315,20 @@ void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const floa
                                        MEMREF(float, out), size_t kv_heads, size_t tokens,
                                        size_t group, size_t capacity, size_t d, size_t scale_bits,
                                        size_t workgroup) {
-  (void)q_allocated, (void)q_size, (void)q_stride;
-  (void)keys_allocated, (void)keys_size, (void)keys_stride;
-  (void)values_allocated, (void)values_size, (void)values_stride;
-  (void)visible_allocated, (void)visible_size, (void)visible_stride;
-  (void)out_allocated, (void)out_size, (void)out_stride;
-  if (d % LANES != 0 || d / LANES > MAX_HEAD_VECTORS || capacity == 0) return;
-  const uint32_t bits = (uint32_t)scale_bits;
-  float scale;
-  __builtin_memcpy(&scale, &bits, 4);
+  UNUSED_MEMREF_FIELDS(q), UNUSED_MEMREF_FIELDS(keys), UNUSED_MEMREF_FIELDS(values);
+  UNUSED_MEMREF_FIELDS(visible), UNUSED_MEMREF_FIELDS(out);
+  if (!handles_head_dim(d) || capacity == 0) return;
+  const float scale = scale_of(scale_bits);
   const size_t head = workgroup / tokens;  // sequence * kv_heads + kv head
   const size_t token = workgroup % tokens;
-  const int32_t count = visible[visible_offset + head / kv_heads * tokens + token];
-  const size_t keys_visible = count <= 0 ? 0 : (size_t)count > capacity ? capacity : (size_t)count;
+  const size_t keys_visible =
+      keys_seen(visible[visible_offset + head / kv_heads * tokens + token], capacity);
   const size_t cache = head * capacity * d;
   q += q_offset + workgroup * group * d;
   keys += keys_offset + cache;
   values += values_offset + cache;
   out += out_offset + workgroup * group * (capacity + d);
-  // The common head sizes with their loops' trip counts known.
-  if (d == 64) {
-    attend(q, keys, values, keys_visible, group, capacity, 64, scale, out);
-  } else if (d == 128) {
-    attend(q, keys, values, keys_visible, group, capacity, 128, scale, out);
-  } else {
-    attend(q, keys, values, keys_visible, group, capacity, d, scale, out);
-  }
+  WITH_HEAD_DIM(d, attend(q, keys, values, keys_visible, group, capacity, D, scale, out));
 }
 
 // Decode (one token per sequence) with each (sequence, kv head)'s keys split into `parts`, so
@@ -325,19 +344,13 @@ void xlacel_decode_attention_parts_workgroup(MEMREF(const float, q), MEMREF(cons
                                              size_t kv_heads, size_t group, size_t capacity,
                                              size_t d, size_t scale_bits, size_t parts,
                                              size_t share, size_t workgroup) {
-  (void)q_allocated, (void)q_size, (void)q_stride;
-  (void)keys_allocated, (void)keys_size, (void)keys_stride;
-  (void)values_allocated, (void)values_size, (void)values_stride;
-  (void)visible_allocated, (void)visible_size, (void)visible_stride;
-  (void)out_allocated, (void)out_size, (void)out_stride;
-  if (d % LANES != 0 || d / LANES > MAX_HEAD_VECTORS || capacity == 0 || parts == 0) return;
-  const uint32_t bits = (uint32_t)scale_bits;
-  float scale;
-  __builtin_memcpy(&scale, &bits, 4);
+  UNUSED_MEMREF_FIELDS(q), UNUSED_MEMREF_FIELDS(keys), UNUSED_MEMREF_FIELDS(values);
+  UNUSED_MEMREF_FIELDS(visible), UNUSED_MEMREF_FIELDS(out);
+  if (!handles_head_dim(d) || capacity == 0 || parts == 0) return;
+  const float scale = scale_of(scale_bits);
   const size_t head = workgroup / parts;  // sequence * kv_heads + kv head
   const size_t part = workgroup % parts;
-  const int32_t count = visible[visible_offset + head / kv_heads];
-  const size_t keys_visible = count <= 0 ? 0 : (size_t)count > capacity ? capacity : (size_t)count;
+  const size_t keys_visible = keys_seen(visible[visible_offset + head / kv_heads], capacity);
   const int uniform = keys_visible == 0;
   const size_t total = uniform ? capacity : keys_visible;
   const size_t span = ((total + parts - 1) / parts + 15) / 16 * 16;
@@ -349,11 +362,5 @@ void xlacel_decode_attention_parts_workgroup(MEMREF(const float, q), MEMREF(cons
   keys += keys_offset + cache;
   values += values_offset + cache;
   out += out_offset + workgroup * group * (share + d + 2);
-  if (d == 64) {
-    attend_part(q, keys, values, mine, uniform, group, share, 64, scale, out);
-  } else if (d == 128) {
-    attend_part(q, keys, values, mine, uniform, group, share, 128, scale, out);
-  } else {
-    attend_part(q, keys, values, mine, uniform, group, share, d, scale, out);
-  }
+  WITH_HEAD_DIM(d, attend_part(q, keys, values, mine, uniform, group, share, D, scale, out));
 }

@@ -1122,14 +1122,9 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
                                     size_t scale_bits, size_t rows_per_workgroup,
                                     size_t workgroup) {
-  (void)codes_allocated, (void)codes_size, (void)codes_stride;
-  (void)highs_allocated, (void)highs_size, (void)highs_stride;
-  (void)scales_allocated, (void)scales_size, (void)scales_stride;
-  (void)offsets_allocated, (void)offsets_size, (void)offsets_stride;
-  (void)supers_allocated, (void)supers_size, (void)supers_stride;
-  (void)super_offsets_allocated, (void)super_offsets_size, (void)super_offsets_stride;
-  (void)x_allocated, (void)x_size, (void)x_stride;
-  (void)y_allocated, (void)y_size, (void)y_stride;
+  UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
+  UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
+  UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(y);
   size_t first = workgroup * rows_per_workgroup;
   size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
@@ -1186,9 +1181,7 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
 void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const float, x),
                                   MEMREF(float, y), size_t rows, size_t n, size_t k, size_t bf16,
                                   size_t rows_per_workgroup, size_t workgroup) {
-  (void)values_allocated, (void)values_size, (void)values_stride;
-  (void)x_allocated, (void)x_size, (void)x_stride;
-  (void)y_allocated, (void)y_size, (void)y_stride;
+  UNUSED_MEMREF_FIELDS(values), UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(y);
   size_t first = workgroup * rows_per_workgroup;
   size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
