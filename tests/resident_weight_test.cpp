@@ -336,6 +336,96 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
   EXPECT_EQ(checked, 8);
 }
 
+// --math fast's product (Device::int8_planar_kernel) multiplies the weight by x rounded to i8 per
+// block of 32 columns (scale max|x| / 127): it differs from the exact product by at most what
+// that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's blocks are
+// exactly representable (multiples of max|x| / 127), which checks its layout and arithmetic for
+// every block format. Products narrower than 512 columns per run stay exact.
+TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
+  auto device = open_device();
+  const device::PlanarKernel* kernel = device->int8_planar_kernel();
+  if (kernel == nullptr) {
+    GTEST_SKIP() << GetParam() << " has no int8 planar kernel here (IREE on AVX-512 VBMI + VNNI)";
+  }
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
+    const std::string format = dtype_name(tensor.dtype);
+    // Two of the file's rows per weight row: 1024 columns, two runs of 512. 26 weight rows:
+    // register blocks of 8 and 2 left over.
+    const int64_t rows = 26, cols = 2 * tensor.shape[1];
+    ASSERT_EQ(cols, 1024) << format;
+    const PlanarBlocks planar =
+        to_planar(tensor.dtype, more_rows(tensor, 2 * rows), static_cast<std::size_t>(rows * cols));
+    std::vector<float> w(static_cast<std::size_t>(rows * cols));
+    planar_to_f32(planar, w);
+    for (bool representable : {true, false}) {
+      for (int64_t x_rows : {8, 13, 70}) {
+        const std::string name =
+            format + "-int8-" + std::to_string(x_rows) + (representable ? "-exact" : "");
+        std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
+        std::vector<float> largest(x.size() / 32, 0);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const float scale = 0.25f * static_cast<float>(1 + (i / 32) % 5);
+          const int code = i % 32 == 7 ? 127 : static_cast<int>((i * 7919) % 255) - 127;
+          x[i] = representable ? static_cast<float>(code) / 127.0f * scale
+                               : std::sin(0.37f * static_cast<float>(i));
+          largest[i / 32] = std::max(largest[i / 32], std::abs(x[i]));
+        }
+        auto executable =
+            load_module(*device, name, kernel_module(planar, rows, cols, x_rows, *kernel));
+        std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
+        buffers.push_back(
+            device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
+        std::vector<device::Buffer*> arguments;
+        for (auto& buffer : buffers) arguments.push_back(buffer.get());
+        std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+        ASSERT_EQ(results.size(), 2u);
+        std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows));
+        device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+        for (int64_t t = 0; t < x_rows; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            double want = 0, magnitude = 0, moved = 0;
+            for (int64_t c = 0; c < cols; ++c) {
+              const std::size_t xi = static_cast<std::size_t>(t * cols + c);
+              const double wc = w[static_cast<std::size_t>(r * cols + c)];
+              want += x[xi] * wc;
+              magnitude += std::abs(x[xi] * wc);
+              moved += std::abs(wc) * largest[xi / 32] / 254.0;
+            }
+            const double bound = (representable ? 0 : moved) + 1e-5 * (magnitude + moved) + 1e-30;
+            EXPECT_NEAR(by_kernel[static_cast<std::size_t>(t * rows + r)], want, bound)
+                << GetParam() << " " << name << " output " << t << "," << r;
+          }
+        }
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+  // 256 columns: the exact product (runs of 512 only).
+  const TensorView tensor = block_quantized_tensors(gguf).front();
+  const int64_t rows = 4, cols = 256;
+  // The file's 2 x 512 as 4 x 256 (the same blocks).
+  const PlanarBlocks planar =
+      to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(rows * cols));
+  auto executable =
+      load_module(*device, "narrow-int8", kernel_module(planar, rows, cols, 8, *kernel));
+  std::vector<float> x(8 * cols);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
+  buffers.push_back(device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{8, cols}));
+  std::vector<device::Buffer*> arguments;
+  for (auto& buffer : buffers) arguments.push_back(buffer.get());
+  std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+  std::vector<float> by_kernel(8 * rows), by_graph(8 * rows);
+  device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+  device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+  for (std::size_t i = 0; i < by_kernel.size(); ++i) {
+    EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5 * (std::abs(by_graph[i]) + 1)) << "output " << i;
+  }
+}
+
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values
 // widened to f32, then dot_general), for f16 and bf16 and for one pass and several.
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {

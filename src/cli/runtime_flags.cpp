@@ -31,6 +31,13 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                    "weights: auto (each tensor as the file stores it, quantized ones included; "
                    "exact), or all converted to f32 (exact), bf16 or f16 (weights and KV cache)")
       ->capture_default_str();
+  command
+      ->add_option("--math", flags.math,
+                   "exact (products in f32 on the values transformers dequantizes) or fast "
+                   "(prefill multiplies quantized weights by activations rounded to 8 bits per "
+                   "32, as llama.cpp does: faster, not exact; --backend iree on a CPU with "
+                   "AVX-512 VNNI)")
+      ->capture_default_str();
   command->add_option("--context", flags.context,
                       "KV-cache positions per sequence (default: the smallest power of two "
                       "from 512 that holds prompt and new tokens)");
@@ -76,6 +83,15 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   models::check_tensor_parallel(model.config(), flags.tensor_parallel, "--tensor-parallel");
   options.device.tensor_parallel = flags.tensor_parallel;
   options.executor.weights = parse_weights_flag(flags.weights);
+  if (flags.math != "exact" && flags.math != "fast") {
+    fail("--math", "unknown mode '{}' (exact, fast)", flags.math);
+  }
+  options.executor.fast_math = flags.math == "fast";
+  if (options.executor.fast_math &&
+      (flags.backend != "iree" || *device != device::DeviceKind::kCpu)) {
+    fail("--math", "fast runs on --backend iree --device cpu only (got --backend {} --device {})",
+         flags.backend, flags.device);
+  }
 
   const int64_t max_positions = model.config().max_position_embeddings;
   int64_t capacity = flags.context;

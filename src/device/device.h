@@ -96,6 +96,9 @@ class Device {
 
   // The runtime's hand-written product for planar weights, or nullptr where it has none.
   virtual const PlanarKernel* planar_kernel() const { return nullptr; }
+  // The same with x quantized to i8 per 32 columns and integer dot products (--math fast: faster
+  // prefill, not exact), or nullptr where it has none.
+  virtual const PlanarKernel* int8_planar_kernel() const { return nullptr; }
   // The runtime's hand-written decode attention, or nullptr where it has none.
   virtual const AttentionKernel* attention_kernel() const { return nullptr; }
 

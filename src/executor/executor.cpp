@@ -61,6 +61,16 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
     fail("prefill_bucket", "must be in [1, capacity {}], got {}", options_.capacity,
          options_.prefill_bucket);
   }
+  if (options_.fast_math && options_.weights != models::WeightType::kAuto) {
+    fail("--math", "fast takes the file's quantized weights (--weights auto), not --weights {}",
+         models::weight_type_name(options_.weights));
+  }
+  if (options_.fast_math && device_->int8_planar_kernel() == nullptr) {
+    fail("--math",
+         "fast needs --backend iree on a CPU with AVX-512 VBMI and VNNI ({} has no "
+         "int8 product)",
+         device_->description());
+  }
   capabilities_.runtime = device_->runtime();
   capabilities_.device = device_->description();
   capabilities_.slots = options_.slots;
@@ -240,7 +250,9 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
     wanted.push_back(options);
     models::GraphOptions emitted = options;
     if (emitted.weights == models::WeightType::kAuto) {
-      emitted.planar_kernel = device_->planar_kernel();
+      emitted.planar_kernel = options_.fast_math && options.kind == models::GraphKind::kPrefill
+                                  ? device_->int8_planar_kernel()
+                                  : device_->planar_kernel();
     }
     emitted.attention_kernel = device_->attention_kernel();
     sources.push_back({name, architecture_.emit(config, emitted), models::module_name(options.kind),

@@ -38,6 +38,10 @@ struct ExecutorOptions {
   // shortest attention window (longer windows load when a sequence reaches them).
   std::vector<int64_t> preload_decode_rows = {1};
   bool preload_logits = false;
+  // --math fast: prefill multiplies planar weights by x quantized to i8 (Device::
+  // int8_planar_kernel), as llama.cpp does, for speed; not exact. Decode stays exact, so a
+  // sequence's tokens still do not depend on what it is batched with.
+  bool fast_math = false;
   // One line of progress, for stderr; may be empty.
   std::function<void(std::string_view)> progress;
 };

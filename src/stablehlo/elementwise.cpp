@@ -126,6 +126,9 @@ Value sqrt(Value operand) {
 Value tanh(Value operand) {
   return unary("stablehlo.tanh", Accepts::kFloat, operand);
 }
+Value round_nearest_even(Value operand) {
+  return unary("stablehlo.round_nearest_even", Accepts::kFloat, operand);
+}
 Value logistic(Value operand) {
   return unary("stablehlo.logistic", Accepts::kFloat, operand);
 }

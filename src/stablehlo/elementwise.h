@@ -28,7 +28,8 @@ Value log(Value operand);
 Value rsqrt(Value operand);
 Value sqrt(Value operand);
 Value tanh(Value operand);
-Value logistic(Value operand);  // 1 / (1 + exp(-x))
+Value round_nearest_even(Value operand);  // to the nearest integer, ties to even
+Value logistic(Value operand);            // 1 / (1 + exp(-x))
 Value sine(Value operand);
 Value cosine(Value operand);
 

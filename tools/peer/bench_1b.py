@@ -2,7 +2,7 @@
 measured against llama.cpp on the same file and threads, in alternating rounds.
 
   .venv/bin/python tools/peer/bench_1b.py [--formats Q4_K_M,Q4_0,Q8_0,BF16] [--pp 512] [--tg 128]
-      [--rounds 3] [--threads 2] [--backend iree] [--check-exact]
+      [--rounds 3] [--threads 2] [--backend iree] [--math exact] [--check-exact]
 
 The files (cached in ~/.cache/xlacel/bench-1b): tools/gpu/make_random_llama.py --preset
 llama-3.2-1b writes an HF directory of seeded random weights in bf16; llama.cpp's own
@@ -17,7 +17,8 @@ engine's server from start to ready.
 
 --check-exact also compares xlacel's greedy tokens with HF transformers' on 2 prompts x 16
 tokens for the Q4_K_M file (transformers dequantizes the GGUF; it is given the HF directory's
-config, since its GGUF loader drops Llama 3's RoPE frequency factors, which xlacel applies)."""
+config, since its GGUF loader drops Llama 3's RoPE frequency factors, which xlacel applies).
+--math fast runs xlacel (bench and the check) with int8 prefill products: not exact."""
 import argparse
 import json
 import os
@@ -140,7 +141,7 @@ def load_seconds(path, bin_dir, threads):
     return statistics.median(ours), statistics.median(theirs)
 
 
-def check_exact(hf, path, llama_cpp):
+def check_exact(hf, path, llama_cpp, math):
     """xlacel's greedy tokens against transformers' on the GGUF file (tools/gpu/hf_gguf_greedy.py:
     2 prompts x 16 tokens)."""
     env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))  # transformers reads GGUF through it
@@ -152,7 +153,7 @@ def check_exact(hf, path, llama_cpp):
         ids, want = case["prompt_ids"], case["output_ids"]
         out = subprocess.run([os.path.join(root, "build", "xlacel"), "generate", "-m", path, "--prompt-ids",
                               " ".join(map(str, ids)), "-n", str(len(want)), "--ignore-eos", "--output-format",
-                              "json"], check=True, capture_output=True, text=True).stdout
+                              "json", "--math", math], check=True, capture_output=True, text=True).stdout
         got = json.loads(out)["output_ids"]
         print(f"prompt {ids}: HF {' '.join(map(str, want))}\n{'':>{len(str(ids)) + 8}}xlacel "
               f"{' '.join(map(str, got))}")
@@ -168,9 +169,10 @@ def main():
     parser.add_argument("--pp", type=int, default=512)
     parser.add_argument("--tg", type=int, default=128)
     parser.add_argument("--backend", default="iree")
+    parser.add_argument("--math", default="exact", choices=["exact", "fast"])
     parser.add_argument("--check-exact", action="store_true")
     args = parser.parse_args()
-    args.bench_args = []
+    args.bench_args = ["--math", args.math]
 
     bin_dir = compare_bench.peer_bin_dir()
     hf, files = make_files(args.formats.split(","), bin_dir)
@@ -200,7 +202,7 @@ def main():
         rows.append((name, os.path.getsize(path) / MiB, report["weight_bytes"] / MiB, median,
                      statistics.median(after), read / MiB, fresh["decode_fraction_of_limit"],
                      median["xlacel"][0] * flops / gemm, load))
-    print(f"\nLlama-3.2-1B shape, random weights, {args.threads} threads, xlacel --backend {args.backend}, "
+    print(f"\nLlama-3.2-1B shape, random weights, {args.threads} threads, xlacel --backend {args.backend} --math {args.math}, "
           f"pp{args.pp} / tg{args.tg}, median of {args.rounds} alternating rounds; "
           f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s; load: server start to ready, compiled and cached, "
           f"median of {LOAD_ROUNDS} alternating starts")
@@ -214,8 +216,8 @@ def main():
               f"| {peer[0]:.1f} | {x[0] / peer[0]:.2f}x | {of_gemm:.2f} | {x[1]:.2f} | {peer[1]:.2f} "
               f"| {x[1] / peer[1]:.2f}x | {after:.2f} | {read_mib:.0f} | {fraction:.2f} | {load[0]:.1f} / {load[1]:.1f} |")
     if args.check_exact and "Q4_K_M" in files:
-        same, total = check_exact(hf, files["Q4_K_M"], llama_cpp_sources(bin_dir))
-        print(f"Q4_K_M greedy vs HF: {same}/{total} prompts token-exact")
+        same, total = check_exact(hf, files["Q4_K_M"], llama_cpp_sources(bin_dir), args.math)
+        print(f"Q4_K_M greedy vs HF (--math {args.math}): {same}/{total} prompts token-exact")
 
 
 if __name__ == "__main__":

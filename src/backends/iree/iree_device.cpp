@@ -130,6 +130,9 @@ class IreeDevice final : public device::Device {
     return planar_kernel_ ? planar_kernel_->handles(rows, 32, 8) : rows == 1;
   }
   const device::PlanarKernel* planar_kernel() const override { return planar_kernel_.get(); }
+  const device::PlanarKernel* int8_planar_kernel() const override {
+    return int8_planar_kernel_.get();
+  }
   const device::AttentionKernel* attention_kernel() const override {
     return attention_kernel_.get();
   }
@@ -168,6 +171,7 @@ class IreeDevice final : public device::Device {
   compile_cache::CompileTarget target_;
   std::vector<compile_cache::CompileTarget> also_targets_;     // $XLACEL_IREE_ALSO_COMPILE_CUDA
   std::unique_ptr<device::PlanarKernel> planar_kernel_;        // CPU with AVX2 and FMA only
+  std::unique_ptr<device::PlanarKernel> int8_planar_kernel_;   // and AVX-512 VBMI and VNNI
   std::unique_ptr<device::AttentionKernel> attention_kernel_;  // likewise
   py::object device_;                                          // iree_runner.Device
   // Its methods, looked up once.
@@ -201,6 +205,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
                                                 : options_.compile_cache_dir;
     const int workers = options_.threads > 0 ? options_.threads : hardware_threads();
     planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
+    int8_planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers, true);
     attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
   }
 

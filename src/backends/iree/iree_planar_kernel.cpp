@@ -10,8 +10,13 @@
 #include "backends/iree/planar_matmul_avx2.h"
 #include "backends/iree/planar_matmul_avx512.h"
 #include "backends/iree/planar_matmul_avx512vbmi.h"
+#include "backends/iree/planar_matmul_avx512vnni.h"
 #include "common/error.h"
 #include "model_files/planar_blocks.h"
+#include "stablehlo/constant.h"
+#include "stablehlo/data_movement.h"
+#include "stablehlo/elementwise.h"
+#include "stablehlo/reduce.h"
 
 namespace xlacel::backends {
 
@@ -35,7 +40,8 @@ constexpr int64_t kFewRows = 16;
 // The kernel built for the widest vectors this CPU has: 16 lanes beat 8 by ~1.2x on one row and
 // ~1.4x on 8 (SmolLM2's products, one thread); with VBMI's byte permutes, Q6_K and Q5_0 products
 // of few rows ~1.15x more than without.
-std::string_view object_bytes() {
+std::string_view object_bytes(bool int8) {
+  if (int8) return bytes_of(kPlanarMatmulAvx512Vnni);
   if (!cpu_runs_avx512_kernels()) return bytes_of(kPlanarMatmulAvx2);
   return __builtin_cpu_supports("avx512vbmi") ? bytes_of(kPlanarMatmulAvx512Vbmi)
                                               : bytes_of(kPlanarMatmulAvx512);
@@ -51,8 +57,8 @@ int64_t workgroup_rows(int64_t n, int64_t workgroups) {
 // of `scale` (f32, f16, or i8 when `two_level`: then with their f16 factors per 256 elements).
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
                              int64_t group, bool offsets, int code_bits, int code_bias,
-                             ElementType scale_element, bool two_level,
-                             int64_t rows_per_workgroup) {
+                             ElementType scale_element, bool two_level, int64_t rows_per_workgroup,
+                             bool int8) {
   const std::string scale(stablehlo::to_string(scale_element));
   // Planes a weight lacks are passed as another of the same type (the scales, or the super
   // scales for the super offsets).
@@ -82,9 +88,20 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
     bindings += ", %super_offsets: !stream.binding";
     views += view("super_offsets", "mso", super, "ns");
   }
+  // x: f32 rows, or (int8) their codes, block scales and scaled sums (quantized_rows).
+  std::string x_bindings = ", %x: !stream.binding", x_types = "memref<?xf32>", x_memrefs = "%mx";
+  if (int8) {
+    x_bindings = ", %qx: !stream.binding, %xd: !stream.binding, %xs: !stream.binding";
+    x_types = "memref<?xi8>, memref<?xf32>, memref<?xf32>";
+    x_memrefs = "%mqx, %mxd, %mxs";
+    views += view("qx", "mqx", "i8", "tk") + view("xd", "mxd", "f32", "td") +
+             view("xs", "mxs", "f32", "ts");
+  } else {
+    views += view("x", "mx", "f32", "tk");
+  }
   return fmt::format(
-      R"(      func.func private @xlacel_planar_matmul_workgroup(memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%codes: !stream.binding{high_binding}, %scales: !stream.binding{bindings}, %x: !stream.binding, %y: !stream.binding) {{
+      R"(      func.func private @{entry}(memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, {x_types}, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%codes: !stream.binding{high_binding}, %scales: !stream.binding{bindings}{x_bindings}, %y: !stream.binding) {{
       %c0 = arith.constant 0 : index
       %rows = arith.constant {rows} : index
       %n = arith.constant {n} : index
@@ -100,21 +117,26 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %ns = arith.constant {ns} : index
       %nh = arith.constant {nh} : index
       %tk = arith.constant {tk} : index
+      %td = arith.constant {td} : index
+      %ts = arith.constant {ts} : index
       %tn = arith.constant {tn} : index
       %workgroup = stream.dispatch.workgroup.id[0] : index
       %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%codes_size}}
       %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?x{scale}>{{%ng}}
-{views}      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
-      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @xlacel_planar_matmul_workgroup(%mc, {highs_memref}, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, %mx, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
+{views}      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
+      func.call @{entry}(%mc, {highs_memref}, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, {x_memrefs}, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, {x_types}, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
       return
       }}
 )",
       fmt::arg("name", name), fmt::arg("high_binding", high_binding),
-      fmt::arg("bindings", bindings), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
-      fmt::arg("group", group), fmt::arg("has_offsets", offsets ? 1 : 0),
-      fmt::arg("code_bits", code_bits), fmt::arg("code_bias", code_bias),
-      fmt::arg("rows_per_workgroup", rows_per_workgroup),
+      fmt::arg("bindings", bindings), fmt::arg("x_bindings", x_bindings),
+      fmt::arg("x_types", x_types), fmt::arg("x_memrefs", x_memrefs),
+      fmt::arg("entry",
+               int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup"),
+      fmt::arg("td", rows * k / 32), fmt::arg("ts", rows * k / 16), fmt::arg("rows", rows),
+      fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
+      fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
+      fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", rows_per_workgroup),
       fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
       fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
       fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"),
@@ -166,10 +188,49 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
                          TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
+// Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
+constexpr int64_t kInt8Columns = 512;
+
+// x quantized for the int8 product: per row and block of 32 columns, the scale dx = max|x| / 127
+// and codes round(x / dx) (i8), and dx times the sum of each 16 columns' codes; laid out as the
+// kernel reads them (planar_matmul.c, int8_panels): per run of 512 columns, code vector v holds
+// elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L.
+struct QuantizedRows {
+  Value codes;   // i8 [T, K]
+  Value scales;  // f32 [T, K / 32]
+  Value sums;    // f32 [T, K / 16]
+};
+
+QuantizedRows quantized_rows(Value x) {
+  const int64_t rows = x.shape()[0], k = x.shape()[1], runs = k / kInt8Columns;
+  stablehlo::Block& block = x.block();
+  const std::vector<int64_t> block_shape = {rows, runs, 4, 4};  // run, r, L: block 4r + L
+  auto filled = [&](double value, const std::vector<int64_t>& shape) {
+    return broadcast_in_dim(stablehlo::scalar(block, ElementType::kF32, value), shape, {});
+  };
+  auto per_block = [&](Value value, std::vector<int64_t> shape) {
+    return broadcast_in_dim(value, std::move(shape), {0, 1, 2, 3});
+  };
+  const Value blocks = reshape(x, {rows, runs, 4, 4, 32});
+  const Value largest = reduce_max(maximum(blocks, negate(blocks)), {4});
+  const Value scale = largest / filled(127, block_shape);
+  // A block of zeros keeps codes 0 (127 / 0 is selected away).
+  const Value inverse = select(compare(largest, filled(0, block_shape), stablehlo::Direction::kGT),
+                               filled(127, block_shape) / largest, filled(0, block_shape));
+  const Value codes = round_nearest_even(blocks * per_block(inverse, {rows, runs, 4, 4, 32}));
+  const Value sums = reduce_sum(reshape(codes, {rows, runs, 4, 4, 2, 16}), {5}) *
+                     per_block(scale, {rows, runs, 4, 4, 2});
+  return {convert(reshape(transpose(reshape(codes, {rows, runs, 4, 4, 8, 4}), {0, 1, 4, 3, 2, 5}),
+                          {rows, k}),
+                  ElementType::kI8),
+          reshape(transpose(scale, {0, 1, 3, 2}), {rows, k / 32}),
+          reshape(transpose(sums, {0, 1, 4, 3, 2}), {rows, k / 16})};
+}
+
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
  public:
-  IreeCpuPlanarKernel(std::filesystem::path object, int workers)
-      : object_(std::move(object)), workers_(std::max(1, workers)) {}
+  IreeCpuPlanarKernel(std::filesystem::path object, int workers, bool int8)
+      : object_(std::move(object)), workers_(std::max(1, workers)), int8_(int8) {}
 
   // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Measured on SmolLM2
   // Q4_1, 2 threads: prefill in 64-row chunks beats llvm-cpu's f32 matmul over planes dequantized
@@ -207,20 +268,28 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    const std::string name = fmt::format("xlacel_planar_matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", rows, n,
-                                         k, group, weight.code_bits, centred ? "_centred" : "",
-                                         offsets ? "_offsets" : "", stablehlo::to_string(scale));
+    // Runs of 512 columns only; other widths (SmolLM2's 576) keep the exact product.
+    const bool int8 = int8_ && k % kInt8Columns == 0;
+    const std::string name =
+        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", int8 ? "int8_" : "", rows,
+                    n, k, group, weight.code_bits, centred ? "_centred" : "",
+                    offsets ? "_offsets" : "", stablehlo::to_string(scale));
     std::vector<Value> operands = {weight.codes};
     if (weight.high_bits) operands.push_back(*weight.high_bits);
     operands.push_back(weight.scales);
     if (offsets) operands.push_back(*weight.offsets);
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
-    operands.push_back(x);
+    if (int8) {
+      const QuantizedRows quantized = quantized_rows(x);
+      operands.insert(operands.end(), {quantized.codes, quantized.scales, quantized.sums});
+    } else {
+      operands.push_back(x);
+    }
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     return dispatch(x, name, object_, n, per_workgroup,
                     planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
-                                     weight.code_bias, scale, two_level, per_workgroup),
+                                     weight.code_bias, scale, two_level, per_workgroup, int8),
                     std::move(operands));
   }
 
@@ -253,12 +322,13 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
 
   std::filesystem::path object_;
   int workers_;  // the runtime's worker threads
+  bool int8_;    // --math fast: x quantized to i8 (quantized_rows)
 };
 
 }  // namespace
 
 std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
-    const std::filesystem::path& cache_dir, int workers) {
+    const std::filesystem::path& cache_dir, int workers, bool int8) {
   // For measuring what the kernel buys (tools/peer/compare_bench.py): the graph's own product.
   if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
     return nullptr;
@@ -268,10 +338,14 @@ std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
       !__builtin_cpu_supports("f16c")) {
     return nullptr;
   }
+  if (int8 && !(cpu_runs_avx512_kernels() && __builtin_cpu_supports("avx512vbmi") &&
+                __builtin_cpu_supports("avx512vnni"))) {
+    return nullptr;
+  }
   return std::make_unique<IreeCpuPlanarKernel>(
-      write_kernel_object(object_bytes(), "planar_matmul", cache_dir), workers);
+      write_kernel_object(object_bytes(int8), "planar_matmul", cache_dir), workers, int8);
 #else
-  (void)cache_dir, (void)workers;
+  (void)cache_dir, (void)workers, (void)int8;
   return nullptr;
 #endif
 }

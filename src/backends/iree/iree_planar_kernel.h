@@ -13,8 +13,10 @@ namespace xlacel::backends {
 // $XLACEL_IREE_NO_PLANAR_KERNEL is unset or empty. The object is written
 // once to `<cache_dir>/kernels/planar_matmul-<hash>.o`, a path that changes with its content (so
 // the compile cache, keyed on the graph text, never mixes kernels). `workers`: the runtime's worker
-// threads, which share a product of few rows one workgroup each.
+// threads, which share a product of few rows one workgroup each. `int8` (--math fast): products
+// whose width is a multiple of 512 quantize x to i8 and multiply with VNNI dot products, not
+// exact; nullptr unless this CPU has AVX-512 with VBMI and VNNI.
 std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
-    const std::filesystem::path& cache_dir, int workers);
+    const std::filesystem::path& cache_dir, int workers, bool int8 = false);
 
 }  // namespace xlacel::backends

@@ -1099,11 +1099,292 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
   panels(w, x, y, rows, n, k, first, last);
 }
 
+#if defined(__AVX512VNNI__)
+// --math fast (prefill only, opt-in): the activations come quantized to i8 per 32 columns (the
+// graph rounds x * 127 / max|x| of each block; iree_planar_kernel.cpp), and each weight row's
+// integer codes meet them in VNNI dot products (vpdpbusd: 64 products of an unsigned code byte
+// and a signed activation byte, summed in fours into 16 i32 lanes) instead of f32 FMAs, as
+// llama.cpp's CPU products do. Not exact: x is rounded to 8 bits.
+//
+// 512 columns (16 blocks of 32) go at a time, one block per i32 lane, so that a lane's sum
+// belongs to one block and is scaled once per 512 columns: code vector v holds elements
+// 4v .. 4v + 3 of each block, lane p of block INT8_LANE_BLOCK(p). The graph lays x out the same
+// way. A group's weight is scale * u + zero_term, u its unsigned code and zero_term = offset -
+// scale * bias, so a block's sum is dx * (scale * sum(u * q) + zero_term * sum(q)), with dx the
+// block's activation scale and sum(q) given by the graph as dx * sum(q) (xs, per 16 columns:
+// Q6_K's groups are 16).
+#define INT8_COLUMNS 512
+#define INT8_VECTORS 8
+// Lane p of a 512-column run holds block INT8_LANE_BLOCK(p): what a 4x4 transpose of dwords
+// within 128-bit lanes leaves (transpose_dwords).
+#define INT8_LANE_BLOCK(p) (4 * ((p) % 4) + (p) / 4)
+// Register blocks: INT8_W_ROWS x INT8_X_ROWS i32 accumulators (24), plus the x vectors and a code
+// vector, in AVX-512's 32 registers.
+#define INT8_W_ROWS 8
+#define INT8_X_ROWS 3
+
+// out[c] lane L, dword r = in[r] lane L, dword c.
+INLINE void transpose_dwords(const __m512i in[4], __m512i out[4]) {
+  const __m512i t0 = _mm512_unpacklo_epi32(in[0], in[1]);
+  const __m512i t1 = _mm512_unpackhi_epi32(in[0], in[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(in[2], in[3]);
+  const __m512i t3 = _mm512_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// Run b (512 columns) of a weight row's unsigned codes in the lane layout above: four 128-bit
+// lanes of 16 elements each (elements 0-15 of four blocks, then 16-31), transposed.
+INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum CodeForm form,
+                      __m512i out[INT8_VECTORS]) {
+  __m512i first[4], second[4];
+  if (form == BYTES_32) {
+    // Two blocks of 32 codes per 64 bytes; signed codes + 128 as unsigned (bias 128).
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (size_t r = 0; r < 4; ++r) {
+      const __m512i a = _mm512_loadu_si512((const void*)(codes + b * 512 + r * 128));
+      const __m512i c = _mm512_loadu_si512((const void*)(codes + b * 512 + r * 128 + 64));
+      first[r] = _mm512_xor_si512(_mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0)), flip);
+      second[r] = _mm512_xor_si512(_mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1)), flip);
+    }
+  } else if (reads_chunks(form)) {
+    for (size_t r = 0; r < 4; ++r)
+      chunk_codes(codes, highs, b * 4 + r, form, 1, first + r, second + r);
+  } else {
+    // Nibbles: byte j of a block holds element j (low) and j + 16 (high).
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (size_t r = 0; r < 4; ++r) {
+      const __m512i packed = _mm512_loadu_si512((const void*)(codes + b * 256 + r * 64));
+      first[r] = _mm512_and_si512(packed, nibble);
+      second[r] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    }
+  }
+  transpose_dwords(first, out);
+  transpose_dwords(second, out + 4);
+}
+
+// What a code's unsigned value is offset by: code = u - bias.
+INLINE float int8_bias(enum CodeForm form) {
+  switch (form) {
+    case BYTES_32:
+      return 128;
+    case NIBBLES_32_CENTRED:
+      return 8;
+    case NIBBLES_HIGH1_32_CENTRED:
+      return 16;
+    case NIBBLES_HIGH2_16_CENTRED:
+      return 32;
+    default:
+      return 0;
+  }
+}
+
+// A register block's weight rows for one run: codes, and per lane (block) and half (16 columns;
+// both halves alike where groups are 32) the scale and the zero term.
+struct Int8Panel {
+  __m512i codes[INT8_W_ROWS][INT8_VECTORS];
+  vec scales[INT8_W_ROWS][2];
+  vec zero_terms[INT8_W_ROWS][2];
+};
+
+// Weight rows row .. row + INT8_W_ROWS (past `last`, the last row again: its sums are not
+// stored), run b, into the panel.
+INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t last, size_t b,
+                            struct Int8Panel* panel) {
+  const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
+  const size_t run_groups = INT8_COLUMNS / group, g0 = b * run_groups;
+  const __m512i lane_block =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+    const size_t r = row + j < last ? row + j : last - 1;
+    const struct Planes p =
+        planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
+    run_codes(w.codes + r * code_row_bytes(w.form, k), p.high_bits, b, w.form, panel->codes[j]);
+    float s[32], o[32];
+    const size_t bytes = scale_bytes(w.scales), per_super = SUPER_GROUP / group;
+    expand_row_factors((const char*)p.scales + g0 * bytes, p.super_scales + g0 / per_super,
+                       run_groups, group, w.scales, s);
+    if (w.has_offsets) {
+      expand_row_factors((const char*)p.offsets + g0 * bytes, p.super_offsets + g0 / per_super,
+                         run_groups, group, w.scales, o);
+    }
+    const float bias = int8_bias(w.form);
+    for (size_t g = 0; g < run_groups; ++g) o[g] = (w.has_offsets ? o[g] : 0) - s[g] * bias;
+    if (run_groups == 16) {
+      panel->scales[j][0] = panel->scales[j][1] = _mm512_permutexvar_ps(lane_block, vec_load(s));
+      panel->zero_terms[j][0] = panel->zero_terms[j][1] =
+          _mm512_permutexvar_ps(lane_block, vec_load(o));
+    } else {
+      // Groups of 16: lane p's halves are groups 2 * block and 2 * block + 1.
+      const __m512i low = _mm512_slli_epi32(lane_block, 1);
+      const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(1));
+      panel->scales[j][0] = _mm512_permutex2var_ps(vec_load(s), low, vec_load(s + 16));
+      panel->scales[j][1] = _mm512_permutex2var_ps(vec_load(s), high, vec_load(s + 16));
+      panel->zero_terms[j][0] = _mm512_permutex2var_ps(vec_load(o), low, vec_load(o + 16));
+      panel->zero_terms[j][1] = _mm512_permutex2var_ps(vec_load(o), high, vec_load(o + 16));
+    }
+  }
+}
+
+// acc [x_rows][INT8_W_ROWS] += x rows (qx at this run, row stride k; their scales xd, row
+// stride k / 32, and scaled sums xs, row stride k / 16, at this run) times the panel's rows, per
+// lane. halves: 2 where the weight's groups are 16 columns (each half scaled on its own).
+INLINE void int8_block_product(const int8_t* qx, const float* xd, const float* xs, size_t k,
+                               const struct Int8Panel* panel, size_t halves, size_t x_rows,
+                               vec* acc) {
+  for (size_t h = 0; h < halves; ++h) {
+    __m512i sums[INT8_X_ROWS][INT8_W_ROWS];
+    for (size_t t = 0; t < x_rows; ++t) {
+      for (size_t j = 0; j < INT8_W_ROWS; ++j) sums[t][j] = _mm512_setzero_si512();
+    }
+    const size_t per_half = INT8_VECTORS / halves;
+    for (size_t v = h * per_half; v < (h + 1) * per_half; ++v) {
+      __m512i xv[INT8_X_ROWS];
+      for (size_t t = 0; t < x_rows; ++t)
+        xv[t] = _mm512_loadu_si512((const void*)(qx + t * k + v * 64));
+      for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+        const __m512i u = panel->codes[j][v];
+        for (size_t t = 0; t < x_rows; ++t) sums[t][j] = _mm512_dpbusd_epi32(sums[t][j], u, xv[t]);
+      }
+    }
+    for (size_t t = 0; t < x_rows; ++t) {
+      const vec dx = vec_load(xd + t * (k / 32));
+      const float* x_sums = xs + t * (k / 16);
+      const vec q_sum = halves == 2 ? vec_load(x_sums + h * 16)
+                                    : vec_add(vec_load(x_sums), vec_load(x_sums + 16));
+      for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+        vec a = acc[t * INT8_W_ROWS + j];
+        a = vec_fmadd(_mm512_cvtepi32_ps(sums[t][j]), vec_mul(panel->scales[j][h], dx), a);
+        acc[t * INT8_W_ROWS + j] = vec_fmadd(panel->zero_terms[j][h], q_sum, a);
+      }
+    }
+  }
+}
+#define SPECIALISE_INT8_BLOCK(X_ROWS)                                                            \
+  static void int8_block_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs,     \
+                                         size_t k, const struct Int8Panel* panel, size_t halves, \
+                                         vec* acc) {                                             \
+    if (halves == 2) {                                                                           \
+      int8_block_product(qx, xd, xs, k, panel, 2, X_ROWS, acc);                                  \
+    } else {                                                                                     \
+      int8_block_product(qx, xd, xs, k, panel, 1, X_ROWS, acc);                                  \
+    }                                                                                            \
+  }
+SPECIALISE_INT8_BLOCK(1)
+SPECIALISE_INT8_BLOCK(2)
+SPECIALISE_INT8_BLOCK(3)
+
+// y [rows, n] = x (quantized: qx, xd, xs) times weight rows [first, last), k a multiple of 512.
+INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd, const float* xs,
+                        float* y, size_t rows, size_t n, size_t k, size_t first, size_t last) {
+  struct Int8Panel panel;
+  vec acc[TILE_X_ROWS * INT8_W_ROWS];
+  const size_t halves = w.form == NIBBLES_HIGH2_16_CENTRED ? 2 : 1;
+  for (size_t t0 = 0; t0 < rows; t0 += TILE_X_ROWS) {
+    const size_t tile = rows - t0 < TILE_X_ROWS ? rows - t0 : TILE_X_ROWS;
+    for (size_t row = first; row < last; row += INT8_W_ROWS) {
+      for (size_t i = 0; i < tile * INT8_W_ROWS; ++i) acc[i] = vec_zero();
+      for (size_t b = 0; b < k / INT8_COLUMNS; ++b) {
+        fill_int8_panel(w, k, row, last, b, &panel);
+        size_t t = 0;
+        for (; t < tile; t += INT8_X_ROWS) {
+          const size_t at = t0 + t;
+          const int8_t* q = qx + at * k + b * INT8_COLUMNS;
+          const float* d = xd + at * (k / 32) + b * 16;
+          const float* s = xs + at * (k / 16) + b * 32;
+          vec* a = acc + t * INT8_W_ROWS;
+          const size_t left = tile - t;
+          if (left >= 3) {
+            int8_block_product3(q, d, s, k, &panel, halves, a);
+          } else if (left == 2) {
+            int8_block_product2(q, d, s, k, &panel, halves, a);
+          } else {
+            int8_block_product1(q, d, s, k, &panel, halves, a);
+          }
+        }
+      }
+      for (size_t t = 0; t < tile; ++t) {
+        for (size_t j = 0; j < INT8_W_ROWS && row + j < last; ++j) {
+          y[(t0 + t) * n + row + j] = vec_sum(acc[t * INT8_W_ROWS + j]);
+        }
+      }
+    }
+  }
+}
+
+#define SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES)                                            \
+  static void int8_panels_##FORM##_offsets##OFFSETS##_##SCALES(                                  \
+      const uint8_t* codes, struct Planes p, const int8_t* qx, const float* xd, const float* xs, \
+      float* y, size_t rows, size_t n, size_t k, size_t first, size_t last) {                    \
+    const struct WeightSource w = {codes, p, NULL, FORM, OFFSETS, SCALES, 0};                    \
+    int8_panels(w, qx, xd, xs, y, rows, n, k, first, last);                                      \
+  }
+#define SPECIALISE_INT8_SCALES(FORM, OFFSETS, ARG)  \
+  SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES_F32) \
+  SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES_F16) \
+  SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES_TWO_LEVEL)
+FOR_EACH_FORM(SPECIALISE_INT8_SCALES, 0)
+
+#define INT8_PANEL_FORM(FORM, OFFSETS, ARG)                                                      \
+  if (form == FORM && has_offsets == OFFSETS) {                                                  \
+    if (scales == SCALES_F32) {                                                                  \
+      int8_panels_##FORM##_offsets##OFFSETS##_SCALES_F32(codes, p, qx, xd, xs, y, rows, n, k,    \
+                                                         first, last);                           \
+    } else if (scales == SCALES_F16) {                                                           \
+      int8_panels_##FORM##_offsets##OFFSETS##_SCALES_F16(codes, p, qx, xd, xs, y, rows, n, k,    \
+                                                         first, last);                           \
+    } else {                                                                                     \
+      int8_panels_##FORM##_offsets##OFFSETS##_SCALES_TWO_LEVEL(codes, p, qx, xd, xs, y, rows, n, \
+                                                               k, first, last);                  \
+    }                                                                                            \
+    return;                                                                                      \
+  }
+static void planar_int8_panels(enum CodeForm form, int has_offsets, enum ScaleForm scales,
+                               const uint8_t* codes, struct Planes p, const int8_t* qx,
+                               const float* xd, const float* xs, float* y, size_t rows, size_t n,
+                               size_t k, size_t first, size_t last) {
+  FOR_EACH_FORM(INT8_PANEL_FORM, 0)
+}
+#endif
+
 // The first row at or after which a workgroup's rows [first, last) are left to passes: with
 // PANEL_MIN_ROWS x rows or more, all but the last (last - first) % BLOCK_W_ROWS go in panels.
 INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
   if (rows < PANEL_MIN_ROWS || last <= first) return first;
   return first + (last - first) / BLOCK_W_ROWS * BLOCK_W_ROWS;
+}
+
+// The code and scale forms of an entry point's arguments; 0 where the emitter emits no such
+// weight.
+static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
+                    size_t scale_bits, enum CodeForm* form, enum ScaleForm* scale_form) {
+  if (code_bits == 8 && group == 32 && code_bias == 0 && !has_offsets) {
+    *form = BYTES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
+    *form = NIBBLES_32;
+  } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
+    *form = NIBBLES_32_CENTRED;
+  } else if (code_bits == 5 && group == 32 && code_bias == 0 && has_offsets) {
+    *form = NIBBLES_HIGH1_32;
+  } else if (code_bits == 5 && group == 32 && code_bias == -16 && !has_offsets) {
+    *form = NIBBLES_HIGH1_32_CENTRED;
+  } else if (code_bits == 6 && group == 16 && code_bias == -32 && !has_offsets) {
+    *form = NIBBLES_HIGH2_16_CENTRED;
+  } else {
+    return 0;
+  }
+  if (scale_bits == 32) {
+    *scale_form = SCALES_F32;
+  } else if (scale_bits == 16) {
+    *scale_form = SCALES_F16;
+  } else if (scale_bits == 8) {
+    *scale_form = SCALES_TWO_LEVEL;
+  } else {
+    return 0;
+  }
+  return 1;
 }
 
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
@@ -1129,31 +1410,8 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   size_t last = first + rows_per_workgroup;
   if (last > n) last = n;
   enum CodeForm form;
-  if (code_bits == 8 && group == 32 && code_bias == 0 && !has_offsets) {
-    form = BYTES_32;
-  } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
-    form = NIBBLES_32;
-  } else if (code_bits == 4 && group == 32 && code_bias == -8 && !has_offsets) {
-    form = NIBBLES_32_CENTRED;
-  } else if (code_bits == 5 && group == 32 && code_bias == 0 && has_offsets) {
-    form = NIBBLES_HIGH1_32;
-  } else if (code_bits == 5 && group == 32 && code_bias == -16 && !has_offsets) {
-    form = NIBBLES_HIGH1_32_CENTRED;
-  } else if (code_bits == 6 && group == 16 && code_bias == -32 && !has_offsets) {
-    form = NIBBLES_HIGH2_16_CENTRED;
-  } else {
-    return;  // the emitter emits only the forms above
-  }
   enum ScaleForm scale_form;
-  if (scale_bits == 32) {
-    scale_form = SCALES_F32;
-  } else if (scale_bits == 16) {
-    scale_form = SCALES_F16;
-  } else if (scale_bits == 8) {
-    scale_form = SCALES_TWO_LEVEL;
-  } else {
-    return;
-  }
+  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
   const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
   const struct Planes planes = {
@@ -1174,6 +1432,40 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   FOR_EACH_PASS
 #undef CASE
 }
+
+#if defined(__AVX512VNNI__)
+// --math fast: xlacel_planar_matmul_workgroup's product with x given quantized (int8_panels):
+// qx i8 [rows, k], xd f32 [rows, k / 32] and xs f32 [rows, k / 16] in the lane layout above;
+// k a multiple of 512.
+void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
+                                         MEMREF(const void, scales), MEMREF(const void, offsets),
+                                         MEMREF(const uint16_t, supers),
+                                         MEMREF(const uint16_t, super_offsets),
+                                         MEMREF(const int8_t, qx), MEMREF(const float, xd),
+                                         MEMREF(const float, xs), MEMREF(float, y), size_t rows,
+                                         size_t n, size_t k, size_t group, size_t has_offsets,
+                                         size_t code_bits, ptrdiff_t code_bias, size_t scale_bits,
+                                         size_t rows_per_workgroup, size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
+  UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
+  UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(xd);
+  UNUSED_MEMREF_FIELDS(xs), UNUSED_MEMREF_FIELDS(y);
+  const size_t first = workgroup * rows_per_workgroup;
+  size_t last = first + rows_per_workgroup;
+  if (last > n) last = n;
+  enum CodeForm form;
+  enum ScaleForm scale_form;
+  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
+  if (k % INT8_COLUMNS != 0 || first >= last) return;  // the emitter emits only such shapes
+  const size_t bytes = scale_bytes(scale_form);
+  const struct Planes planes = {
+      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
+  planar_int8_panels(form, has_offsets != 0, scale_form, codes + codes_offset, planes,
+                     qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
+                     first, last);
+}
+#endif
 
 // y [rows, n] = x [rows, k] times the weight values [n, k] (f16, or bf16 when bf16 is 1)
 // transposed, for weight rows [workgroup * rows_per_workgroup, +rows_per_workgroup); k is a
