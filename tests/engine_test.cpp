@@ -341,6 +341,43 @@ TEST_P(EngineOnRuntime, SmolLM2TeacherForcedLogitsMatchHf) {
   EXPECT_LE(diff, kLogitTolerance);
 }
 
+// --math fast (IREE on AVX-512 VNNI): prefill's products with SmolLM2's down projections (1536
+// columns: three runs of 512) take activations rounded to 8 bits, so teacher-forced logits move
+// away from HF's by more than float32 noise (the int8 path is in use) but stay close; decode is
+// exact. The greedy stream of a prompt HF answers confidently is unchanged.
+TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  if (auto missing = missing_runtime("iree")) GTEST_SKIP() << *missing;
+  const json reference = read_json(testing::test_data("models/smollm2_reference.json"));
+  const ModelFiles files = ModelFiles::open(model);
+  device::DeviceOptions device;
+  device.compile_cache_dir = testing::scratch_dir("engine/cache-fast");
+  auto opened = backends::open_device("iree", device, {});
+  if (opened->int8_planar_kernel() == nullptr) {
+    GTEST_SKIP() << "no int8 planar kernel on this CPU (needs AVX-512 VBMI and VNNI)";
+  }
+  executor::ExecutorOptions options;
+  options.weights = models::WeightType::kAuto;
+  options.capacity = 512;
+  options.fast_math = true;
+  options.preload_logits = true;
+  executor::Executor executor(std::move(opened), files, options);
+  const double diff = teacher_forced_max_diff(executor, reference, 0);
+  std::printf("iree --math fast SmolLM2: max |logit diff| vs HF %.3g\n", diff);
+  EXPECT_GT(diff, kLogitTolerance) << "the int8 products should move the logits";
+  EXPECT_LT(diff, 1.0);
+
+  Scheduler scheduler(executor, nullptr, {});
+  json capital = reference;
+  capital["prompts"] = json::array({reference["prompts"][0]});  // capital_raw: " Paris. ..."
+  ASSERT_EQ(capital["prompts"][0]["name"], "capital_raw");
+  auto [streams, widest] = run_staggered(scheduler, capital, 1);
+  (void)widest;
+  ASSERT_EQ(streams.size(), 1u);
+  const auto want = ids(capital["prompts"][0]["output_ids"]);
+  EXPECT_GE(matched(streams[0].tokens, want), 8u) << "capital_raw under --math fast";
+}
+
 TEST_P(EngineOnRuntime, SmolLM2SeededSamplingDoesNotDependOnTheBatch) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   auto engine = open(model, {4, 512, 64}, true);

@@ -320,6 +320,7 @@ void run_bench(const BenchCommandOptions& options) {
         {"backend", caps.runtime},
         {"device", caps.device},
         {"weights", options.runtime.weights},
+        {"math", options.runtime.math},
         {"context", caps.capacity},
         {"slots", caps.slots},
         {"prefill_bucket", caps.prefill_bucket},
@@ -349,9 +350,10 @@ void run_bench(const BenchCommandOptions& options) {
     return;
   }
   fmt::print("model: {}\n", engine.model().path());
-  fmt::print("backend: {}, device: {}, weights {}, context {}, prefill bucket {}, slots {}\n",
-             caps.runtime, caps.device, options.runtime.weights, caps.capacity, caps.prefill_bucket,
-             caps.slots);
+  fmt::print(
+      "backend: {}, device: {}, weights {}, math {}, context {}, prefill bucket {}, slots {}\n",
+      caps.runtime, caps.device, options.runtime.weights, options.runtime.math, caps.capacity,
+      caps.prefill_bucket, caps.slots);
   if (cold_report) fmt::print("compile (cold):   {}\n", graphs_text(*cold_report));
   fmt::print("compile (cached): {}\n", graphs_text(report));
   fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s; KV cache {:.1f} MiB\n",
