@@ -1,8 +1,8 @@
 #pragma once
 // The options `generate` and `bench` share for loading a model on a runtime: -m, --backend,
-// --device, --threads, --tensor-parallel, --weights, --math, --context, --prefill-bucket, and the options
-// of one runtime
-// (--plugin for xla; --cuda-sm, --compiler-flag for iree); turned into engine::EngineOptions.
+// --device, --threads, --tensor-parallel, --weights, --math, --context, --prefill-bucket, and the
+// options of one runtime (--plugin for xla; --cuda-sm, --compiler-flag for iree); turned into
+// engine::EngineOptions.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>

@@ -6,7 +6,11 @@
 // to this file), which also builds a second version of the kernel to compare against.
 //
 //   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0, or
-//                                               bf16 f16: xlacel_wide_matmul_workgroup)
+//                                               bf16 f16: xlacel_wide_matmul_workgroup; a block
+//                                               format + "-int8": --math fast's product,
+//                                               xlacel_planar_matmul_int8_workgroup, K a multiple
+//                                               of 512, built with --isa avx512vnni)
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +33,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s FORMAT N K ROWS REPS\n", argv[0]);
     return 2;
   }
-  const char* format = argv[1];
+  char format[32];
+  snprintf(format, sizeof format, "%s", argv[1]);
+  // "-int8": x quantized as the graph does for --math fast (iree_planar_kernel.cpp).
+  char* suffix = strstr(format, "-int8");
+  const int int8 = suffix != NULL;
+  if (int8) *suffix = 0;
   const size_t n = strtoul(argv[2], NULL, 10), k = strtoul(argv[3], NULL, 10);
   const size_t rows = strtoul(argv[4], NULL, 10), reps = strtoul(argv[5], NULL, 10);
   size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16;
@@ -103,6 +112,44 @@ int main(int argc, char** argv) {
   size_t rows_per_workgroup = (n + 127) / 128 * 8;
   if (rows_per_workgroup < 8) rows_per_workgroup = 8;
   const size_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;
+#if defined(__AVX512VNNI__)
+  // x in the int8 product's layout: per row and block of 32, scale max|x| / 127 and codes
+  // round(x / scale); per 512 columns, vector v holds elements 4v .. 4v + 3 of each block, lane p
+  // block INT8_LANE_BLOCK(p); per 16 columns, scale times the sum of the codes.
+  int8_t* qx = aligned_alloc(64, rows * k + 64);
+  float* xd = aligned_alloc(64, rows * k / 32 * 4 + 64);
+  float* xs = aligned_alloc(64, rows * k / 16 * 4 + 64);
+  if (int8) {
+    if (k % 512 != 0) {
+      fprintf(stderr, "-int8 needs K a multiple of 512\n");
+      return 2;
+    }
+    for (size_t t = 0; t < rows; ++t) {
+      for (size_t b = 0; b < k / 512; ++b) {
+        for (size_t p = 0; p < 16; ++p) {
+          const float* block = x + t * k + b * 512 + INT8_LANE_BLOCK(p) * 32;
+          float largest = 0;
+          for (size_t e = 0; e < 32; ++e) largest = fmaxf(largest, fabsf(block[e]));
+          const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
+          float sums[2] = {0, 0};
+          for (size_t e = 0; e < 32; ++e) {
+            const float q = nearbyintf(block[e] * inverse);
+            sums[e / 16] += q;
+            qx[t * k + b * 512 + (e / 4) * 64 + 4 * p + e % 4] = (int8_t)q;
+          }
+          xd[t * (k / 32) + b * 16 + p] = scale;
+          xs[t * (k / 16) + b * 32 + p] = scale * sums[0];
+          xs[t * (k / 16) + b * 32 + 16 + p] = scale * sums[1];
+        }
+      }
+    }
+  }
+#else
+  if (int8) {
+    fprintf(stderr, "-int8 needs the kernel built with VNNI (--isa avx512vnni)\n");
+    return 2;
+  }
+#endif
   double best = 1e30;
   for (size_t r = 0; r < reps; ++r) {
     const double start = now();
@@ -113,6 +160,16 @@ int main(int argc, char** argv) {
                                      rows_per_workgroup, w);
         continue;
       }
+#if defined(__AVX512VNNI__)
+      if (int8) {
+        xlacel_planar_matmul_int8_workgroup(
+            codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
+            0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, qx,
+            qx, 0, 0, 0, xd, xd, 0, 0, 0, xs, xs, 0, 0, 0, y, y, 0, 0, 0, rows, n, k, group,
+            has_offsets, code_bits, bias, scale_bits, rows_per_workgroup, w);
+        continue;
+      }
+#endif
       xlacel_planar_matmul_workgroup(codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales,
                                      0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
                                      0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
@@ -135,9 +192,10 @@ int main(int argc, char** argv) {
                      : (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
                                 (scale_width == 1 ? supers * 2 * (1 + has_offsets) : 0));
   printf(
-      "%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  checksum %.6g  bits "
-      "%016llx\n",
-      format, n, k, rows, best * 1e6, bytes / best / 1e9, (double)n * (double)k / best / 1e9,
+      "%s%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  %.1f GFLOP/s  checksum "
+      "%.6g  bits %016llx\n",
+      format, int8 ? "-int8" : "", n, k, rows, best * 1e6, bytes / best / 1e9,
+      (double)n * (double)k / best / 1e9, 2.0 * (double)n * (double)k * (double)rows / best / 1e9,
       checksum, (unsigned long long)hash);
   return 0;
 }
