@@ -247,6 +247,27 @@ std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols
   return module.to_text();
 }
 
+// kernel_module over x [x.size() / cols, cols], compiled as `name` and run: the product through
+// the kernel into by_kernel and through the graph's StableHLO into by_graph, each [x rows, rows].
+void kernel_products(device::Device& device, const std::string& name, const PlanarBlocks& planar,
+                     int64_t rows, int64_t cols, const std::vector<float>& x,
+                     const device::PlanarKernel& kernel, std::vector<float>& by_kernel,
+                     std::vector<float>& by_graph) {
+  const auto x_rows = static_cast<int64_t>(x.size()) / cols;
+  auto executable = load_module(device, name, kernel_module(planar, rows, cols, x_rows, kernel));
+  std::vector<device::BufferPtr> buffers = upload_planes(device, planar, rows, cols);
+  buffers.push_back(
+      device.upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
+  std::vector<device::Buffer*> arguments;
+  for (auto& buffer : buffers) arguments.push_back(buffer.get());
+  std::vector<device::BufferPtr> results = device.execute(*executable, arguments);
+  ASSERT_EQ(results.size(), 2u);
+  by_kernel.resize(static_cast<std::size_t>(x_rows * rows));
+  by_graph.resize(by_kernel.size());
+  device.read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+  device.read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+}
+
 // The file's blocks of one tensor as a weight of `rows` rows: row r is the tensor's row r % 2
 // with its blocks rotated by r / 2, so that rows differ and the kernel's blocks of 4 or 6 weight
 // rows (and the rows left over) all see distinct values.
@@ -289,21 +310,11 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
     for (int64_t x_rows : {1, 3, 8, 13, 29, 70}) {
       ASSERT_TRUE(kernel->handles(x_rows, planar.group_size, planar.code_bits)) << format;
       const std::string name = format + "-" + std::to_string(x_rows);
-      auto executable =
-          load_module(*device, name, kernel_module(planar, rows, cols, x_rows, *kernel));
       std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
-      buffers.push_back(
-          device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
-      std::vector<device::Buffer*> arguments;
-      for (auto& buffer : buffers) arguments.push_back(buffer.get());
-      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-      ASSERT_EQ(results.size(), 2u);
-      std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows)),
-          by_graph(by_kernel.size());
-      device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
-      device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+      std::vector<float> by_kernel, by_graph;
+      ASSERT_NO_FATAL_FAILURE(
+          kernel_products(*device, name, planar, rows, cols, x, *kernel, by_kernel, by_graph));
       // Both sum f32 products of the same dequantized values, in different orders: they agree
       // with each other and with a double-precision sum to rounding.
       for (int64_t t = 0; t < x_rows; ++t) {
@@ -372,17 +383,9 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
                                : std::sin(0.37f * static_cast<float>(i));
           largest[i / 32] = std::max(largest[i / 32], std::abs(x[i]));
         }
-        auto executable =
-            load_module(*device, name, kernel_module(planar, rows, cols, x_rows, *kernel));
-        std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
-        buffers.push_back(
-            device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
-        std::vector<device::Buffer*> arguments;
-        for (auto& buffer : buffers) arguments.push_back(buffer.get());
-        std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-        ASSERT_EQ(results.size(), 2u);
-        std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows));
-        device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
+        std::vector<float> by_kernel, by_graph;
+        ASSERT_NO_FATAL_FAILURE(
+            kernel_products(*device, name, planar, rows, cols, x, *kernel, by_kernel, by_graph));
         for (int64_t t = 0; t < x_rows; ++t) {
           for (int64_t r = 0; r < rows; ++r) {
             double want = 0, magnitude = 0, moved = 0;
@@ -409,18 +412,11 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   // The file's 2 x 512 as 4 x 256 (the same blocks).
   const PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(rows * cols));
-  auto executable =
-      load_module(*device, "narrow-int8", kernel_module(planar, rows, cols, 8, *kernel));
   std::vector<float> x(8 * cols);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-  std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
-  buffers.push_back(device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{8, cols}));
-  std::vector<device::Buffer*> arguments;
-  for (auto& buffer : buffers) arguments.push_back(buffer.get());
-  std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-  std::vector<float> by_kernel(8 * rows), by_graph(8 * rows);
-  device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
-  device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+  std::vector<float> by_kernel, by_graph;
+  ASSERT_NO_FATAL_FAILURE(
+      kernel_products(*device, "narrow-int8", planar, rows, cols, x, *kernel, by_kernel, by_graph));
   for (std::size_t i = 0; i < by_kernel.size(); ++i) {
     EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5 * (std::abs(by_graph[i]) + 1)) << "output " << i;
   }
