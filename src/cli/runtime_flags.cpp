@@ -36,7 +36,7 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                    "exact (products in f32 on the values transformers dequantizes) or fast "
                    "(prefill multiplies quantized weights by activations rounded to 8 bits per "
                    "32, as llama.cpp does: faster, not exact; --backend iree on a CPU with "
-                   "AVX-512 VNNI)")
+                   "AVX-512 VBMI and VNNI)")
       ->capture_default_str();
   command->add_option("--context", flags.context,
                       "KV-cache positions per sequence (default: the smallest power of two "

@@ -45,6 +45,20 @@ enum CodeForm {
   NIBBLES_HIGH2_16_CENTRED,  // nibbles and 2 high bits, less 32, groups of 16 (Q6_K)
 };
 
+// What the centred forms take off their unsigned code (code = u - bias); 0 for the others.
+INLINE int code_bias(enum CodeForm form) {
+  switch (form) {
+    case NIBBLES_32_CENTRED:
+      return 8;
+    case NIBBLES_HIGH1_32_CENTRED:
+      return 16;
+    case NIBBLES_HIGH2_16_CENTRED:
+      return 32;
+    default:
+      return 0;
+  }
+}
+
 // Codes widened to f32 lanes, per vector width (kernel_vectors.h).
 #if LANES == 16
 // Sixteen i8 codes as f32 lanes.
@@ -147,7 +161,7 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + block * 16));
     __m128i nibbles = _mm_and_si128(half ? _mm_srli_epi16(packed, 4) : packed, mask);
     __m128i code = _mm_or_si128(nibbles, high_bits16(highs + block * 8, half * 16, 2));
-    widen16(_mm_sub_epi8(code, _mm_set1_epi8(32)), out);
+    widen16(_mm_sub_epi8(code, _mm_set1_epi8((char)code_bias(form))), out);
     return;
   }
   const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + g * 16));
@@ -157,7 +171,7 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     low = _mm_or_si128(low, high_bits16(highs + g * 4, 0, 1));
     high = _mm_or_si128(high, high_bits16(highs + g * 4, 16, 1));
   }
-  const int bias = form == NIBBLES_32_CENTRED ? 8 : form == NIBBLES_HIGH1_32_CENTRED ? 16 : 0;
+  const int bias = code_bias(form);
   if (bias != 0) {
     low = _mm_sub_epi8(low, _mm_set1_epi8((char)bias));
     high = _mm_sub_epi8(high, _mm_set1_epi8((char)bias));
@@ -246,7 +260,7 @@ INLINE int reads_table(enum CodeForm form) {
 // Group g's 32 weights (two vectors) through its table.
 INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, vec scale, vec offset,
                           int has_offsets, enum ScaleForm scale_form, vec out[2]) {
-  const float bias = form == NIBBLES_32_CENTRED ? -8 : 0;
+  const float bias = (float)-code_bias(form);
   const vec values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const vec table =
       dequantize(vec_add(values, vec_broadcast(bias)), scale, offset, has_offsets, scale_form);
@@ -302,9 +316,7 @@ INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, en
     high = _mm512_mask_add_epi8(high, _mm512_test_epi8_mask(bits, _mm512_slli_epi16(low_bit, 4)),
                                 high, sixteen);
   }
-  const int bias = form == NIBBLES_HIGH2_16_CENTRED   ? 32
-                   : form == NIBBLES_HIGH1_32_CENTRED ? 16
-                                                      : 0;
+  const int bias = code_bias(form);
   if (bias != 0 && !unbiased) {
     low = _mm512_sub_epi8(low, _mm512_set1_epi8((char)bias));
     high = _mm512_sub_epi8(high, _mm512_set1_epi8((char)bias));
@@ -326,7 +338,7 @@ INLINE int biased_magic(enum CodeForm form, enum ScaleForm scale_form) {
          scale_form != SCALES_F32;
 }
 INLINE float magic_bias(enum CodeForm form) {
-  return form == NIBBLES_HIGH2_16_CENTRED ? 160.0f : 144.0f;
+  return (float)(128 + code_bias(form));
 }
 
 // into with the bytes of table that index picks, where mask is set: a merge-masked vpermb (VBMI:
@@ -1165,20 +1177,10 @@ INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum
   transpose_dwords(second, out + 4);
 }
 
-// What a code's unsigned value is offset by: code = u - bias.
+// What the int8 product's unsigned code is offset by: code_bias, and 128 for Q8_0's signed
+// codes, which run_codes flips to unsigned.
 INLINE float int8_bias(enum CodeForm form) {
-  switch (form) {
-    case BYTES_32:
-      return 128;
-    case NIBBLES_32_CENTRED:
-      return 8;
-    case NIBBLES_HIGH1_32_CENTRED:
-      return 16;
-    case NIBBLES_HIGH2_16_CENTRED:
-      return 32;
-    default:
-      return 0;
-  }
+  return (float)(form == BYTES_32 ? 128 : code_bias(form));
 }
 
 // A register block's weight rows for one run: codes, and per lane (block) and half (16 columns;
