@@ -5,6 +5,7 @@
 // graph's own. Plus the resident specs of the default model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -351,7 +352,9 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
 // block of 32 columns (scale max|x| / 127): it differs from the exact product by at most what
 // that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's blocks are
 // exactly representable (multiples of max|x| / 127), which checks its layout and arithmetic for
-// every block format. Products narrower than 512 columns per run stay exact.
+// every block format. The kernel takes 512 columns at a time: widths of whole runs (1024) and
+// with a partial last run (768 = 512 + 256; 576 = 512 + 64 where blocks are 32, SmolLM2's),
+// which x is padded for; products narrower than 256 columns stay exact.
 TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->int8_planar_kernel();
@@ -362,43 +365,47 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
-    // Two of the file's rows per weight row: 1024 columns, two runs of 512. 26 weight rows:
-    // register blocks of 8 and 2 left over.
-    const int64_t rows = 26, cols = 2 * tensor.shape[1];
-    ASSERT_EQ(cols, 1024) << format;
-    const PlanarBlocks planar =
-        to_planar(tensor.dtype, more_rows(tensor, 2 * rows), static_cast<std::size_t>(rows * cols));
-    std::vector<float> w(static_cast<std::size_t>(rows * cols));
-    planar_to_f32(planar, w);
-    for (bool representable : {true, false}) {
-      for (int64_t x_rows : {8, 13, 70}) {
-        const std::string name =
-            format + "-int8-" + std::to_string(x_rows) + (representable ? "-exact" : "");
-        std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
-        std::vector<float> largest(x.size() / 32, 0);
-        for (std::size_t i = 0; i < x.size(); ++i) {
-          const float scale = 0.25f * static_cast<float>(1 + (i / 32) % 5);
-          const int code = i % 32 == 7 ? 127 : static_cast<int>((i * 7919) % 255) - 127;
-          x[i] = representable ? static_cast<float>(code) / 127.0f * scale
-                               : std::sin(0.37f * static_cast<float>(i));
-          largest[i / 32] = std::max(largest[i / 32], std::abs(x[i]));
-        }
-        std::vector<float> by_kernel, by_graph;
-        ASSERT_NO_FATAL_FAILURE(
-            kernel_products(*device, name, planar, rows, cols, x, *kernel, by_kernel, by_graph));
-        for (int64_t t = 0; t < x_rows; ++t) {
-          for (int64_t r = 0; r < rows; ++r) {
-            double want = 0, magnitude = 0, moved = 0;
-            for (int64_t c = 0; c < cols; ++c) {
-              const std::size_t xi = static_cast<std::size_t>(t * cols + c);
-              const double wc = w[static_cast<std::size_t>(r * cols + c)];
-              want += x[xi] * wc;
-              magnitude += std::abs(x[xi] * wc);
-              moved += std::abs(wc) * largest[xi / 32] / 254.0;
+    ASSERT_EQ(tensor.shape[1], 512) << format;
+    for (const int64_t cols : {1024, 768, 576}) {
+      if (cols % static_cast<int64_t>(dtype_block_elements(tensor.dtype)) != 0) continue;
+      // 26 weight rows (register blocks of 8 and 2 left over), from the file's rows.
+      const int64_t rows = 26, elements = rows * cols;
+      const std::vector<std::byte> blocks = more_rows(tensor, (elements + 511) / 512);
+      const PlanarBlocks planar =
+          to_planar(tensor.dtype, blocks, static_cast<std::size_t>(elements));
+      std::vector<float> w(static_cast<std::size_t>(elements));
+      planar_to_f32(planar, w);
+      for (bool representable : {true, false}) {
+        for (int64_t x_rows :
+             cols == 1024 ? std::vector<int64_t>{8, 13, 70} : std::vector<int64_t>{13}) {
+          const std::string name = format + "-int8-" + std::to_string(cols) + "-" +
+                                   std::to_string(x_rows) + (representable ? "-exact" : "");
+          std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
+          std::vector<float> largest(x.size() / 32, 0);
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            const float scale = 0.25f * static_cast<float>(1 + (i / 32) % 5);
+            const int code = i % 32 == 7 ? 127 : static_cast<int>((i * 7919) % 255) - 127;
+            x[i] = representable ? static_cast<float>(code) / 127.0f * scale
+                                 : std::sin(0.37f * static_cast<float>(i));
+            largest[i / 32] = std::max(largest[i / 32], std::abs(x[i]));
+          }
+          std::vector<float> by_kernel, by_graph;
+          ASSERT_NO_FATAL_FAILURE(
+              kernel_products(*device, name, planar, rows, cols, x, *kernel, by_kernel, by_graph));
+          for (int64_t t = 0; t < x_rows; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              double want = 0, magnitude = 0, moved = 0;
+              for (int64_t c = 0; c < cols; ++c) {
+                const std::size_t xi = static_cast<std::size_t>(t * cols + c);
+                const double wc = w[static_cast<std::size_t>(r * cols + c)];
+                want += x[xi] * wc;
+                magnitude += std::abs(x[xi] * wc);
+                moved += std::abs(wc) * largest[xi / 32] / 254.0;
+              }
+              const double bound = (representable ? 0 : moved) + 1e-5 * (magnitude + moved) + 1e-30;
+              EXPECT_NEAR(by_kernel[static_cast<std::size_t>(t * rows + r)], want, bound)
+                  << GetParam() << " " << name << " output " << t << "," << r;
             }
-            const double bound = (representable ? 0 : moved) + 1e-5 * (magnitude + moved) + 1e-30;
-            EXPECT_NEAR(by_kernel[static_cast<std::size_t>(t * rows + r)], want, bound)
-                << GetParam() << " " << name << " output " << t << "," << r;
           }
         }
       }
@@ -406,10 +413,15 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
-  // 256 columns: the exact product (runs of 512 only).
-  const TensorView tensor = block_quantized_tensors(gguf).front();
-  const int64_t rows = 4, cols = 256;
-  // The file's 2 x 512 as 4 x 256 (the same blocks).
+  // 128 columns: the exact product (a padded run would be 4 times the work).
+  const std::vector<TensorView> tensors = block_quantized_tensors(gguf);
+  const auto small_blocks = std::find_if(tensors.begin(), tensors.end(), [](const TensorView& t) {
+    return dtype_block_elements(t.dtype) == 32;
+  });
+  ASSERT_NE(small_blocks, tensors.end());
+  const TensorView& tensor = *small_blocks;
+  const int64_t rows = 8, cols = 128;
+  // The file's 2 x 512 as 8 x 128 (the same blocks).
   const PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(rows * cols));
   std::vector<float> x(8 * cols);
@@ -417,6 +429,7 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   std::vector<float> by_kernel, by_graph;
   ASSERT_NO_FATAL_FAILURE(
       kernel_products(*device, "narrow-int8", planar, rows, cols, x, *kernel, by_kernel, by_graph));
+  ASSERT_EQ(by_kernel.size(), static_cast<std::size_t>(8 * rows));
   for (std::size_t i = 0; i < by_kernel.size(); ++i) {
     EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5 * (std::abs(by_graph[i]) + 1)) << "output " << i;
   }

@@ -53,6 +53,14 @@ int64_t workgroup_rows(int64_t n, int64_t workgroups) {
   return std::max<int64_t>(8, (n + 8 * workgroups - 1) / (8 * workgroups) * 8);
 }
 
+// Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
+constexpr int64_t kInt8Columns = 512;
+// x's width as the int8 product reads it: whole runs, past k zero columns (planar_matmul.c,
+// int8_width).
+int64_t int8_width(int64_t k) {
+  return (k + kInt8Columns - 1) / kInt8Columns * kInt8Columns;
+}
+
 // The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
 // of `scale` (f32, f16, or i8 when `two_level`: then with their f16 factors per 256 elements).
 std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
@@ -133,15 +141,16 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("x_types", x_types), fmt::arg("x_memrefs", x_memrefs),
       fmt::arg("entry",
                int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup"),
-      fmt::arg("td", rows * k / 32), fmt::arg("ts", rows * k / 16), fmt::arg("rows", rows),
-      fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
+      fmt::arg("td", rows * int8_width(k) / 32), fmt::arg("ts", rows * int8_width(k) / 16),
+      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
       fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
       fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", rows_per_workgroup),
       fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
       fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
       fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"),
-      fmt::arg("ns", n * (k / kSuperGroupSize)), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n),
-      fmt::arg("views", views), fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
+      fmt::arg("ns", n * (k / kSuperGroupSize)), fmt::arg("tk", rows * (int8 ? int8_width(k) : k)),
+      fmt::arg("tn", rows * n), fmt::arg("views", views),
+      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
       fmt::arg("supers_memref", two_level ? "%mss" : "%ms"),
       fmt::arg("super_offsets_memref", !two_level ? "%ms"
                                        : offsets  ? "%mso"
@@ -188,13 +197,11 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
                          TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
-// Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
-constexpr int64_t kInt8Columns = 512;
-
 // x quantized for the int8 product: per row and block of 32 columns, the scale dx = max|x| / 127
 // and codes round(x / dx) (i8), and dx times the sum of each 16 columns' codes; laid out as the
 // kernel reads them (planar_matmul.c, int8_panels): per run of 512 columns, code vector v holds
-// elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L.
+// elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L. Rows are padded with zero
+// columns to whole runs (K = int8_width(k)): their blocks quantize to codes, scales and sums 0.
 struct QuantizedRows {
   Value codes;   // i8 [T, K]
   Value scales;  // f32 [T, K / 32]
@@ -202,12 +209,13 @@ struct QuantizedRows {
 };
 
 QuantizedRows quantized_rows(Value x) {
-  const int64_t rows = x.shape()[0], k = x.shape()[1], runs = k / kInt8Columns;
+  const int64_t rows = x.shape()[0], k = int8_width(x.shape()[1]), runs = k / kInt8Columns;
   stablehlo::Block& block = x.block();
   const std::vector<int64_t> block_shape = {rows, runs, 4, 4};  // run, r, L: block 4r + L
   auto filled = [&](double value, const std::vector<int64_t>& shape) {
     return broadcast_in_dim(stablehlo::scalar(block, ElementType::kF32, value), shape, {});
   };
+  if (k != x.shape()[1]) x = concatenate({x, filled(0, {rows, k - x.shape()[1]})}, 1);
   auto per_block = [&](Value value, std::vector<int64_t> shape) {
     return broadcast_in_dim(value, std::move(shape), {0, 1, 2, 3});
   };
@@ -268,8 +276,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    // Runs of 512 columns only; other widths (SmolLM2's 576) keep the exact product.
-    const bool int8 = int8_ && k % kInt8Columns == 0;
+    // x is padded to whole runs of 512 columns, and a padded run costs as much as a whole one:
+    // products narrower than 256 columns, where that would more than double the work, keep the
+    // exact product.
+    const bool int8 = int8_ && k >= kInt8Columns / 2;
     const std::string name =
         fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", int8 ? "int8_" : "", rows,
                     n, k, group, weight.code_bits, centred ? "_centred" : "",

@@ -1130,6 +1130,13 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
 // Lane p of a 512-column run holds block INT8_LANE_BLOCK(p): what a 4x4 transpose of dwords
 // within 128-bit lanes leaves (transpose_dwords).
 #define INT8_LANE_BLOCK(p) (4 * ((p) % 4) + (p) / 4)
+// x's width in the kernel's layout: k rounded up to whole runs, the graph padding each row with
+// zero columns (codes, scales and sums 0), so that a product of any width takes the int8 path.
+// A row's last, partial run costs a whole run (iree_planar_kernel.cpp: only where that at most
+// doubles the columns).
+INLINE size_t int8_width(size_t k) {
+  return (k + INT8_COLUMNS - 1) / INT8_COLUMNS * INT8_COLUMNS;
+}
 // Register blocks: INT8_W_ROWS x INT8_X_ROWS i32 accumulators (24), plus the x vectors and a code
 // vector, in AVX-512's 32 registers.
 #define INT8_W_ROWS 8
@@ -1177,6 +1184,16 @@ INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum
   transpose_dwords(second, out + 4);
 }
 
+// dst [0, size) = src [0, count) then zeros (size a multiple of 64): masked loads, which read
+// nothing past count, so nothing past a weight's end.
+INLINE void copy_zero_padded(uint8_t* dst, const uint8_t* src, size_t count, size_t size) {
+  for (size_t at = 0; at < size; at += 64) {
+    const size_t left = count > at ? count - at : 0;
+    const __mmask64 mask = left >= 64 ? ~0ull : (1ull << left) - 1;
+    _mm512_store_si512((void*)(dst + at), _mm512_maskz_loadu_epi8(mask, src + at));
+  }
+}
+
 // What the int8 product's unsigned code is offset by: code_bias, and 128 for Q8_0's signed
 // codes, which run_codes flips to unsigned.
 INLINE float int8_bias(enum CodeForm form) {
@@ -1192,25 +1209,43 @@ struct Int8Panel {
 };
 
 // Weight rows row .. row + INT8_W_ROWS (past `last`, the last row again: its sums are not
-// stored), run b, into the panel.
+// stored), run b, into the panel. A row's last run, where k is not a multiple of 512, takes its
+// codes from a zero-padded copy and scale and zero term 0 past k: its padded blocks add 0.
 INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t last, size_t b,
                             struct Int8Panel* panel) {
   const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
   const size_t run_groups = INT8_COLUMNS / group, g0 = b * run_groups;
+  const size_t columns = k - b * INT8_COLUMNS < INT8_COLUMNS ? k - b * INT8_COLUMNS : INT8_COLUMNS;
+  const size_t valid_groups = columns / group;
   const __m512i lane_block =
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  uint8_t tail_codes[INT8_COLUMNS] __attribute__((aligned(64)));
+  uint8_t tail_highs[INT8_COLUMNS / 4] __attribute__((aligned(64)));
   for (size_t j = 0; j < INT8_W_ROWS; ++j) {
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
-    run_codes(w.codes + r * code_row_bytes(w.form, k), p.high_bits, b, w.form, panel->codes[j]);
-    float s[32], o[32];
+    const uint8_t* codes = w.codes + r * code_row_bytes(w.form, k);
+    if (columns == INT8_COLUMNS) {
+      run_codes(codes, p.high_bits, b, w.form, panel->codes[j]);
+    } else {
+      copy_zero_padded(tail_codes, codes + code_row_bytes(w.form, b * INT8_COLUMNS),
+                       code_row_bytes(w.form, columns), code_row_bytes(w.form, INT8_COLUMNS));
+      if (high_bits_per_code(w.form) != 0) {
+        copy_zero_padded(tail_highs, p.high_bits + high_row_bytes(w.form, b * INT8_COLUMNS),
+                         high_row_bytes(w.form, columns), high_row_bytes(w.form, INT8_COLUMNS));
+      }
+      run_codes(tail_codes, tail_highs, 0, w.form, panel->codes[j]);
+    }
+    float s[32] __attribute__((aligned(64))), o[32] __attribute__((aligned(64)));
+    for (size_t g = 0; g < 32; g += LANES)
+      vec_store(s + g, vec_zero()), vec_store(o + g, vec_zero());
     const size_t bytes = scale_bytes(w.scales), per_super = SUPER_GROUP / group;
     expand_row_factors((const char*)p.scales + g0 * bytes, p.super_scales + g0 / per_super,
-                       run_groups, group, w.scales, s);
+                       valid_groups, group, w.scales, s);
     if (w.has_offsets) {
       expand_row_factors((const char*)p.offsets + g0 * bytes, p.super_offsets + g0 / per_super,
-                         run_groups, group, w.scales, o);
+                         valid_groups, group, w.scales, o);
     }
     const float bias = int8_bias(w.form);
     for (size_t g = 0; g < run_groups; ++g) o[g] = (w.has_offsets ? o[g] : 0) - s[g] * bias;
@@ -1230,10 +1265,10 @@ INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t 
   }
 }
 
-// acc [x_rows][INT8_W_ROWS] += x rows (qx at this run, row stride k; their scales xd, row
-// stride k / 32, and scaled sums xs, row stride k / 16, at this run) times the panel's rows, per
-// lane. halves: 2 where the weight's groups are 16 columns (each half scaled on its own).
-INLINE void int8_block_product(const int8_t* qx, const float* xd, const float* xs, size_t k,
+// acc [x_rows][INT8_W_ROWS] += x rows (qx at this run, row stride width; their scales xd,
+// row stride width / 32, and scaled sums xs, row stride width / 16, at this run) times the panel's
+// rows, per lane. halves: 2 where the weight's groups are 16 columns (each half scaled on its own).
+INLINE void int8_block_product(const int8_t* qx, const float* xd, const float* xs, size_t width,
                                const struct Int8Panel* panel, size_t halves, float bias,
                                size_t x_rows, vec* acc) {
   for (size_t h = 0; h < halves; ++h) {
@@ -1245,15 +1280,15 @@ INLINE void int8_block_product(const int8_t* qx, const float* xd, const float* x
     for (size_t v = h * per_half; v < (h + 1) * per_half; ++v) {
       __m512i xv[INT8_X_ROWS];
       for (size_t t = 0; t < x_rows; ++t)
-        xv[t] = _mm512_loadu_si512((const void*)(qx + t * k + v * 64));
+        xv[t] = _mm512_loadu_si512((const void*)(qx + t * width + v * 64));
       for (size_t j = 0; j < INT8_W_ROWS; ++j) {
         const __m512i u = panel->codes[j][v];
         for (size_t t = 0; t < x_rows; ++t) sums[t][j] = _mm512_dpbusd_epi32(sums[t][j], u, xv[t]);
       }
     }
     for (size_t t = 0; t < x_rows; ++t) {
-      const vec dx = vec_load(xd + t * (k / 32));
-      const float* x_sums = xs + t * (k / 16);
+      const vec dx = vec_load(xd + t * (width / 32));
+      const float* x_sums = xs + t * (width / 16);
       const vec q_sum = halves == 2 ? vec_load(x_sums + h * 16)
                                     : vec_add(vec_load(x_sums), vec_load(x_sums + 16));
       if (bias != 0) {
@@ -1275,23 +1310,25 @@ INLINE void int8_block_product(const int8_t* qx, const float* xd, const float* x
     }
   }
 }
-#define SPECIALISE_INT8_BLOCK(X_ROWS)                                                            \
-  static void int8_block_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs,     \
-                                         size_t k, const struct Int8Panel* panel, size_t halves, \
-                                         float bias, vec* acc) {                                 \
-    if (halves == 2) {                                                                           \
-      int8_block_product(qx, xd, xs, k, panel, 2, bias, X_ROWS, acc);                            \
-    } else {                                                                                     \
-      int8_block_product(qx, xd, xs, k, panel, 1, bias, X_ROWS, acc);                            \
-    }                                                                                            \
+#define SPECIALISE_INT8_BLOCK(X_ROWS)                                                        \
+  static void int8_block_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs, \
+                                         size_t width, const struct Int8Panel* panel,        \
+                                         size_t halves, float bias, vec* acc) {              \
+    if (halves == 2) {                                                                       \
+      int8_block_product(qx, xd, xs, width, panel, 2, bias, X_ROWS, acc);                    \
+    } else {                                                                                 \
+      int8_block_product(qx, xd, xs, width, panel, 1, bias, X_ROWS, acc);                    \
+    }                                                                                        \
   }
 SPECIALISE_INT8_BLOCK(1)
 SPECIALISE_INT8_BLOCK(2)
 SPECIALISE_INT8_BLOCK(3)
 
-// y [rows, n] = x (quantized: qx, xd, xs) times weight rows [first, last), k a multiple of 512.
+// y [rows, n] = x (quantized: qx, xd, xs, rows of int8_width(k)) times weight rows [first,
+// last), k a multiple of 32.
 INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd, const float* xs,
                         float* y, size_t rows, size_t n, size_t k, size_t first, size_t last) {
+  const size_t width = int8_width(k);
   struct Int8Panel panel;
   vec acc[TILE_X_ROWS * INT8_W_ROWS];
   const size_t halves = w.form == NIBBLES_HIGH2_16_CENTRED ? 2 : 1;
@@ -1300,22 +1337,22 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
     const size_t tile = rows - t0 < TILE_X_ROWS ? rows - t0 : TILE_X_ROWS;
     for (size_t row = first; row < last; row += INT8_W_ROWS) {
       for (size_t i = 0; i < tile * INT8_W_ROWS; ++i) acc[i] = vec_zero();
-      for (size_t b = 0; b < k / INT8_COLUMNS; ++b) {
+      for (size_t b = 0; b < width / INT8_COLUMNS; ++b) {
         fill_int8_panel(w, k, row, last, b, &panel);
         size_t t = 0;
         for (; t < tile; t += INT8_X_ROWS) {
           const size_t at = t0 + t;
-          const int8_t* q = qx + at * k + b * INT8_COLUMNS;
-          const float* d = xd + at * (k / 32) + b * 16;
-          const float* s = xs + at * (k / 16) + b * 32;
+          const int8_t* q = qx + at * width + b * INT8_COLUMNS;
+          const float* d = xd + at * (width / 32) + b * 16;
+          const float* s = xs + at * (width / 16) + b * 32;
           vec* a = acc + t * INT8_W_ROWS;
           const size_t left = tile - t;
           if (left >= 3) {
-            int8_block_product3(q, d, s, k, &panel, halves, bias, a);
+            int8_block_product3(q, d, s, width, &panel, halves, bias, a);
           } else if (left == 2) {
-            int8_block_product2(q, d, s, k, &panel, halves, bias, a);
+            int8_block_product2(q, d, s, width, &panel, halves, bias, a);
           } else {
-            int8_block_product1(q, d, s, k, &panel, halves, bias, a);
+            int8_block_product1(q, d, s, width, &panel, halves, bias, a);
           }
         }
       }
@@ -1449,8 +1486,8 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
 
 #if defined(__AVX512VNNI__)
 // --math fast: xlacel_planar_matmul_workgroup's product with x given quantized (int8_panels):
-// qx i8 [rows, k], xd f32 [rows, k / 32] and xs f32 [rows, k / 16] in the lane layout above;
-// k a multiple of 512.
+// qx i8 [rows, K], xd f32 [rows, K / 32] and xs f32 [rows, K / 16] in the lane layout above, K
+// = int8_width(k) (x padded with zero columns); k a multiple of 32.
 void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
                                          MEMREF(const void, scales), MEMREF(const void, offsets),
                                          MEMREF(const uint16_t, supers),
@@ -1470,7 +1507,7 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
   enum CodeForm form;
   enum ScaleForm scale_form;
   if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
-  if (k % INT8_COLUMNS != 0 || first >= last) return;  // the emitter emits only such shapes
+  if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
   const size_t bytes = scale_bytes(scale_form);
   const struct Planes planes = {
       (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
