@@ -8,8 +8,8 @@
 //   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0, or
 //                                               bf16 f16: xlacel_wide_matmul_workgroup; a block
 //                                               format + "-int8": --math fast's product,
-//                                               xlacel_planar_matmul_int8_workgroup, K a multiple
-//                                               of 512, built with --isa avx512vnni)
+//                                               xlacel_planar_matmul_int8_workgroup, built with
+//                                               --isa avx512vnni)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,31 +115,30 @@ int main(int argc, char** argv) {
 #if defined(__AVX512VNNI__)
   // x in the int8 product's layout: per row and block of 32, scale max|x| / 127 and codes
   // round(x / scale); per 512 columns, vector v holds elements 4v .. 4v + 3 of each block, lane p
-  // block INT8_LANE_BLOCK(p); per 16 columns, scale times the sum of the codes.
-  int8_t* qx = aligned_alloc(64, rows * k + 64);
-  float* xd = aligned_alloc(64, rows * k / 32 * 4 + 64);
-  float* xs = aligned_alloc(64, rows * k / 16 * 4 + 64);
+  // block INT8_LANE_BLOCK(p); per 16 columns, scale times the sum of the codes. Rows are padded
+  // with zero blocks to whole runs of 512 (width), as the graph pads them.
+  const size_t width = (k + 511) / 512 * 512;
+  int8_t* qx = aligned_alloc(64, rows * width + 64);
+  float* xd = aligned_alloc(64, rows * width / 32 * 4 + 64);
+  float* xs = aligned_alloc(64, rows * width / 16 * 4 + 64);
   if (int8) {
-    if (k % 512 != 0) {
-      fprintf(stderr, "-int8 needs K a multiple of 512\n");
-      return 2;
-    }
     for (size_t t = 0; t < rows; ++t) {
-      for (size_t b = 0; b < k / 512; ++b) {
+      for (size_t b = 0; b < width / 512; ++b) {
         for (size_t p = 0; p < 16; ++p) {
-          const float* block = x + t * k + b * 512 + INT8_LANE_BLOCK(p) * 32;
+          const size_t column = b * 512 + INT8_LANE_BLOCK(p) * 32;
+          const float* block = x + t * k + column;
           float largest = 0;
-          for (size_t e = 0; e < 32; ++e) largest = fmaxf(largest, fabsf(block[e]));
+          for (size_t e = 0; column < k && e < 32; ++e) largest = fmaxf(largest, fabsf(block[e]));
           const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
           float sums[2] = {0, 0};
           for (size_t e = 0; e < 32; ++e) {
-            const float q = nearbyintf(block[e] * inverse);
+            const float q = column < k ? nearbyintf(block[e] * inverse) : 0;
             sums[e / 16] += q;
-            qx[t * k + b * 512 + (e / 4) * 64 + 4 * p + e % 4] = (int8_t)q;
+            qx[t * width + b * 512 + (e / 4) * 64 + 4 * p + e % 4] = (int8_t)q;
           }
-          xd[t * (k / 32) + b * 16 + p] = scale;
-          xs[t * (k / 16) + b * 32 + p] = scale * sums[0];
-          xs[t * (k / 16) + b * 32 + 16 + p] = scale * sums[1];
+          xd[t * (width / 32) + b * 16 + p] = scale;
+          xs[t * (width / 16) + b * 32 + p] = scale * sums[0];
+          xs[t * (width / 16) + b * 32 + 16 + p] = scale * sums[1];
         }
       }
     }

@@ -215,7 +215,7 @@ QuantizedRows quantized_rows(Value x) {
   auto filled = [&](double value, const std::vector<int64_t>& shape) {
     return broadcast_in_dim(stablehlo::scalar(block, ElementType::kF32, value), shape, {});
   };
-  if (k != x.shape()[1]) x = concatenate({x, filled(0, {rows, k - x.shape()[1]})}, 1);
+  if (k != x.shape()[1]) x = stablehlo::concatenate({x, filled(0, {rows, k - x.shape()[1]})}, 1);
   auto per_block = [&](Value value, std::vector<int64_t> shape) {
     return broadcast_in_dim(value, std::move(shape), {0, 1, 2, 3});
   };
