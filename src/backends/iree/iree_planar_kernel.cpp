@@ -36,6 +36,10 @@ constexpr int64_t kWorkgroups = 16;
 // 34.7 in one set of 3 rounds, within noise in another; prefill keeps 16 (pp512 with 2 was ~4%
 // slower: a late worker leaves the other idle).
 constexpr int64_t kFewRows = 16;
+// --math fast's int8 product takes products of at least this many rows of x (the exact kernel's
+// panels start there too, planar_matmul.c PANEL_MIN_ROWS): fewer, such as the logits of a
+// prefill's last token, stream their weight, so rounding x would move them and save no time.
+constexpr int64_t kInt8MinRows = 8;
 
 // The kernel built for the widest vectors this CPU has: 16 lanes beat 8 by ~1.2x on one row and
 // ~1.4x on 8 (SmolLM2's products, one thread); with VBMI's byte permutes, Q6_K and Q5_0 products
@@ -278,8 +282,8 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     }
     // x is padded to whole runs of 512 columns, and a padded run costs as much as a whole one:
     // products narrower than 256 columns, where that would more than double the work, keep the
-    // exact product.
-    const bool int8 = int8_ && k >= kInt8Columns / 2;
+    // exact product, as do products of few rows (kInt8MinRows).
+    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns / 2;
     const std::string name =
         fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", int8 ? "int8_" : "", rows,
                     n, k, group, weight.code_bits, centred ? "_centred" : "",
