@@ -114,31 +114,37 @@ int main(int argc, char** argv) {
   const size_t workgroups = (n + rows_per_workgroup - 1) / rows_per_workgroup;
 #if defined(__AVX512VNNI__)
   // x in the int8 product's layout: per row and block of 32, scale max|x| / 127 and codes
-  // round(x / scale); per 512 columns, vector v holds elements 4v .. 4v + 3 of each block, lane p
-  // block INT8_LANE_BLOCK(p); per 16 columns, scale times the sum of the codes. Rows are padded
-  // with zero blocks to whole runs of 512 (width), as the graph pads them.
-  const size_t width = (k + 511) / 512 * 512;
+  // round(x / scale), and per 16 columns scale times the sum of the codes; per whole run of 512
+  // columns, vector v holds elements 4v .. 4v + 3 of each block, lane p block INT8_LANE_BLOCK(p);
+  // the columns past the runs in their own order, padded with zero blocks to whole 64-column
+  // vectors (width), as the graph lays them out.
+  const size_t width = (k + 63) / 64 * 64, run_columns = k / 512 * 512;
   int8_t* qx = aligned_alloc(64, rows * width + 64);
   float* xd = aligned_alloc(64, rows * width / 32 * 4 + 64);
   float* xs = aligned_alloc(64, rows * width / 16 * 4 + 64);
   if (int8) {
     for (size_t t = 0; t < rows; ++t) {
-      for (size_t b = 0; b < width / 512; ++b) {
-        for (size_t p = 0; p < 16; ++p) {
-          const size_t column = b * 512 + INT8_LANE_BLOCK(p) * 32;
-          const float* block = x + t * k + column;
-          float largest = 0;
-          for (size_t e = 0; column < k && e < 32; ++e) largest = fmaxf(largest, fabsf(block[e]));
-          const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
-          float sums[2] = {0, 0};
-          for (size_t e = 0; e < 32; ++e) {
-            const float q = column < k ? nearbyintf(block[e] * inverse) : 0;
-            sums[e / 16] += q;
-            qx[t * width + b * 512 + (e / 4) * 64 + 4 * p + e % 4] = (int8_t)q;
-          }
-          xd[t * (width / 32) + b * 16 + p] = scale;
-          xs[t * (width / 16) + b * 32 + p] = scale * sums[0];
-          xs[t * (width / 16) + b * 32 + 16 + p] = scale * sums[1];
+      for (size_t column = 0; column < width; column += 32) {
+        // Where this block goes: in a run, lane p of run b (INT8_LANE_BLOCK is its own inverse, a
+        // 4x4 transpose); in the tail, in order.
+        const size_t b = column / 512, p = INT8_LANE_BLOCK(column % 512 / 32);
+        const float* block = x + t * k + column;
+        float largest = 0;
+        for (size_t e = 0; column < k && e < 32; ++e) largest = fmaxf(largest, fabsf(block[e]));
+        const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
+        float sums[2] = {0, 0};
+        for (size_t e = 0; e < 32; ++e) {
+          const float q = column < k ? nearbyintf(block[e] * inverse) : 0;
+          sums[e / 16] += q;
+          const size_t at =
+              column < run_columns ? b * 512 + (e / 4) * 64 + 4 * p + e % 4 : column + e;
+          qx[t * width + at] = (int8_t)q;
+        }
+        const size_t d = column < run_columns ? b * 16 + p : column / 32;
+        xd[t * (width / 32) + d] = scale;
+        for (size_t h = 0; h < 2; ++h) {
+          const size_t at = column < run_columns ? b * 32 + 16 * h + p : column / 16 + h;
+          xs[t * (width / 16) + at] = scale * sums[h];
         }
       }
     }

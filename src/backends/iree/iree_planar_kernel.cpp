@@ -59,10 +59,10 @@ int64_t workgroup_rows(int64_t n, int64_t workgroups) {
 
 // Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
 constexpr int64_t kInt8Columns = 512;
-// x's width as the int8 product reads it: whole runs, past k zero columns (planar_matmul.c,
-// int8_width).
+// x's width as the int8 product reads it: k rounded up to whole 64-column tail vectors, past k
+// zero columns (planar_matmul.c, int8_width).
 int64_t int8_width(int64_t k) {
-  return (k + kInt8Columns - 1) / kInt8Columns * kInt8Columns;
+  return (k + 63) / 64 * 64;
 }
 
 // The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
@@ -203,9 +203,10 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
 
 // x quantized for the int8 product: per row and block of 32 columns, the scale dx = max|x| / 127
 // and codes round(x / dx) (i8), and dx times the sum of each 16 columns' codes; laid out as the
-// kernel reads them (planar_matmul.c, int8_panels): per run of 512 columns, code vector v holds
-// elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L. Rows are padded with zero
-// columns to whole runs (K = int8_width(k)): their blocks quantize to codes, scales and sums 0.
+// kernel reads them (planar_matmul.c, int8_panels): per whole run of 512 columns, code vector v
+// holds elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L; the columns past the runs
+// (the tail) in their own order, padded with zero columns to whole 64-column vectors (K =
+// int8_width(k)), whose blocks quantize to codes, scales and sums 0.
 struct QuantizedRows {
   Value codes;   // i8 [T, K]
   Value scales;  // f32 [T, K / 32]
@@ -213,30 +214,51 @@ struct QuantizedRows {
 };
 
 QuantizedRows quantized_rows(Value x) {
-  const int64_t rows = x.shape()[0], k = int8_width(x.shape()[1]), runs = k / kInt8Columns;
+  const int64_t rows = x.shape()[0], k = x.shape()[1], width = int8_width(k);
+  const int64_t blocks = width / 32, runs = k / kInt8Columns, run_blocks = runs * 16;
   stablehlo::Block& block = x.block();
-  const std::vector<int64_t> block_shape = {rows, runs, 4, 4};  // run, r, L: block 4r + L
   auto filled = [&](double value, const std::vector<int64_t>& shape) {
     return broadcast_in_dim(stablehlo::scalar(block, ElementType::kF32, value), shape, {});
   };
-  if (k != x.shape()[1]) x = stablehlo::concatenate({x, filled(0, {rows, k - x.shape()[1]})}, 1);
-  auto per_block = [&](Value value, std::vector<int64_t> shape) {
-    return broadcast_in_dim(value, std::move(shape), {0, 1, 2, 3});
-  };
-  const Value blocks = reshape(x, {rows, runs, 4, 4, 32});
-  const Value largest = reduce_max(maximum(blocks, negate(blocks)), {4});
-  const Value scale = largest / filled(127, block_shape);
+  if (width != k) x = stablehlo::concatenate({x, filled(0, {rows, width - k})}, 1);
+  // Per block, in column order: codes [T, blocks, 32], scales [T, blocks], sums [T, blocks, 2].
+  const Value values = reshape(x, {rows, blocks, 32});
+  const Value largest = reduce_max(maximum(values, negate(values)), {2});
+  const Value scale = largest / filled(127, {rows, blocks});
   // A block of zeros keeps codes 0 (127 / 0 is selected away).
-  const Value inverse = select(compare(largest, filled(0, block_shape), stablehlo::Direction::kGT),
-                               filled(127, block_shape) / largest, filled(0, block_shape));
-  const Value codes = round_nearest_even(blocks * per_block(inverse, {rows, runs, 4, 4, 32}));
-  const Value sums = reduce_sum(reshape(codes, {rows, runs, 4, 4, 2, 16}), {5}) *
-                     per_block(scale, {rows, runs, 4, 4, 2});
-  return {convert(reshape(transpose(reshape(codes, {rows, runs, 4, 4, 8, 4}), {0, 1, 4, 3, 2, 5}),
-                          {rows, k}),
-                  ElementType::kI8),
-          reshape(transpose(scale, {0, 1, 3, 2}), {rows, k / 32}),
-          reshape(transpose(sums, {0, 1, 4, 3, 2}), {rows, k / 16})};
+  const Value inverse =
+      select(compare(largest, filled(0, {rows, blocks}), stablehlo::Direction::kGT),
+             filled(127, {rows, blocks}) / largest, filled(0, {rows, blocks}));
+  const Value codes =
+      round_nearest_even(values * broadcast_in_dim(inverse, {rows, blocks, 32}, {0, 1}));
+  const Value sums = reduce_sum(reshape(codes, {rows, blocks, 2, 16}), {3}) *
+                     broadcast_in_dim(scale, {rows, blocks, 2}, {0, 1});
+  // The runs' blocks (run, r, L: block 4r + L) transposed into the lane layout; the tail's kept.
+  std::vector<Value> code_parts, scale_parts, sum_parts;
+  if (runs > 0) {
+    const Value run_codes = reshape(slice(codes, {0, 0, 0}, {rows, run_blocks, 32}, {1, 1, 1}),
+                                    {rows, runs, 4, 4, 8, 4});
+    code_parts.push_back(
+        reshape(transpose(run_codes, {0, 1, 4, 3, 2, 5}), {rows, runs * kInt8Columns}));
+    const Value run_scales =
+        reshape(slice(scale, {0, 0}, {rows, run_blocks}, {1, 1}), {rows, runs, 4, 4});
+    scale_parts.push_back(reshape(transpose(run_scales, {0, 1, 3, 2}), {rows, run_blocks}));
+    const Value run_sums =
+        reshape(slice(sums, {0, 0, 0}, {rows, run_blocks, 2}, {1, 1, 1}), {rows, runs, 4, 4, 2});
+    sum_parts.push_back(reshape(transpose(run_sums, {0, 1, 4, 3, 2}), {rows, 2 * run_blocks}));
+  }
+  if (blocks > run_blocks) {
+    const int64_t tail = blocks - run_blocks;
+    code_parts.push_back(reshape(slice(codes, {0, run_blocks, 0}, {rows, blocks, 32}, {1, 1, 1}),
+                                 {rows, tail * 32}));
+    scale_parts.push_back(slice(scale, {0, run_blocks}, {rows, blocks}, {1, 1}));
+    sum_parts.push_back(
+        reshape(slice(sums, {0, run_blocks, 0}, {rows, blocks, 2}, {1, 1, 1}), {rows, tail * 2}));
+  }
+  auto joined = [](const std::vector<Value>& parts) {
+    return parts.size() == 1 ? parts[0] : stablehlo::concatenate(parts, 1);
+  };
+  return {convert(joined(code_parts), ElementType::kI8), joined(scale_parts), joined(sum_parts)};
 }
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
@@ -280,10 +302,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    // x is padded to whole runs of 512 columns, and a padded run costs as much as a whole one:
-    // products narrower than 256 columns, where that would more than double the work, keep the
-    // exact product, as do products of few rows (kInt8MinRows).
-    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns / 2;
+    // Products of at least one whole run of 512 columns and kInt8MinRows rows: a row's tail
+    // (past its runs) is scaled per 64 columns rather than per 512, so a product of a tail
+    // alone would gain little over the exact one.
+    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
     const std::string name =
         fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", int8 ? "int8_" : "", rows,
                     n, k, group, weight.code_bits, centred ? "_centred" : "",

@@ -1130,12 +1130,14 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
 // Lane p of a 512-column run holds block INT8_LANE_BLOCK(p): what a 4x4 transpose of dwords
 // within 128-bit lanes leaves (transpose_dwords).
 #define INT8_LANE_BLOCK(p) (4 * ((p) % 4) + (p) / 4)
-// x's width in the kernel's layout: k rounded up to whole runs, the graph padding each row with
-// zero columns (codes, scales and sums 0), so that a product of any width takes the int8 path.
-// A row's last, partial run costs a whole run (iree_planar_kernel.cpp: only where that at most
-// doubles the columns).
+// A row's columns past its whole runs (k % 512: SmolLM2's 576 leaves 64) form its tail, laid out
+// plainly: each 64-column tail vector holds two blocks, each in element order (lanes 0-7 block
+// 2v, 8-15 block 2v + 1; each lane 4 consecutive elements), so a lane belongs to one block and
+// one 16-column half, and is scaled on its own. x's width in the kernel's layout is k rounded up
+// to whole tail vectors, the graph padding each row with zero columns (codes, scales and sums 0).
+#define INT8_TAIL_VECTORS (INT8_COLUMNS / 64 - 1)
 INLINE size_t int8_width(size_t k) {
-  return (k + INT8_COLUMNS - 1) / INT8_COLUMNS * INT8_COLUMNS;
+  return (k + 63) / 64 * 64;
 }
 // Register blocks: INT8_W_ROWS x INT8_X_ROWS i32 accumulators (24), plus the x vectors and a code
 // vector, in AVX-512's 32 registers.
@@ -1200,6 +1202,23 @@ INLINE float int8_bias(enum CodeForm form) {
   return (float)(form == BYTES_32 ? 128 : code_bias(form));
 }
 
+// Groups [g0, g0 + count) of a weight row's factors (planes from the row on): scales into s and
+// zero terms (offset - scale * bias, int8_bias) into o, 0 past count (to 32 groups).
+INLINE void run_factors(struct WeightSource w, struct Planes p, size_t g0, size_t count, float* s,
+                        float* o) {
+  const size_t group = vectors_per_group(w.form) * LANES;
+  for (size_t g = 0; g < 32; g += LANES) vec_store(s + g, vec_zero()), vec_store(o + g, vec_zero());
+  const size_t bytes = scale_bytes(w.scales), per_super = SUPER_GROUP / group;
+  expand_row_factors((const char*)p.scales + g0 * bytes, p.super_scales + g0 / per_super, count,
+                     group, w.scales, s);
+  if (w.has_offsets) {
+    expand_row_factors((const char*)p.offsets + g0 * bytes, p.super_offsets + g0 / per_super, count,
+                       group, w.scales, o);
+  }
+  const float bias = int8_bias(w.form);
+  for (size_t g = 0; g < count; ++g) o[g] = (w.has_offsets ? o[g] : 0) - s[g] * bias;
+}
+
 // A register block's weight rows for one run: codes, and per lane (block) and half (16 columns;
 // both halves alike where groups are 32) the scale and the zero term.
 struct Int8Panel {
@@ -1209,46 +1228,20 @@ struct Int8Panel {
 };
 
 // Weight rows row .. row + INT8_W_ROWS (past `last`, the last row again: its sums are not
-// stored), run b, into the panel. A row's last run, where k is not a multiple of 512, takes its
-// codes from a zero-padded copy and scale and zero term 0 past k: its padded blocks add 0.
+// stored), run b, into the panel.
 INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t last, size_t b,
                             struct Int8Panel* panel) {
   const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
   const size_t run_groups = INT8_COLUMNS / group, g0 = b * run_groups;
-  const size_t columns = k - b * INT8_COLUMNS < INT8_COLUMNS ? k - b * INT8_COLUMNS : INT8_COLUMNS;
-  const size_t valid_groups = columns / group;
   const __m512i lane_block =
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  uint8_t tail_codes[INT8_COLUMNS] __attribute__((aligned(64)));
-  uint8_t tail_highs[INT8_COLUMNS / 4] __attribute__((aligned(64)));
   for (size_t j = 0; j < INT8_W_ROWS; ++j) {
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
-    const uint8_t* codes = w.codes + r * code_row_bytes(w.form, k);
-    if (columns == INT8_COLUMNS) {
-      run_codes(codes, p.high_bits, b, w.form, panel->codes[j]);
-    } else {
-      copy_zero_padded(tail_codes, codes + code_row_bytes(w.form, b * INT8_COLUMNS),
-                       code_row_bytes(w.form, columns), code_row_bytes(w.form, INT8_COLUMNS));
-      if (high_bits_per_code(w.form) != 0) {
-        copy_zero_padded(tail_highs, p.high_bits + high_row_bytes(w.form, b * INT8_COLUMNS),
-                         high_row_bytes(w.form, columns), high_row_bytes(w.form, INT8_COLUMNS));
-      }
-      run_codes(tail_codes, tail_highs, 0, w.form, panel->codes[j]);
-    }
-    float s[32] __attribute__((aligned(64))), o[32] __attribute__((aligned(64)));
-    for (size_t g = 0; g < 32; g += LANES)
-      vec_store(s + g, vec_zero()), vec_store(o + g, vec_zero());
-    const size_t bytes = scale_bytes(w.scales), per_super = SUPER_GROUP / group;
-    expand_row_factors((const char*)p.scales + g0 * bytes, p.super_scales + g0 / per_super,
-                       valid_groups, group, w.scales, s);
-    if (w.has_offsets) {
-      expand_row_factors((const char*)p.offsets + g0 * bytes, p.super_offsets + g0 / per_super,
-                         valid_groups, group, w.scales, o);
-    }
-    const float bias = int8_bias(w.form);
-    for (size_t g = 0; g < run_groups; ++g) o[g] = (w.has_offsets ? o[g] : 0) - s[g] * bias;
+    run_codes(w.codes + r * code_row_bytes(w.form, k), p.high_bits, b, w.form, panel->codes[j]);
+    float s[32], o[32];
+    run_factors(w, p, g0, run_groups, s, o);
     if (run_groups == 16) {
       panel->scales[j][0] = panel->scales[j][1] = _mm512_permutexvar_ps(lane_block, vec_load(s));
       panel->zero_terms[j][0] = panel->zero_terms[j][1] =
@@ -1261,6 +1254,74 @@ INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t 
       panel->scales[j][1] = _mm512_permutex2var_ps(vec_load(s), high, vec_load(s + 16));
       panel->zero_terms[j][0] = _mm512_permutex2var_ps(vec_load(o), low, vec_load(o + 16));
       panel->zero_terms[j][1] = _mm512_permutex2var_ps(vec_load(o), high, vec_load(o + 16));
+    }
+  }
+}
+
+// A register block's weight rows for a row's tail: codes, and per lane the scale and zero term
+// of the lane's group.
+struct Int8Tail {
+  __m512i codes[INT8_W_ROWS][INT8_TAIL_VECTORS];
+  vec scales[INT8_W_ROWS][INT8_TAIL_VECTORS];
+  vec zero_terms[INT8_W_ROWS][INT8_TAIL_VECTORS];
+};
+
+// Tail vector v of a row's unsigned codes (plain layout above) from its tail's codes and high
+// bits, copied after zeros from the row's first column past its runs.
+INLINE __m512i tail_codes(const uint8_t* codes, const uint8_t* highs, size_t v,
+                          enum CodeForm form) {
+  if (form == BYTES_32) {
+    return _mm512_xor_si512(_mm512_load_si512((const void*)(codes + v * 64)),
+                            _mm512_set1_epi8((char)0x80));
+  }
+  if (reads_chunks(form)) {
+    // Chunk v / 2's blocks 2 (v % 2) and 2 (v % 2) + 1: their first and second halves in turn.
+    __m512i first, second;
+    chunk_codes(codes, highs, v / 2, form, 1, &first, &second);
+    const __m512i pick = v % 2 ? _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15)
+                               : _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    return _mm512_permutex2var_epi64(first, pick, second);
+  }
+  // Nibbles: each block's 16 bytes twice, the low nibbles (elements 0-15), then the high ones.
+  const __m512i twice = _mm512_permutexvar_epi64(
+      _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+      _mm512_castsi256_si512(_mm256_load_si256((const __m256i*)(codes + v * 32))));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  return _mm512_mask_blend_epi64(0xCC, _mm512_and_si512(twice, nibble),
+                                 _mm512_and_si512(_mm512_srli_epi16(twice, 4), nibble));
+}
+
+// Weight rows row .. row + INT8_W_ROWS (as fill_int8_panel), their tails (k % 512 columns, in
+// `vectors` tail vectors) into the tail panel.
+INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t last, size_t vectors,
+                           struct Int8Tail* tail) {
+  const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
+  const size_t first = k / INT8_COLUMNS * INT8_COLUMNS, columns = k - first;
+  // Lane p of tail vector v is in group 2v + p / 8 (groups of 32) or 4v + p / 4 (16).
+  const __m512i lane_group =
+      group == 32 ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
+                  : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const size_t groups_per_vector = 64 / group;
+  uint8_t codes[INT8_COLUMNS] __attribute__((aligned(64)));
+  uint8_t highs[INT8_COLUMNS / 4] __attribute__((aligned(64)));
+  for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+    const size_t r = row + j < last ? row + j : last - 1;
+    const struct Planes p =
+        planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
+    copy_zero_padded(codes, w.codes + r * code_row_bytes(w.form, k) + code_row_bytes(w.form, first),
+                     code_row_bytes(w.form, columns), code_row_bytes(w.form, INT8_COLUMNS));
+    if (high_bits_per_code(w.form) != 0) {
+      copy_zero_padded(highs, p.high_bits + high_row_bytes(w.form, first),
+                       high_row_bytes(w.form, columns), high_row_bytes(w.form, INT8_COLUMNS));
+    }
+    float s[32], o[32];
+    run_factors(w, p, first / group, columns / group, s, o);
+    for (size_t v = 0; v < vectors; ++v) {
+      tail->codes[j][v] = tail_codes(codes, highs, v, w.form);
+      const __m512i at =
+          _mm512_add_epi32(lane_group, _mm512_set1_epi32((int)(v * groups_per_vector)));
+      tail->scales[j][v] = _mm512_permutex2var_ps(vec_load(s), at, vec_load(s + 16));
+      tail->zero_terms[j][v] = _mm512_permutex2var_ps(vec_load(o), at, vec_load(o + 16));
     }
   }
 }
@@ -1324,12 +1385,53 @@ SPECIALISE_INT8_BLOCK(1)
 SPECIALISE_INT8_BLOCK(2)
 SPECIALISE_INT8_BLOCK(3)
 
+// acc [x_rows][INT8_W_ROWS] += x rows' tails (qx, xd and xs at the first column past the runs,
+// row strides as int8_block_product's) times the tail panel's rows, per lane: each tail vector's
+// sums scaled on their own (a lane's block scale dx, its group's scale and zero term; the
+// group's scaled code sum dx * sum(q), per 16 columns, in the first of its 4 lanes).
+INLINE void int8_tail_product(const int8_t* qx, const float* xd, const float* xs, size_t width,
+                              const struct Int8Tail* tail, size_t vectors, float bias,
+                              size_t x_rows, vec* acc) {
+  for (size_t v = 0; v < vectors; ++v) {
+    for (size_t t = 0; t < x_rows; ++t) {
+      const __m512i xv = _mm512_loadu_si512((const void*)(qx + t * width + v * 64));
+      const float* d = xd + t * (width / 32) + 2 * v;
+      const vec dx = _mm512_mask_blend_ps(0xFF00, vec_broadcast(d[0]), vec_broadcast(d[1]));
+      const vec q_sum = _mm512_maskz_expand_ps(
+          0x1111, _mm512_castps128_ps512(_mm_loadu_ps(xs + t * (width / 16) + 4 * v)));
+      const vec minus = vec_mul(q_sum, vec_broadcast(-bias));
+      for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+        const vec sum =
+            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), tail->codes[j][v], xv));
+        vec* a = acc + t * INT8_W_ROWS + j;
+        if (bias != 0) {
+          *a = vec_fmadd(vec_fmadd(sum, dx, minus), tail->scales[j][v], *a);
+        } else {
+          *a = vec_fmadd(sum, vec_mul(tail->scales[j][v], dx), *a);
+          *a = vec_fmadd(tail->zero_terms[j][v], q_sum, *a);
+        }
+      }
+    }
+  }
+}
+#define SPECIALISE_INT8_TAIL(X_ROWS)                                                               \
+  static void int8_tail_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs,        \
+                                        size_t width, const struct Int8Tail* tail, size_t vectors, \
+                                        float bias, vec* acc) {                                    \
+    int8_tail_product(qx, xd, xs, width, tail, vectors, bias, X_ROWS, acc);                        \
+  }
+SPECIALISE_INT8_TAIL(1)
+SPECIALISE_INT8_TAIL(2)
+SPECIALISE_INT8_TAIL(3)
+
 // y [rows, n] = x (quantized: qx, xd, xs, rows of int8_width(k)) times weight rows [first,
-// last), k a multiple of 32.
+// last), k a multiple of 32: whole runs, then the tail.
 INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd, const float* xs,
                         float* y, size_t rows, size_t n, size_t k, size_t first, size_t last) {
-  const size_t width = int8_width(k);
+  const size_t width = int8_width(k), runs = k / INT8_COLUMNS;
+  const size_t tail_vectors = (width - runs * INT8_COLUMNS) / 64;
   struct Int8Panel panel;
+  struct Int8Tail tail;
   vec acc[TILE_X_ROWS * INT8_W_ROWS];
   const size_t halves = w.form == NIBBLES_HIGH2_16_CENTRED ? 2 : 1;
   const float bias = int8_bias(w.form);  // 0 for the forms with offsets
@@ -1337,7 +1439,7 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
     const size_t tile = rows - t0 < TILE_X_ROWS ? rows - t0 : TILE_X_ROWS;
     for (size_t row = first; row < last; row += INT8_W_ROWS) {
       for (size_t i = 0; i < tile * INT8_W_ROWS; ++i) acc[i] = vec_zero();
-      for (size_t b = 0; b < width / INT8_COLUMNS; ++b) {
+      for (size_t b = 0; b < runs; ++b) {
         fill_int8_panel(w, k, row, last, b, &panel);
         size_t t = 0;
         for (; t < tile; t += INT8_X_ROWS) {
@@ -1353,6 +1455,24 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
             int8_block_product2(q, d, s, width, &panel, halves, bias, a);
           } else {
             int8_block_product1(q, d, s, width, &panel, halves, bias, a);
+          }
+        }
+      }
+      if (tail_vectors > 0) {
+        fill_int8_tail(w, k, row, last, tail_vectors, &tail);
+        for (size_t t = 0; t < tile; t += INT8_X_ROWS) {
+          const size_t at = t0 + t;
+          const int8_t* q = qx + at * width + runs * INT8_COLUMNS;
+          const float* d = xd + at * (width / 32) + runs * 16;
+          const float* s = xs + at * (width / 16) + runs * 32;
+          vec* a = acc + t * INT8_W_ROWS;
+          const size_t left = tile - t;
+          if (left >= 3) {
+            int8_tail_product3(q, d, s, width, &tail, tail_vectors, bias, a);
+          } else if (left == 2) {
+            int8_tail_product2(q, d, s, width, &tail, tail_vectors, bias, a);
+          } else {
+            int8_tail_product1(q, d, s, width, &tail, tail_vectors, bias, a);
           }
         }
       }
@@ -1486,8 +1606,8 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
 
 #if defined(__AVX512VNNI__)
 // --math fast: xlacel_planar_matmul_workgroup's product with x given quantized (int8_panels):
-// qx i8 [rows, K], xd f32 [rows, K / 32] and xs f32 [rows, K / 16] in the lane layout above, K
-// = int8_width(k) (x padded with zero columns); k a multiple of 32.
+// qx i8 [rows, K], xd f32 [rows, K / 32] and xs f32 [rows, K / 16] in the layouts above (runs,
+// then the tail), K = int8_width(k) (x padded with zero columns); k a multiple of 32.
 void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
                                          MEMREF(const void, scales), MEMREF(const void, offsets),
                                          MEMREF(const uint16_t, supers),
