@@ -341,11 +341,13 @@ TEST_P(EngineOnRuntime, SmolLM2TeacherForcedLogitsMatchHf) {
   EXPECT_LE(diff, kLogitTolerance);
 }
 
-// --math fast (IREE on AVX-512 VNNI): prefill's products (SmolLM2's 576-column ones padded to two
-// runs of 512, its 1536-column down projections three) take activations rounded to 8 bits, so
-// teacher-forced logits move away from HF's by more than float32 noise (the int8 path is in
-// use) but stay close (measured: 0.717); decode is exact. The greedy stream of a prompt HF
-// answers confidently is unchanged.
+// --math fast (IREE on AVX-512 VNNI): prefill's products (SmolLM2's 576-column ones as a run of
+// 512 and a 64-column tail, its 1536-column down projections as three runs) take activations
+// rounded to 8 bits, so teacher-forced logits move away from HF's by more than float32 noise (the
+// int8 path is in use) but stay close: measured 1.02. (Rounding to 8 bits turns any change in
+// the f32 order of a sum into different codes downstream, so the figure moves with such changes:
+// 0.72 when the tail was a zero-padded run.) Decode is exact. A greedy stream keeps HF's tokens
+// at least while HF's top-2 margin exceeds twice that drift: only a nearer tie can flip.
 TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
   XLACEL_REQUIRE_DEFAULT_MODEL(model);
   if (auto missing = missing_runtime("iree")) GTEST_SKIP() << *missing;
@@ -366,7 +368,8 @@ TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
   const double diff = teacher_forced_max_diff(executor, reference, 0);
   std::printf("iree --math fast SmolLM2: max |logit diff| vs HF %.3g\n", diff);
   EXPECT_GT(diff, kLogitTolerance) << "the int8 products should move the logits";
-  EXPECT_LT(diff, 1.0);
+  // Under 1.2, capital_raw's first step (HF margin 2.48) stays confident (below).
+  EXPECT_LT(diff, 1.2);
 
   Scheduler scheduler(executor, nullptr, {});
   json capital = reference;
@@ -376,7 +379,13 @@ TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
   (void)widest;
   ASSERT_EQ(streams.size(), 1u);
   const auto want = ids(capital["prompts"][0]["output_ids"]);
-  EXPECT_GE(matched(streams[0].tokens, want), 8u) << "capital_raw under --math fast";
+  std::size_t confident = 0;  // steps before HF's first top-2 margin within 2 * diff
+  for (const json& step : capital["prompts"][0]["steps"]) {
+    if (step["top2_gap"].get<double>() <= 2 * diff) break;
+    ++confident;
+  }
+  ASSERT_GE(confident, 1u) << "capital_raw's first token is a near tie at this drift";
+  EXPECT_GE(matched(streams[0].tokens, want), confident) << "capital_raw under --math fast";
 }
 
 TEST_P(EngineOnRuntime, SmolLM2SeededSamplingDoesNotDependOnTheBatch) {
