@@ -352,10 +352,10 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
 // block of 32 columns (scale max|x| / 127): it differs from the exact product by at most what
 // that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's blocks are
 // exactly representable (multiples of max|x| / 127), which checks its layout and arithmetic for
-// every block format. The kernel takes 512 columns at a time, then a row's tail 64 at a time:
-// widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, SmolLM2's
-// 576 = 512 + 64 and 544, whose tail x is padded for); products narrower than 512 columns stay
-// exact.
+// every block format. The kernel takes 512 columns at a time, then a row's tail 128 at a time:
+// widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896 = 512 +
+// 384, and SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products narrower
+// than 512 columns stay exact.
 TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->int8_planar_kernel();
@@ -367,7 +367,7 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
     ASSERT_EQ(tensor.shape[1], 512) << format;
-    for (const int64_t cols : {1024, 768, 576, 544}) {
+    for (const int64_t cols : {1024, 768, 896, 576, 544}) {
       if (cols % static_cast<int64_t>(dtype_block_elements(tensor.dtype)) != 0) continue;
       // 26 weight rows (register blocks of 8 and 2 left over), from the file's rows.
       const int64_t rows = 26, elements = rows * cols;

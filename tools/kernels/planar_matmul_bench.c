@@ -116,9 +116,9 @@ int main(int argc, char** argv) {
   // x in the int8 product's layout: per row and block of 32, scale max|x| / 127 and codes
   // round(x / scale), and per 16 columns scale times the sum of the codes; per whole run of 512
   // columns, vector v holds elements 4v .. 4v + 3 of each block, lane p block INT8_LANE_BLOCK(p);
-  // the columns past the runs in their own order, padded with zero blocks to whole 64-column
-  // vectors (width), as the graph lays them out.
-  const size_t width = (k + 63) / 64 * 64, run_columns = k / 512 * 512;
+  // the columns past the runs per group of four blocks, elements 0-15 of each then 16-31, padded
+  // with zero blocks to whole groups (width), as the graph lays them out.
+  const size_t width = (k + 127) / 128 * 128, run_columns = k / 512 * 512;
   int8_t* qx = aligned_alloc(64, rows * width + 64);
   float* xd = aligned_alloc(64, rows * width / 32 * 4 + 64);
   float* xs = aligned_alloc(64, rows * width / 16 * 4 + 64);
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     for (size_t t = 0; t < rows; ++t) {
       for (size_t column = 0; column < width; column += 32) {
         // Where this block goes: in a run, lane p of run b (INT8_LANE_BLOCK is its own inverse, a
-        // 4x4 transpose); in the tail, in order.
+        // 4x4 transpose); in the tail, block `block` of its group of four.
         const size_t b = column / 512, p = INT8_LANE_BLOCK(column % 512 / 32);
         const float* block = x + t * k + column;
         float largest = 0;
@@ -136,8 +136,9 @@ int main(int argc, char** argv) {
         for (size_t e = 0; e < 32; ++e) {
           const float q = column < k ? nearbyintf(block[e] * inverse) : 0;
           sums[e / 16] += q;
-          const size_t at =
-              column < run_columns ? b * 512 + (e / 4) * 64 + 4 * p + e % 4 : column + e;
+          const size_t group = column / 128 * 128, block = column / 32 % 4;
+          const size_t at = column < run_columns ? b * 512 + (e / 4) * 64 + 4 * p + e % 4
+                                                 : group + (e / 16) * 64 + block * 16 + e % 16;
           qx[t * width + at] = (int8_t)q;
         }
         const size_t d = column < run_columns ? b * 16 + p : column / 32;

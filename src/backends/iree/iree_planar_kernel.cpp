@@ -59,10 +59,12 @@ int64_t workgroup_rows(int64_t n, int64_t workgroups) {
 
 // Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
 constexpr int64_t kInt8Columns = 512;
-// x's width as the int8 product reads it: k rounded up to whole 64-column tail vectors, past k
-// zero columns (planar_matmul.c, int8_width).
+// Columns of the int8 product's tail groups (planar_matmul.c, INT8_TAIL_COLUMNS): 4 blocks.
+constexpr int64_t kInt8TailColumns = 128;
+// x's width as the int8 product reads it: k rounded up to whole tail groups, past k zero columns
+// (planar_matmul.c, int8_width).
 int64_t int8_width(int64_t k) {
-  return (k + 63) / 64 * 64;
+  return (k + kInt8TailColumns - 1) / kInt8TailColumns * kInt8TailColumns;
 }
 
 // The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
@@ -205,8 +207,9 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
 // and codes round(x / dx) (i8), and dx times the sum of each 16 columns' codes; laid out as the
 // kernel reads them (planar_matmul.c, int8_panels): per whole run of 512 columns, code vector v
 // holds elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L; the columns past the runs
-// (the tail) in their own order, padded with zero columns to whole 64-column vectors (K =
-// int8_width(k)), whose blocks quantize to codes, scales and sums 0.
+// (the tail) per group of four blocks, elements 0-15 of each block then 16-31, padded with zero
+// columns to whole groups (K = int8_width(k)), whose blocks quantize to codes, scales and sums 0;
+// the tail's scales and sums in column order.
 struct QuantizedRows {
   Value codes;   // i8 [T, K]
   Value scales;  // f32 [T, K / 32]
@@ -233,7 +236,8 @@ QuantizedRows quantized_rows(Value x) {
       round_nearest_even(values * broadcast_in_dim(inverse, {rows, blocks, 32}, {0, 1}));
   const Value sums = reduce_sum(reshape(codes, {rows, blocks, 2, 16}), {3}) *
                      broadcast_in_dim(scale, {rows, blocks, 2}, {0, 1});
-  // The runs' blocks (run, r, L: block 4r + L) transposed into the lane layout; the tail's kept.
+  // The runs' blocks (run, r, L: block 4r + L) transposed into the lane layout, the tail's codes
+  // (group, block, half) into halves of each group.
   std::vector<Value> code_parts, scale_parts, sum_parts;
   if (runs > 0) {
     const Value run_codes = reshape(slice(codes, {0, 0, 0}, {rows, run_blocks, 32}, {1, 1, 1}),
@@ -248,9 +252,10 @@ QuantizedRows quantized_rows(Value x) {
     sum_parts.push_back(reshape(transpose(run_sums, {0, 1, 4, 3, 2}), {rows, 2 * run_blocks}));
   }
   if (blocks > run_blocks) {
-    const int64_t tail = blocks - run_blocks;
-    code_parts.push_back(reshape(slice(codes, {0, run_blocks, 0}, {rows, blocks, 32}, {1, 1, 1}),
-                                 {rows, tail * 32}));
+    const int64_t tail = blocks - run_blocks, groups = tail / 4;
+    const Value tail_codes = reshape(
+        slice(codes, {0, run_blocks, 0}, {rows, blocks, 32}, {1, 1, 1}), {rows, groups, 4, 2, 16});
+    code_parts.push_back(reshape(transpose(tail_codes, {0, 1, 3, 2, 4}), {rows, tail * 32}));
     scale_parts.push_back(slice(scale, {0, run_blocks}, {rows, blocks}, {1, 1}));
     sum_parts.push_back(
         reshape(slice(sums, {0, run_blocks, 0}, {rows, blocks, 2}, {1, 1, 1}), {rows, tail * 2}));

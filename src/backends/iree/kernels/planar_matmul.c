@@ -1130,14 +1130,16 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
 // Lane p of a 512-column run holds block INT8_LANE_BLOCK(p): what a 4x4 transpose of dwords
 // within 128-bit lanes leaves (transpose_dwords).
 #define INT8_LANE_BLOCK(p) (4 * ((p) % 4) + (p) / 4)
-// A row's columns past its whole runs (k % 512: SmolLM2's 576 leaves 64) form its tail, laid out
-// plainly: each 64-column tail vector holds two blocks, each in element order (lanes 0-7 block
-// 2v, 8-15 block 2v + 1; each lane 4 consecutive elements), so a lane belongs to one block and
-// one 16-column half, and is scaled on its own. x's width in the kernel's layout is k rounded up
-// to whole tail vectors, the graph padding each row with zero columns (codes, scales and sums 0).
-#define INT8_TAIL_VECTORS (INT8_COLUMNS / 64 - 1)
+// A row's columns past its whole runs (k % 512: SmolLM2's 576 leaves 64) form its tail, taken
+// 128 columns (four blocks) at a time in two code vectors: elements 0-15 of the four blocks, then
+// 16-31 (lane p: block p / 4, four consecutive elements), what a run's codes are before their
+// transpose. Each of a lane's sums then belongs to one block (and each vector to one 16-column
+// half), scaled once per four blocks. x's width in the kernel's layout is k rounded up to whole
+// groups of four blocks, the graph padding each row with zero columns (codes, scales and sums 0).
+#define INT8_TAIL_COLUMNS 128
+#define INT8_TAIL_GROUPS (INT8_COLUMNS / INT8_TAIL_COLUMNS - 1)
 INLINE size_t int8_width(size_t k) {
-  return (k + 63) / 64 * 64;
+  return (k + INT8_TAIL_COLUMNS - 1) / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS;
 }
 // Register blocks: INT8_W_ROWS x INT8_X_ROWS i32 accumulators (24), plus the x vectors and a code
 // vector, in AVX-512's 32 registers.
@@ -1156,32 +1158,35 @@ INLINE void transpose_dwords(const __m512i in[4], __m512i out[4]) {
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-// Run b (512 columns) of a weight row's unsigned codes in the lane layout above: four 128-bit
-// lanes of 16 elements each (elements 0-15 of four blocks, then 16-31), transposed.
-INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum CodeForm form,
-                      __m512i out[INT8_VECTORS]) {
-  __m512i first[4], second[4];
+// Columns [128c, 128c + 128) of a weight row's unsigned codes: elements 0-15 of its four blocks
+// in `first` (16 bytes per 128-bit lane), 16-31 in `second`.
+INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t c,
+                             enum CodeForm form, __m512i* first, __m512i* second) {
   if (form == BYTES_32) {
     // Two blocks of 32 codes per 64 bytes; signed codes + 128 as unsigned (bias 128).
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    for (size_t r = 0; r < 4; ++r) {
-      const __m512i a = _mm512_loadu_si512((const void*)(codes + b * 512 + r * 128));
-      const __m512i c = _mm512_loadu_si512((const void*)(codes + b * 512 + r * 128 + 64));
-      first[r] = _mm512_xor_si512(_mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0)), flip);
-      second[r] = _mm512_xor_si512(_mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1)), flip);
-    }
+    const __m512i a = _mm512_loadu_si512((const void*)(codes + c * 128));
+    const __m512i b = _mm512_loadu_si512((const void*)(codes + c * 128 + 64));
+    *first = _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), flip);
+    *second = _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)), flip);
   } else if (reads_chunks(form)) {
-    for (size_t r = 0; r < 4; ++r)
-      chunk_codes(codes, highs, b * 4 + r, form, 1, first + r, second + r);
+    chunk_codes(codes, highs, c, form, 1, first, second);
   } else {
     // Nibbles: byte j of a block holds element j (low) and j + 16 (high).
     const __m512i nibble = _mm512_set1_epi8(0x0F);
-    for (size_t r = 0; r < 4; ++r) {
-      const __m512i packed = _mm512_loadu_si512((const void*)(codes + b * 256 + r * 64));
-      first[r] = _mm512_and_si512(packed, nibble);
-      second[r] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
-    }
+    const __m512i packed = _mm512_loadu_si512((const void*)(codes + c * 64));
+    *first = _mm512_and_si512(packed, nibble);
+    *second = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
   }
+}
+
+// Run b (512 columns) of a weight row's unsigned codes in the lane layout above: four groups of
+// four blocks, transposed.
+INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum CodeForm form,
+                      __m512i out[INT8_VECTORS]) {
+  __m512i first[4], second[4];
+  for (size_t r = 0; r < 4; ++r)
+    four_block_codes(codes, highs, b * 4 + r, form, first + r, second + r);
   transpose_dwords(first, out);
   transpose_dwords(second, out + 4);
 }
@@ -1258,56 +1263,31 @@ INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t 
   }
 }
 
-// A register block's weight rows for a row's tail: codes, and per lane the scale and zero term
-// of the lane's group.
+// A register block's weight rows for a row's tail: per group of four blocks its two code vectors,
+// and per lane and half (where groups are 16 columns; both alike where they are 32) the scale
+// and zero term of the lane's group.
 struct Int8Tail {
-  __m512i codes[INT8_W_ROWS][INT8_TAIL_VECTORS];
-  vec scales[INT8_W_ROWS][INT8_TAIL_VECTORS];
-  vec zero_terms[INT8_W_ROWS][INT8_TAIL_VECTORS];
+  __m512i codes[INT8_W_ROWS][INT8_TAIL_GROUPS][2];
+  vec scales[INT8_W_ROWS][INT8_TAIL_GROUPS][2];
+  vec zero_terms[INT8_W_ROWS][INT8_TAIL_GROUPS][2];
 };
 
-// Tail vector v of a row's unsigned codes (plain layout above) from its tail's codes and high
-// bits, copied after zeros from the row's first column past its runs.
-INLINE __m512i tail_codes(const uint8_t* codes, const uint8_t* highs, size_t v,
-                          enum CodeForm form) {
-  if (form == BYTES_32) {
-    return _mm512_xor_si512(_mm512_load_si512((const void*)(codes + v * 64)),
-                            _mm512_set1_epi8((char)0x80));
-  }
-  if (reads_chunks(form)) {
-    // Chunk v / 2's blocks 2 (v % 2) and 2 (v % 2) + 1: their first and second halves in turn.
-    __m512i first, second;
-    chunk_codes(codes, highs, v / 2, form, 1, &first, &second);
-    const __m512i pick = v % 2 ? _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15)
-                               : _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-    return _mm512_permutex2var_epi64(first, pick, second);
-  }
-  // Nibbles: each block's 16 bytes twice, the low nibbles (elements 0-15), then the high ones.
-  const __m512i twice = _mm512_permutexvar_epi64(
-      _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
-      _mm512_castsi256_si512(_mm256_load_si256((const __m256i*)(codes + v * 32))));
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  return _mm512_mask_blend_epi64(0xCC, _mm512_and_si512(twice, nibble),
-                                 _mm512_and_si512(_mm512_srli_epi16(twice, 4), nibble));
-}
-
-// Weight rows row .. row + INT8_W_ROWS (as fill_int8_panel), their tails (k % 512 columns, in
-// `vectors` tail vectors) into the tail panel.
-INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t last, size_t vectors,
+// Weight rows row .. row + INT8_W_ROWS (as fill_int8_panel), their tails (k % 512 columns,
+// `groups` groups of four blocks) into the tail panel: codes from a copy, after zeros, of the
+// row's columns past its runs.
+INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t last, size_t groups,
                            struct Int8Tail* tail) {
-  const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
+  const size_t group = vectors_per_group(w.form) * LANES, row_groups = k / group;
   const size_t first = k / INT8_COLUMNS * INT8_COLUMNS, columns = k - first;
-  // Lane p of tail vector v is in group 2v + p / 8 (groups of 32) or 4v + p / 4 (16).
-  const __m512i lane_group =
-      group == 32 ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
-                  : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const size_t groups_per_vector = 64 / group;
+  // Lane p of tail group c is block 4c + p / 4: group 4c + p / 4 (groups of 32), or its half h,
+  // group 8c + 2 (p / 4) + h (16).
+  const __m512i lane_block = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   uint8_t codes[INT8_COLUMNS] __attribute__((aligned(64)));
   uint8_t highs[INT8_COLUMNS / 4] __attribute__((aligned(64)));
   for (size_t j = 0; j < INT8_W_ROWS; ++j) {
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
-        planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
+        planes_row(w.planes, r, row_groups, group, w.scales, high_row_bytes(w.form, k));
     copy_zero_padded(codes, w.codes + r * code_row_bytes(w.form, k) + code_row_bytes(w.form, first),
                      code_row_bytes(w.form, columns), code_row_bytes(w.form, INT8_COLUMNS));
     if (high_bits_per_code(w.form) != 0) {
@@ -1316,12 +1296,16 @@ INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t l
     }
     float s[32], o[32];
     run_factors(w, p, first / group, columns / group, s, o);
-    for (size_t v = 0; v < vectors; ++v) {
-      tail->codes[j][v] = tail_codes(codes, highs, v, w.form);
-      const __m512i at =
-          _mm512_add_epi32(lane_group, _mm512_set1_epi32((int)(v * groups_per_vector)));
-      tail->scales[j][v] = _mm512_permutex2var_ps(vec_load(s), at, vec_load(s + 16));
-      tail->zero_terms[j][v] = _mm512_permutex2var_ps(vec_load(o), at, vec_load(o + 16));
+    for (size_t c = 0; c < groups; ++c) {
+      four_block_codes(codes, highs, c, w.form, &tail->codes[j][c][0], &tail->codes[j][c][1]);
+      for (size_t h = 0; h < 2; ++h) {
+        const __m512i block = _mm512_add_epi32(lane_block, _mm512_set1_epi32((int)(4 * c)));
+        const __m512i at =
+            group == 32 ? block
+                        : _mm512_add_epi32(_mm512_slli_epi32(block, 1), _mm512_set1_epi32((int)h));
+        tail->scales[j][c][h] = _mm512_permutex2var_ps(vec_load(s), at, vec_load(s + 16));
+        tail->zero_terms[j][c][h] = _mm512_permutex2var_ps(vec_load(o), at, vec_load(o + 16));
+      }
     }
   }
 }
@@ -1386,39 +1370,55 @@ SPECIALISE_INT8_BLOCK(2)
 SPECIALISE_INT8_BLOCK(3)
 
 // acc [x_rows][INT8_W_ROWS] += x rows' tails (qx, xd and xs at the first column past the runs,
-// row strides as int8_block_product's) times the tail panel's rows, per lane: each tail vector's
-// sums scaled on their own (a lane's block scale dx, its group's scale and zero term; the
-// group's scaled code sum dx * sum(q), per 16 columns, in the first of its 4 lanes).
+// row strides as int8_block_product's) times the tail panel's rows, per lane, as
+// int8_block_product folds a run: per group of four blocks (lane p: block p / 4), with the
+// block's dx * sum(q) (or its half's) in the first of its four lanes.
 INLINE void int8_tail_product(const int8_t* qx, const float* xd, const float* xs, size_t width,
-                              const struct Int8Tail* tail, size_t vectors, float bias,
+                              const struct Int8Tail* tail, size_t groups, size_t halves, float bias,
                               size_t x_rows, vec* acc) {
-  for (size_t v = 0; v < vectors; ++v) {
+  const __m512i lane_block = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  // Lane 4b takes sum b (of 8 per group: block b's halves at 2b and 2b + 1).
+  const __m512i half0 = _mm512_setr_epi32(0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 6, 0, 0, 0);
+  const __m512i half1 = _mm512_add_epi32(half0, _mm512_set1_epi32(1));
+  for (size_t c = 0; c < groups; ++c) {
     for (size_t t = 0; t < x_rows; ++t) {
-      const __m512i xv = _mm512_loadu_si512((const void*)(qx + t * width + v * 64));
-      const float* d = xd + t * (width / 32) + 2 * v;
-      const vec dx = _mm512_mask_blend_ps(0xFF00, vec_broadcast(d[0]), vec_broadcast(d[1]));
-      const vec q_sum = _mm512_maskz_expand_ps(
-          0x1111, _mm512_castps128_ps512(_mm_loadu_ps(xs + t * (width / 16) + 4 * v)));
-      const vec minus = vec_mul(q_sum, vec_broadcast(-bias));
-      for (size_t j = 0; j < INT8_W_ROWS; ++j) {
-        const vec sum =
-            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), tail->codes[j][v], xv));
-        vec* a = acc + t * INT8_W_ROWS + j;
-        if (bias != 0) {
-          *a = vec_fmadd(vec_fmadd(sum, dx, minus), tail->scales[j][v], *a);
-        } else {
-          *a = vec_fmadd(sum, vec_mul(tail->scales[j][v], dx), *a);
-          *a = vec_fmadd(tail->zero_terms[j][v], q_sum, *a);
+      const int8_t* q = qx + t * width + c * INT8_TAIL_COLUMNS;
+      const __m512i x0 = _mm512_loadu_si512((const void*)q);
+      const __m512i x1 = _mm512_loadu_si512((const void*)(q + 64));
+      const vec dx = _mm512_permutexvar_ps(
+          lane_block, _mm512_castps128_ps512(_mm_loadu_ps(xd + t * (width / 32) + 4 * c)));
+      const vec sums = _mm512_castps256_ps512(_mm256_loadu_ps(xs + t * (width / 16) + 8 * c));
+      const vec q0 = _mm512_maskz_permutexvar_ps(0x1111, half0, sums);
+      const vec q1 = _mm512_maskz_permutexvar_ps(0x1111, half1, sums);
+      for (size_t h = 0; h < halves; ++h) {
+        const vec q_sum = halves == 2 ? (h ? q1 : q0) : vec_add(q0, q1);
+        const vec minus = vec_mul(q_sum, vec_broadcast(-bias));
+        for (size_t j = 0; j < INT8_W_ROWS; ++j) {
+          __m512i n = _mm512_setzero_si512();
+          if (halves == 1 || h == 0) n = _mm512_dpbusd_epi32(n, tail->codes[j][c][0], x0);
+          if (halves == 1 || h == 1) n = _mm512_dpbusd_epi32(n, tail->codes[j][c][1], x1);
+          const vec sum = _mm512_cvtepi32_ps(n);
+          vec* a = acc + t * INT8_W_ROWS + j;
+          if (bias != 0) {
+            *a = vec_fmadd(vec_fmadd(sum, dx, minus), tail->scales[j][c][h], *a);
+          } else {
+            *a = vec_fmadd(sum, vec_mul(tail->scales[j][c][h], dx), *a);
+            *a = vec_fmadd(tail->zero_terms[j][c][h], q_sum, *a);
+          }
         }
       }
     }
   }
 }
-#define SPECIALISE_INT8_TAIL(X_ROWS)                                                               \
-  static void int8_tail_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs,        \
-                                        size_t width, const struct Int8Tail* tail, size_t vectors, \
-                                        float bias, vec* acc) {                                    \
-    int8_tail_product(qx, xd, xs, width, tail, vectors, bias, X_ROWS, acc);                        \
+#define SPECIALISE_INT8_TAIL(X_ROWS)                                                              \
+  static void int8_tail_product##X_ROWS(const int8_t* qx, const float* xd, const float* xs,       \
+                                        size_t width, const struct Int8Tail* tail, size_t groups, \
+                                        size_t halves, float bias, vec* acc) {                    \
+    if (halves == 2) {                                                                            \
+      int8_tail_product(qx, xd, xs, width, tail, groups, 2, bias, X_ROWS, acc);                   \
+    } else {                                                                                      \
+      int8_tail_product(qx, xd, xs, width, tail, groups, 1, bias, X_ROWS, acc);                   \
+    }                                                                                             \
   }
 SPECIALISE_INT8_TAIL(1)
 SPECIALISE_INT8_TAIL(2)
@@ -1429,7 +1429,7 @@ SPECIALISE_INT8_TAIL(3)
 INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd, const float* xs,
                         float* y, size_t rows, size_t n, size_t k, size_t first, size_t last) {
   const size_t width = int8_width(k), runs = k / INT8_COLUMNS;
-  const size_t tail_vectors = (width - runs * INT8_COLUMNS) / 64;
+  const size_t tail_groups = (width - runs * INT8_COLUMNS) / INT8_TAIL_COLUMNS;
   struct Int8Panel panel;
   struct Int8Tail tail;
   vec acc[TILE_X_ROWS * INT8_W_ROWS];
@@ -1458,8 +1458,8 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
           }
         }
       }
-      if (tail_vectors > 0) {
-        fill_int8_tail(w, k, row, last, tail_vectors, &tail);
+      if (tail_groups > 0) {
+        fill_int8_tail(w, k, row, last, tail_groups, &tail);
         for (size_t t = 0; t < tile; t += INT8_X_ROWS) {
           const size_t at = t0 + t;
           const int8_t* q = qx + at * width + runs * INT8_COLUMNS;
@@ -1468,11 +1468,11 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
           vec* a = acc + t * INT8_W_ROWS;
           const size_t left = tile - t;
           if (left >= 3) {
-            int8_tail_product3(q, d, s, width, &tail, tail_vectors, bias, a);
+            int8_tail_product3(q, d, s, width, &tail, tail_groups, halves, bias, a);
           } else if (left == 2) {
-            int8_tail_product2(q, d, s, width, &tail, tail_vectors, bias, a);
+            int8_tail_product2(q, d, s, width, &tail, tail_groups, halves, bias, a);
           } else {
-            int8_tail_product1(q, d, s, width, &tail, tail_vectors, bias, a);
+            int8_tail_product1(q, d, s, width, &tail, tail_groups, halves, bias, a);
           }
         }
       }
