@@ -378,7 +378,7 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
       planar_to_f32(planar, w);
       for (bool representable : {true, false}) {
         for (int64_t x_rows :
-             cols == 1024 ? std::vector<int64_t>{8, 13, 70} : std::vector<int64_t>{13}) {
+             cols == 1024 ? std::vector<int64_t>{8, 13, 70} : std::vector<int64_t>{13, 70}) {
           const std::string name = format + "-int8-" + std::to_string(cols) + "-" +
                                    std::to_string(x_rows) + (representable ? "-exact" : "");
           std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
