@@ -5,8 +5,8 @@ For each model's reference (tests/data/models/*_reference.json: transformers' gr
 runs every prompt through `xlacel generate` with `--math exact` and with `--math fast`, and
 prints per prompt how many of the reference's tokens each reproduces before its first
 difference, then how many prompts each reproduces whole. `--math fast` multiplies quantized
-weights by activations rounded to 8 bits in prefill (products of 256 columns or more); decode
-stays exact. --llama-cpp adds llama.cpp's own greedy tokens for the same prompt ids (its
+weights by activations rounded to 8 bits in prefill (products of 512 columns and 8 rows or
+more); decode stays exact. --llama-cpp adds llama.cpp's own greedy tokens for the same prompt ids (its
 llama-server, built by tools/peer/build_llama_cpp), which rounds activations to 8 bits in
 prefill and decode alike: what the same trade gives in the engine it comes from.
 
