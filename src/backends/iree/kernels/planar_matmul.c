@@ -1424,6 +1424,18 @@ SPECIALISE_INT8_TAIL(1)
 SPECIALISE_INT8_TAIL(2)
 SPECIALISE_INT8_TAIL(3)
 
+// FN##X (the specialisation for X x rows) for the next min(left, INT8_X_ROWS) rows.
+#define BY_X_ROWS(LEFT, FN, ...) \
+  do {                           \
+    if ((LEFT) >= 3) {           \
+      FN##3(__VA_ARGS__);        \
+    } else if ((LEFT) == 2) {    \
+      FN##2(__VA_ARGS__);        \
+    } else {                     \
+      FN##1(__VA_ARGS__);        \
+    }                            \
+  } while (0)
+
 // y [rows, n] = x (quantized: qx, xd, xs, rows of int8_width(k)) times weight rows [first,
 // last), k a multiple of 32: whole runs, then the tail.
 INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd, const float* xs,
@@ -1439,40 +1451,24 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
     const size_t tile = rows - t0 < TILE_X_ROWS ? rows - t0 : TILE_X_ROWS;
     for (size_t row = first; row < last; row += INT8_W_ROWS) {
       for (size_t i = 0; i < tile * INT8_W_ROWS; ++i) acc[i] = vec_zero();
-      for (size_t b = 0; b < runs; ++b) {
-        fill_int8_panel(w, k, row, last, b, &panel);
-        size_t t = 0;
-        for (; t < tile; t += INT8_X_ROWS) {
-          const size_t at = t0 + t;
+      // Whole runs, then the tail (step b == runs): x at the same offsets either way.
+      for (size_t b = 0; b < runs + (tail_groups > 0); ++b) {
+        const int in_tail = b == runs;
+        if (in_tail) {
+          fill_int8_tail(w, k, row, last, tail_groups, &tail);
+        } else {
+          fill_int8_panel(w, k, row, last, b, &panel);
+        }
+        for (size_t t = 0; t < tile; t += INT8_X_ROWS) {
+          const size_t at = t0 + t, left = tile - t;
           const int8_t* q = qx + at * width + b * INT8_COLUMNS;
           const float* d = xd + at * (width / 32) + b * 16;
           const float* s = xs + at * (width / 16) + b * 32;
           vec* a = acc + t * INT8_W_ROWS;
-          const size_t left = tile - t;
-          if (left >= 3) {
-            int8_block_product3(q, d, s, width, &panel, halves, bias, a);
-          } else if (left == 2) {
-            int8_block_product2(q, d, s, width, &panel, halves, bias, a);
+          if (in_tail) {
+            BY_X_ROWS(left, int8_tail_product, q, d, s, width, &tail, tail_groups, halves, bias, a);
           } else {
-            int8_block_product1(q, d, s, width, &panel, halves, bias, a);
-          }
-        }
-      }
-      if (tail_groups > 0) {
-        fill_int8_tail(w, k, row, last, tail_groups, &tail);
-        for (size_t t = 0; t < tile; t += INT8_X_ROWS) {
-          const size_t at = t0 + t;
-          const int8_t* q = qx + at * width + runs * INT8_COLUMNS;
-          const float* d = xd + at * (width / 32) + runs * 16;
-          const float* s = xs + at * (width / 16) + runs * 32;
-          vec* a = acc + t * INT8_W_ROWS;
-          const size_t left = tile - t;
-          if (left >= 3) {
-            int8_tail_product3(q, d, s, width, &tail, tail_groups, halves, bias, a);
-          } else if (left == 2) {
-            int8_tail_product2(q, d, s, width, &tail, tail_groups, halves, bias, a);
-          } else {
-            int8_tail_product1(q, d, s, width, &tail, tail_groups, halves, bias, a);
+            BY_X_ROWS(left, int8_block_product, q, d, s, width, &panel, halves, bias, a);
           }
         }
       }
