@@ -308,7 +308,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
           weight.scales.type().str()));
     }
     // Products of at least one whole run of 512 columns and kInt8MinRows rows: a row's tail
-    // (past its runs) is scaled per 64 columns rather than per 512, so a product of a tail
+    // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one.
     const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
     const std::string name =
