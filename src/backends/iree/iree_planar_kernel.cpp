@@ -78,10 +78,10 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
   // scales for the super offsets).
   const std::string super = two_level ? "f16" : scale;
   auto view = [](const char* binding, const char* memref, const std::string& type,
-                 const char* size) {
+                 const char* size, const char* at = "c0") {
     return fmt::format(
-        "      %{} = stream.binding.subspan %{}[%c0] : !stream.binding -> memref<?x{}>{{%{}}}\n",
-        memref, binding, type, size);
+        "      %{} = stream.binding.subspan %{}[%{}] : !stream.binding -> memref<?x{}>{{%{}}}\n",
+        memref, binding, at, type, size);
   };
   // Bindings in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers].
   std::string high_binding, bindings, views;
@@ -105,11 +105,12 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
   // x: f32 rows, or (int8) their codes, block scales and scaled sums (quantized_rows).
   std::string x_bindings = ", %x: !stream.binding", x_types = "memref<?xf32>", x_memrefs = "%mx";
   if (int8) {
-    x_bindings = ", %qx: !stream.binding, %xd: !stream.binding, %xs: !stream.binding";
+    // One buffer (quantized_rows): the codes, then the scales at byte td_at, the sums at ts_at.
+    x_bindings = ", %qx: !stream.binding";
     x_types = "memref<?xi8>, memref<?xf32>, memref<?xf32>";
     x_memrefs = "%mqx, %mxd, %mxs";
-    views += view("qx", "mqx", "i8", "tk") + view("xd", "mxd", "f32", "td") +
-             view("xs", "mxs", "f32", "ts");
+    views += view("qx", "mqx", "i8", "tk", "c0") + view("qx", "mxd", "f32", "td", "td_at") +
+             view("qx", "mxs", "f32", "ts", "ts_at");
   } else {
     views += view("x", "mx", "f32", "tk");
   }
@@ -133,6 +134,8 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       %tk = arith.constant {tk} : index
       %td = arith.constant {td} : index
       %ts = arith.constant {ts} : index
+      %td_at = arith.constant {td_at} : index
+      %ts_at = arith.constant {ts_at} : index
       %tn = arith.constant {tn} : index
       %workgroup = stream.dispatch.workgroup.id[0] : index
       %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%codes_size}}
@@ -148,6 +151,7 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
       fmt::arg("entry",
                int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup"),
       fmt::arg("td", rows * int8_width(k) / 32), fmt::arg("ts", rows * int8_width(k) / 16),
+      fmt::arg("td_at", rows * int8_width(k)), fmt::arg("ts_at", rows * int8_width(k) * 9 / 8),
       fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
       fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
       fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", rows_per_workgroup),
@@ -203,67 +207,50 @@ Value dispatch(Value x, const std::string& name, const std::filesystem::path& ob
                          TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
-// x quantized for the int8 product: per row and block of 32 columns, the scale dx = max|x| / 127
-// and codes round(x / dx) (i8), and dx times the sum of each 16 columns' codes; laid out as the
-// kernel reads them (planar_matmul.c, int8_panels): per whole run of 512 columns, code vector v
-// holds elements 4v .. 4v + 3 of each block, lane 4L + r block 4r + L; the columns past the runs
-// (the tail) per group of four blocks, elements 0-15 of each block then 16-31, padded with zero
-// columns to whole groups (K = int8_width(k)), whose blocks quantize to codes, scales and sums 0;
-// the tail's scales and sums in column order.
-struct QuantizedRows {
-  Value codes;   // i8 [T, K]
-  Value scales;  // f32 [T, K / 32]
-  Value sums;    // f32 [T, K / 16]
-};
+// Bytes of x quantized for the int8 product (xlacel_quantize_int8_rows_workgroup): codes i8
+// [rows, K], then scales f32 [rows, K / 32], then scaled code sums f32 [rows, K / 16].
+int64_t quantized_bytes(int64_t rows, int64_t k) {
+  const int64_t width = int8_width(k);
+  return rows * width + 4 * rows * (width / 32) + 4 * rows * (width / 16);
+}
 
-QuantizedRows quantized_rows(Value x) {
-  const int64_t rows = x.shape()[0], k = x.shape()[1], width = int8_width(k);
-  const int64_t blocks = width / 32, runs = k / kInt8Columns, run_blocks = runs * 16;
-  stablehlo::Block& block = x.block();
-  auto filled = [&](double value, const std::vector<int64_t>& shape) {
-    return broadcast_in_dim(stablehlo::scalar(block, ElementType::kF32, value), shape, {});
-  };
-  if (width != k) x = stablehlo::concatenate({x, filled(0, {rows, width - k})}, 1);
-  // Per block, in column order: codes [T, blocks, 32], scales [T, blocks], sums [T, blocks, 2].
-  const Value values = reshape(x, {rows, blocks, 32});
-  const Value largest = reduce_max(maximum(values, negate(values)), {2});
-  const Value scale = largest / filled(127, {rows, blocks});
-  // A block of zeros keeps codes 0 (127 / 0 is selected away).
-  const Value inverse =
-      select(compare(largest, filled(0, {rows, blocks}), stablehlo::Direction::kGT),
-             filled(127, {rows, blocks}) / largest, filled(0, {rows, blocks}));
-  const Value codes =
-      round_nearest_even(values * broadcast_in_dim(inverse, {rows, blocks, 32}, {0, 1}));
-  const Value sums = reduce_sum(reshape(codes, {rows, blocks, 2, 16}), {3}) *
-                     broadcast_in_dim(scale, {rows, blocks, 2}, {0, 1});
-  // The runs' blocks (run, r, L: block 4r + L) transposed into the lane layout, the tail's codes
-  // (group, block, half) into halves of each group.
-  std::vector<Value> code_parts, scale_parts, sum_parts;
-  if (runs > 0) {
-    const Value run_codes = reshape(slice(codes, {0, 0, 0}, {rows, run_blocks, 32}, {1, 1, 1}),
-                                    {rows, runs, 4, 4, 8, 4});
-    code_parts.push_back(
-        reshape(transpose(run_codes, {0, 1, 4, 3, 2, 5}), {rows, runs * kInt8Columns}));
-    const Value run_scales =
-        reshape(slice(scale, {0, 0}, {rows, run_blocks}, {1, 1}), {rows, runs, 4, 4});
-    scale_parts.push_back(reshape(transpose(run_scales, {0, 1, 3, 2}), {rows, run_blocks}));
-    const Value run_sums =
-        reshape(slice(sums, {0, 0, 0}, {rows, run_blocks, 2}, {1, 1, 1}), {rows, runs, 4, 4, 2});
-    sum_parts.push_back(reshape(transpose(run_sums, {0, 1, 4, 3, 2}), {rows, 2 * run_blocks}));
+// x quantized for the int8 product by the kernel's own dispatch (planar_matmul.c,
+// quantize_int8_row: per block of 32 columns dx = max|x| / 127 and codes round(x / dx), laid out
+// as int8_panels reads them), one buffer of quantized_bytes. A product that shares x with an
+// earlier one (q, k and v; gate and up) takes that dispatch's buffer: quantized once.
+Value quantized_rows(Value x, const std::filesystem::path& object) {
+  const int64_t rows = x.shape()[0], k = x.shape()[1];
+  const std::string name = fmt::format("xlacel_quantize_int8_rows_t{}_k{}", rows, k);
+  const std::string entry_points = fmt::format("[@{0}::@{0}]", name);
+  for (const stablehlo::Operation& op : x.block().operations()) {
+    const auto entry = op.attributes.find("entry_points");
+    if (op.name == "flow.dispatch" && entry != op.attributes.end() &&
+        entry->second == entry_points && op.operands.size() == 1 && op.operands[0] == x) {
+      return op.results.at(0);
+    }
   }
-  if (blocks > run_blocks) {
-    const int64_t tail = blocks - run_blocks, groups = tail / 4;
-    const Value tail_codes = reshape(
-        slice(codes, {0, run_blocks, 0}, {rows, blocks, 32}, {1, 1, 1}), {rows, groups, 4, 2, 16});
-    code_parts.push_back(reshape(transpose(tail_codes, {0, 1, 3, 2, 4}), {rows, tail * 32}));
-    scale_parts.push_back(slice(scale, {0, run_blocks}, {rows, blocks}, {1, 1}));
-    sum_parts.push_back(
-        reshape(slice(sums, {0, run_blocks, 0}, {rows, blocks, 2}, {1, 1, 1}), {rows, tail * 2}));
-  }
-  auto joined = [](const std::vector<Value>& parts) {
-    return parts.size() == 1 ? parts[0] : stablehlo::concatenate(parts, 1);
-  };
-  return {convert(joined(code_parts), ElementType::kI8), joined(scale_parts), joined(sum_parts)};
+  const int64_t per_workgroup = (rows + kWorkgroups - 1) / kWorkgroups;
+  const std::string functions = fmt::format(
+      R"(      func.func private @xlacel_quantize_int8_rows_workgroup(memref<?xf32>, memref<?xi8>, index, index, index, index) attributes {{hal.import.static}}
+      func.func @{name}(%x: !stream.binding, %q: !stream.binding) {{
+      %c0 = arith.constant 0 : index
+      %rows = arith.constant {rows} : index
+      %k = arith.constant {k} : index
+      %rows_per_workgroup = arith.constant {per_workgroup} : index
+      %tk = arith.constant {tk} : index
+      %tq = arith.constant {tq} : index
+      %workgroup = stream.dispatch.workgroup.id[0] : index
+      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
+      %mq = stream.binding.subspan %q[%c0] : !stream.binding -> memref<?xi8>{{%tq}}
+      func.call @xlacel_quantize_int8_rows_workgroup(%mx, %mq, %rows, %k, %rows_per_workgroup, %workgroup) : (memref<?xf32>, memref<?xi8>, index, index, index, index) -> ()
+      return
+      }}
+)",
+      fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("k", k),
+      fmt::arg("per_workgroup", per_workgroup), fmt::arg("tk", rows * k),
+      fmt::arg("tq", quantized_bytes(rows, k)));
+  return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, functions,
+                         {x}, TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
 }
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
@@ -322,8 +309,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
     if (int8) {
-      const QuantizedRows quantized = quantized_rows(x);
-      operands.insert(operands.end(), {quantized.codes, quantized.scales, quantized.sums});
+      operands.push_back(quantized_rows(x, object_));
     } else {
       operands.push_back(x);
     }

@@ -1632,6 +1632,68 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
                      qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
                      first, last);
 }
+
+// One row of x quantized for the int8 product, as int8_panels reads it: per block of 32 columns
+// the scale dx = max|x| / 127, codes round(x / dx) (to nearest, ties to even; 127 / max|x|, 0 for
+// a block of zeros, times x) and dx times each 16 columns' code sum; a whole run's codes go
+// transposed (vector v holds elements 4v .. 4v + 3 of each block, lane p block
+// INT8_LANE_BLOCK(p)) with their scales and sums in lane order, the tail's codes per group of
+// four blocks (elements 0-15 of each, then 16-31) with their scales and sums in column order.
+// Past k (the tail padded to int8_width) blocks of zeros: codes, scales and sums 0.
+#define INT8_ROUND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+static void quantize_int8_row(const float* x, size_t k, int8_t* qx, float* xd, float* xs) {
+  const size_t width = int8_width(k), run_columns = k / INT8_COLUMNS * INT8_COLUMNS;
+  const __m256i lane_dwords = _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112);
+  for (size_t column = 0; column < width; column += 32) {
+    const __mmask16 first = column < k ? 0xffff : 0, second = column + 16 < k ? 0xffff : 0;
+    const __m512 low = _mm512_maskz_loadu_ps(first, x + column);
+    const __m512 high = _mm512_maskz_loadu_ps(second, x + column + 16);
+    const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+    const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
+    const __m512 by = _mm512_set1_ps(inverse);
+    const __m512i low_codes = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(low, by), INT8_ROUND));
+    const __m512i high_codes = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(high, by), INT8_ROUND));
+    const __m128i low_bytes = _mm512_cvtepi32_epi8(low_codes);
+    const __m128i high_bytes = _mm512_cvtepi32_epi8(high_codes);
+    const float sums[2] = {scale * (float)_mm512_reduce_add_epi32(low_codes),
+                           scale * (float)_mm512_reduce_add_epi32(high_codes)};
+    if (column < run_columns) {
+      // Dword v (elements 4v .. 4v + 3) to vector v, lane p of the run.
+      const size_t run = column / INT8_COLUMNS, p = INT8_LANE_BLOCK(column % INT8_COLUMNS / 32);
+      const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(low_bytes), high_bytes, 1);
+      _mm256_i32scatter_epi32(qx + run * INT8_COLUMNS + 4 * p, lane_dwords, bytes, 4);
+      xd[run * 16 + p] = scale;
+      xs[run * 32 + p] = sums[0];
+      xs[run * 32 + 16 + p] = sums[1];
+    } else {
+      int8_t* group = qx + column / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS + column % INT8_TAIL_COLUMNS / 32 * 16;
+      _mm_storeu_si128((__m128i*)group, low_bytes);
+      _mm_storeu_si128((__m128i*)(group + 64), high_bytes);
+      xd[column / 32] = scale;
+      xs[column / 16] = sums[0];
+      xs[column / 16 + 1] = sums[1];
+    }
+  }
+}
+
+// --math fast: x [rows, k] quantized for xlacel_planar_matmul_int8_workgroup into one buffer
+// (quantize_int8_row per row): qx i8 [rows, K], then xd f32 [rows, K / 32], then xs f32
+// [rows, K / 16] (K = int8_width(k), a multiple of 128, so each part starts 64-byte aligned
+// when the buffer does); rows_per_workgroup rows per workgroup. One dispatch for what the graph
+// took ~7 (~19 with a tail) to compute and lay out.
+void xlacel_quantize_int8_rows_workgroup(MEMREF(const float, x), MEMREF(int8_t, out), size_t rows,
+                                         size_t k, size_t rows_per_workgroup, size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(out);
+  const size_t width = int8_width(k), first = workgroup * rows_per_workgroup;
+  const size_t last = first + rows_per_workgroup < rows ? first + rows_per_workgroup : rows;
+  int8_t* qx = out + out_offset;
+  float* xd = (float*)(qx + rows * width);
+  float* xs = xd + rows * (width / 32);
+  for (size_t t = first; t < last; ++t) {
+    quantize_int8_row(x + x_offset + t * k, k, qx + t * width, xd + t * (width / 32),
+                      xs + t * (width / 16));
+  }
+}
 #endif
 
 // y [rows, n] = x [rows, k] times the weight values [n, k] (f16, or bf16 when bf16 is 1)
