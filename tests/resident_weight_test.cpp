@@ -355,7 +355,7 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
 // every block format. The kernel takes 512 columns at a time, then a row's tail 128 at a time:
 // widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896 = 512 +
 // 384, and SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products narrower
-// than 512 columns stay exact.
+// than 512 columns stay exact. Products that share x quantize it once.
 TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->int8_planar_kernel();
@@ -436,6 +436,25 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   for (std::size_t i = 0; i < by_kernel.size(); ++i) {
     EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5 * (std::abs(by_graph[i]) + 1)) << "output " << i;
   }
+  // x is quantized in a dispatch of its own: products that share x (q, k and v; gate and up)
+  // share that dispatch, and another x gets its own.
+  stablehlo::Module module("resident_weight_test");
+  stablehlo::Function& f = module.add_function("main");
+  // The file's 2 x 512 as it is: a product of one whole run.
+  models::Weight weight = planar_arguments(
+      f, to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(2 * 512)), 2, 512);
+  weight.kernel = kernel;
+  const Value shared = f.argument("x", TensorType(ElementType::kF32, {16, 512}));
+  const Value other = shared + shared;
+  f.finish({models::linear(shared, weight), models::linear(shared, weight),
+            models::linear(other, weight)});
+  const std::string text = module.to_text();
+  const std::string_view call = "entry_points = [@xlacel_quantize_int8_rows";
+  std::size_t quantizations = 0;
+  for (std::size_t at = text.find(call); at != std::string::npos; at = text.find(call, at + 1)) {
+    ++quantizations;
+  }
+  EXPECT_EQ(quantizations, 2u) << text;
 }
 
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values

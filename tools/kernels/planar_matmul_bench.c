@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   }
   char format[32];
   snprintf(format, sizeof format, "%s", argv[1]);
-  // "-int8": x quantized as the graph does for --math fast (iree_planar_kernel.cpp).
+  // "-int8": x quantized as --math fast does (the kernel's quantize_int8_row).
   char* suffix = strstr(format, "-int8");
   const int int8 = suffix != NULL;
   if (int8) *suffix = 0;
@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   // round(x / scale), and per 16 columns scale times the sum of the codes; per whole run of 512
   // columns, vector v holds elements 4v .. 4v + 3 of each block, lane p block INT8_LANE_BLOCK(p);
   // the columns past the runs per group of four blocks, elements 0-15 of each then 16-31, padded
-  // with zero blocks to whole groups (width), as the graph lays them out.
+  // with zero blocks to whole groups (width), as quantize_int8_row lays them out (written
+  // separately here, in plain C: a second statement of the layout).
   const size_t width = (k + 127) / 128 * 128, run_columns = k / 512 * 512;
   int8_t* qx = aligned_alloc(64, rows * width + 64);
   float* xd = aligned_alloc(64, rows * width / 32 * 4 + 64);

@@ -13,10 +13,6 @@
 #include "backends/iree/planar_matmul_avx512vnni.h"
 #include "common/error.h"
 #include "model_files/planar_blocks.h"
-#include "stablehlo/constant.h"
-#include "stablehlo/data_movement.h"
-#include "stablehlo/elementwise.h"
-#include "stablehlo/reduce.h"
 
 namespace xlacel::backends {
 
@@ -77,8 +73,8 @@ std::string planar_functions(const std::string& name, int64_t rows, int64_t n, i
   // Planes a weight lacks are passed as another of the same type (the scales, or the super
   // scales for the super offsets).
   const std::string super = two_level ? "f16" : scale;
-  auto view = [](const char* binding, const char* memref, const std::string& type,
-                 const char* size, const char* at = "c0") {
+  auto view = [](const char* binding, const char* memref, const std::string& type, const char* size,
+                 const char* at = "c0") {
     return fmt::format(
         "      %{} = stream.binding.subspan %{}[%{}] : !stream.binding -> memref<?x{}>{{%{}}}\n",
         memref, binding, at, type, size);

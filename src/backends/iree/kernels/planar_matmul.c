@@ -1112,18 +1112,18 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
 }
 
 #if defined(__AVX512VNNI__)
-// --math fast (prefill only, opt-in): the activations come quantized to i8 per 32 columns (the
-// graph rounds x * 127 / max|x| of each block; iree_planar_kernel.cpp), and each weight row's
+// --math fast (prefill only, opt-in): the activations come quantized to i8 per 32 columns
+// (x * 127 / max|x| of each block rounded, by quantize_int8_row below), and each weight row's
 // integer codes meet them in VNNI dot products (vpdpbusd: 64 products of an unsigned code byte
 // and a signed activation byte, summed in fours into 16 i32 lanes) instead of f32 FMAs, as
 // llama.cpp's CPU products do. Not exact: x is rounded to 8 bits.
 //
 // 512 columns (16 blocks of 32) go at a time, one block per i32 lane, so that a lane's sum
 // belongs to one block and is scaled once per 512 columns: code vector v holds elements
-// 4v .. 4v + 3 of each block, lane p of block INT8_LANE_BLOCK(p). The graph lays x out the same
-// way. A group's weight is scale * u + zero_term, u its unsigned code and zero_term = offset -
+// 4v .. 4v + 3 of each block, lane p of block INT8_LANE_BLOCK(p). quantize_int8_row lays x out the
+// same way. A group's weight is scale * u + zero_term, u its unsigned code and zero_term = offset -
 // scale * bias, so a block's sum is dx * (scale * sum(u * q) + zero_term * sum(q)), with dx the
-// block's activation scale and sum(q) given by the graph as dx * sum(q) (xs, per 16 columns:
+// block's activation scale and sum(q) given by the quantizer as dx * sum(q) (xs, per 16 columns:
 // Q6_K's groups are 16).
 #define INT8_COLUMNS 512
 #define INT8_VECTORS 8
@@ -1135,7 +1135,7 @@ static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, 
 // 16-31 (lane p: block p / 4, four consecutive elements), what a run's codes are before their
 // transpose. Each of a lane's sums then belongs to one block (and each vector to one 16-column
 // half), scaled once per four blocks. x's width in the kernel's layout is k rounded up to whole
-// groups of four blocks, the graph padding each row with zero columns (codes, scales and sums 0).
+// groups of four blocks, each row padded with zero columns (codes, scales and sums 0).
 #define INT8_TAIL_COLUMNS 128
 #define INT8_TAIL_GROUPS (INT8_COLUMNS / INT8_TAIL_COLUMNS - 1)
 INLINE size_t int8_width(size_t k) {
@@ -1648,11 +1648,14 @@ static void quantize_int8_row(const float* x, size_t k, int8_t* qx, float* xd, f
     const __mmask16 first = column < k ? 0xffff : 0, second = column + 16 < k ? 0xffff : 0;
     const __m512 low = _mm512_maskz_loadu_ps(first, x + column);
     const __m512 high = _mm512_maskz_loadu_ps(second, x + column + 16);
-    const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+    const float largest =
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
     const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
     const __m512 by = _mm512_set1_ps(inverse);
-    const __m512i low_codes = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(low, by), INT8_ROUND));
-    const __m512i high_codes = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(high, by), INT8_ROUND));
+    const __m512i low_codes =
+        _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(low, by), INT8_ROUND));
+    const __m512i high_codes =
+        _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(high, by), INT8_ROUND));
     const __m128i low_bytes = _mm512_cvtepi32_epi8(low_codes);
     const __m128i high_bytes = _mm512_cvtepi32_epi8(high_codes);
     const float sums[2] = {scale * (float)_mm512_reduce_add_epi32(low_codes),
@@ -1660,13 +1663,15 @@ static void quantize_int8_row(const float* x, size_t k, int8_t* qx, float* xd, f
     if (column < run_columns) {
       // Dword v (elements 4v .. 4v + 3) to vector v, lane p of the run.
       const size_t run = column / INT8_COLUMNS, p = INT8_LANE_BLOCK(column % INT8_COLUMNS / 32);
-      const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(low_bytes), high_bytes, 1);
+      const __m256i bytes =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(low_bytes), high_bytes, 1);
       _mm256_i32scatter_epi32(qx + run * INT8_COLUMNS + 4 * p, lane_dwords, bytes, 4);
       xd[run * 16 + p] = scale;
       xs[run * 32 + p] = sums[0];
       xs[run * 32 + 16 + p] = sums[1];
     } else {
-      int8_t* group = qx + column / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS + column % INT8_TAIL_COLUMNS / 32 * 16;
+      int8_t* group = qx + column / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS +
+                      column % INT8_TAIL_COLUMNS / 32 * 16;
       _mm_storeu_si128((__m128i*)group, low_bytes);
       _mm_storeu_si128((__m128i*)(group + 64), high_bytes);
       xd[column / 32] = scale;
