@@ -1641,43 +1641,100 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
 // four blocks (elements 0-15 of each, then 16-31) with their scales and sums in column order.
 // Past k (the tail padded to int8_width) blocks of zeros: codes, scales and sums 0.
 #define INT8_ROUND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+// A block's codes (elements 0-15, then 16-31) as bytes: x * inverse rounded to nearest, ties to
+// even.
+INLINE void block_codes(__m512 low, __m512 high, float inverse, __m128i* low_bytes,
+                        __m128i* high_bytes) {
+  const __m512 by = _mm512_set1_ps(inverse);
+  *low_bytes = _mm512_cvtepi32_epi8(
+      _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(low, by), INT8_ROUND)));
+  *high_bytes = _mm512_cvtepi32_epi8(
+      _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(high, by), INT8_ROUND)));
+}
+
+// The sum of 16 signed bytes.
+INLINE int byte_sum(__m128i bytes) {
+  __m128i sum = _mm_dpbusd_epi32(_mm_setzero_si128(), _mm_set1_epi8(1), bytes);
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(sum);
+}
+
+// A block's largest |x|.
+INLINE float block_largest(__m512 low, __m512 high) {
+  return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+}
+
+// One whole run (512 columns) of a row quantized: its 16 blocks' scales and inverses as vectors,
+// their codes in column order, then laid out as run_codes lays out Q8_0's (the same 128-bit lane
+// picks and dword transposes), and each lane's code sums (over 4 elements per vector, so over 16
+// per half) by VNNI dot products with ones, scaled in the lane order.
+static void quantize_int8_run(const float* x, int8_t* qx, float* xd, float* xs) {
+  float largest[16], inverses[16];
+  for (size_t b = 0; b < 16; ++b) {
+    largest[b] = block_largest(_mm512_loadu_ps(x + b * 32), _mm512_loadu_ps(x + b * 32 + 16));
+  }
+  const __m512 most = _mm512_loadu_ps(largest), limit = _mm512_set1_ps(127);
+  const __m512 scales = _mm512_div_ps(most, limit);
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(most, _mm512_setzero_ps(), _CMP_GT_OQ);
+  _mm512_storeu_ps(inverses, _mm512_maskz_div_ps(nonzero, limit, most));
+  int8_t codes[INT8_COLUMNS] __attribute__((aligned(64)));
+  for (size_t b = 0; b < 16; ++b) {
+    block_codes(_mm512_loadu_ps(x + b * 32), _mm512_loadu_ps(x + b * 32 + 16), inverses[b],
+                (__m128i*)(codes + b * 32), (__m128i*)(codes + b * 32 + 16));
+  }
+  __m512i first[4], second[4], out[INT8_VECTORS];
+  for (size_t r = 0; r < 4; ++r) {
+    const __m512i a = _mm512_load_si512((const void*)(codes + r * 128));
+    const __m512i b = _mm512_load_si512((const void*)(codes + r * 128 + 64));
+    first[r] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    second[r] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  transpose_dwords(first, out);
+  transpose_dwords(second, out + 4);
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i sums[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (size_t v = 0; v < INT8_VECTORS; ++v) {
+    _mm512_storeu_si512((void*)(qx + v * 64), out[v]);
+    sums[v / 4] = _mm512_dpbusd_epi32(sums[v / 4], ones, out[v]);
+  }
+  const __m512i lane_blocks = _mm512_setr_epi32(
+      INT8_LANE_BLOCK(0), INT8_LANE_BLOCK(1), INT8_LANE_BLOCK(2), INT8_LANE_BLOCK(3),
+      INT8_LANE_BLOCK(4), INT8_LANE_BLOCK(5), INT8_LANE_BLOCK(6), INT8_LANE_BLOCK(7),
+      INT8_LANE_BLOCK(8), INT8_LANE_BLOCK(9), INT8_LANE_BLOCK(10), INT8_LANE_BLOCK(11),
+      INT8_LANE_BLOCK(12), INT8_LANE_BLOCK(13), INT8_LANE_BLOCK(14), INT8_LANE_BLOCK(15));
+  const __m512 lane_scales = _mm512_permutexvar_ps(lane_blocks, scales);
+  _mm512_storeu_ps(xd, lane_scales);
+  _mm512_storeu_ps(xs, _mm512_mul_ps(lane_scales, _mm512_cvtepi32_ps(sums[0])));
+  _mm512_storeu_ps(xs + 16, _mm512_mul_ps(lane_scales, _mm512_cvtepi32_ps(sums[1])));
+}
+
+// One row of x quantized for the int8 product, as int8_panels reads it: per block of 32 columns
+// the scale dx = max|x| / 127, codes round(x / dx) (127 / max|x|, 0 for a block of zeros, times
+// x) and dx times each 16 columns' code sum; whole runs by quantize_int8_run, the tail's codes per
+// group of four blocks (elements 0-15 of each, then 16-31) with their scales and sums in column
+// order. Past k (the tail padded to int8_width) blocks of zeros: codes, scales and sums 0.
 static void quantize_int8_row(const float* x, size_t k, int8_t* qx, float* xd, float* xs) {
-  const size_t width = int8_width(k), run_columns = k / INT8_COLUMNS * INT8_COLUMNS;
-  const __m256i lane_dwords = _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112);
-  for (size_t column = 0; column < width; column += 32) {
+  const size_t width = int8_width(k), runs = k / INT8_COLUMNS;
+  for (size_t run = 0; run < runs; ++run) {
+    quantize_int8_run(x + run * INT8_COLUMNS, qx + run * INT8_COLUMNS, xd + run * 16,
+                      xs + run * 32);
+  }
+  for (size_t column = runs * INT8_COLUMNS; column < width; column += 32) {
     const __mmask16 first = column < k ? 0xffff : 0, second = column + 16 < k ? 0xffff : 0;
     const __m512 low = _mm512_maskz_loadu_ps(first, x + column);
     const __m512 high = _mm512_maskz_loadu_ps(second, x + column + 16);
-    const float largest =
-        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+    const float largest = block_largest(low, high);
     const float scale = largest / 127, inverse = largest > 0 ? 127 / largest : 0;
-    const __m512 by = _mm512_set1_ps(inverse);
-    const __m512i low_codes =
-        _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(low, by), INT8_ROUND));
-    const __m512i high_codes =
-        _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(high, by), INT8_ROUND));
-    const __m128i low_bytes = _mm512_cvtepi32_epi8(low_codes);
-    const __m128i high_bytes = _mm512_cvtepi32_epi8(high_codes);
-    const float sums[2] = {scale * (float)_mm512_reduce_add_epi32(low_codes),
-                           scale * (float)_mm512_reduce_add_epi32(high_codes)};
-    if (column < run_columns) {
-      // Dword v (elements 4v .. 4v + 3) to vector v, lane p of the run.
-      const size_t run = column / INT8_COLUMNS, p = INT8_LANE_BLOCK(column % INT8_COLUMNS / 32);
-      const __m256i bytes =
-          _mm256_inserti128_si256(_mm256_castsi128_si256(low_bytes), high_bytes, 1);
-      _mm256_i32scatter_epi32(qx + run * INT8_COLUMNS + 4 * p, lane_dwords, bytes, 4);
-      xd[run * 16 + p] = scale;
-      xs[run * 32 + p] = sums[0];
-      xs[run * 32 + 16 + p] = sums[1];
-    } else {
-      int8_t* group = qx + column / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS +
-                      column % INT8_TAIL_COLUMNS / 32 * 16;
-      _mm_storeu_si128((__m128i*)group, low_bytes);
-      _mm_storeu_si128((__m128i*)(group + 64), high_bytes);
-      xd[column / 32] = scale;
-      xs[column / 16] = sums[0];
-      xs[column / 16 + 1] = sums[1];
-    }
+    int8_t* group =
+        qx + column / INT8_TAIL_COLUMNS * INT8_TAIL_COLUMNS + column % INT8_TAIL_COLUMNS / 32 * 16;
+    __m128i low_bytes, high_bytes;
+    block_codes(low, high, inverse, &low_bytes, &high_bytes);
+    _mm_storeu_si128((__m128i*)group, low_bytes);
+    _mm_storeu_si128((__m128i*)(group + 64), high_bytes);
+    xd[column / 32] = scale;
+    xs[column / 16] = scale * (float)byte_sum(low_bytes);
+    xs[column / 16 + 1] = scale * (float)byte_sum(high_bytes);
   }
 }
 
