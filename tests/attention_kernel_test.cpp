@@ -37,25 +37,38 @@ struct Shape {
 
 // A module of the attention of `tokens` queries per sequence over its cache: results with the
 // kernel and without (the graph's own), each f32 [sequences * tokens, heads * head_dim].
-// Arguments q, keys, values, positions i32 [sequences, tokens] and end i32 [sequences].
-std::string attention_module(const Shape& s, const device::AttentionKernel& kernel) {
+// Arguments q, keys, values, positions i32 [sequences, tokens] and end i32 [sequences]. With
+// `spare_rows`, keys and values hold that many rows more per head, past the attended ones, and
+// the kernel reads its window of them in place (a decode's whole cache).
+std::string attention_module(const Shape& s, const device::AttentionKernel& kernel,
+                             int64_t spare_rows = 0) {
   stablehlo::Module module("attention_kernel_test");
   stablehlo::Function& f = module.add_function("main");
-  const TensorType cache(ElementType::kF32, {s.sequences, s.kv_heads, s.capacity, s.head_dim});
+  const TensorType cache(ElementType::kF32,
+                         {s.sequences, s.kv_heads, s.capacity + spare_rows, s.head_dim});
+  const Value q =
+      f.argument("q", TensorType(ElementType::kF32, {s.sequences, s.tokens, s.heads, s.head_dim}));
+  const Value keys = f.argument("keys", cache), values = f.argument("values", cache);
+  const Value positions =
+      f.argument("positions", TensorType(ElementType::kI32, {s.sequences, s.tokens}));
+  const Value end = f.argument("end", TensorType(ElementType::kI32, {s.sequences}));
+  const std::vector<int64_t> window = {s.sequences, s.kv_heads, s.capacity, s.head_dim};
   models::AttentionInputs in{
-      .q = f.argument("q",
-                      TensorType(ElementType::kF32, {s.sequences, s.tokens, s.heads, s.head_dim})),
-      .k_cache = f.argument("keys", cache),
-      .v_cache = f.argument("values", cache),
-      .positions = f.argument("positions", TensorType(ElementType::kI32, {s.sequences, s.tokens})),
+      .q = q,
+      .k_cache = spare_rows > 0 ? stablehlo::slice(keys, {0, 0, 0, 0}, window) : keys,
+      .v_cache = spare_rows > 0 ? stablehlo::slice(values, {0, 0, 0, 0}, window) : values,
+      .whole_k_cache = std::nullopt,
+      .whole_v_cache = std::nullopt,
+      .positions = positions,
       .key_positions = std::nullopt,
-      .end = f.argument("end", TensorType(ElementType::kI32, {s.sequences})),
+      .end = end,
       .scale = 0,
       .softcap = std::nullopt,
       .sliding_window = std::nullopt,
       .kernel = nullptr};
   Value by_graph = models::attention(in);
   in.kernel = &kernel;
+  if (spare_rows > 0) in.whole_k_cache = keys, in.whole_v_cache = values;
   f.finish({models::attention(in), by_graph});
   return module.to_text();
 }
@@ -147,21 +160,38 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
   }
 
   // The attention with the kernel and without, each f32 [sequences, heads * head_dim].
-  std::pair<std::vector<float>, std::vector<float>> run(const Shape& s, const Inputs& in) {
-    const std::string name = fmt::format("attention-n{}-t{}-h{}-kv{}-c{}-d{}", s.sequences,
-                                         s.tokens, s.heads, s.kv_heads, s.capacity, s.head_dim);
-    const device::GraphSource source{name, attention_module(s, *device_->attention_kernel()),
+  // With `spare_rows`, the caches are uploaded with that many rows of 1000s after each head's
+  // (attention_module): rows the kernel must not read.
+  std::pair<std::vector<float>, std::vector<float>> run(const Shape& s, const Inputs& in,
+                                                        int64_t spare_rows = 0) {
+    const std::string name =
+        fmt::format("attention-n{}-t{}-h{}-kv{}-c{}-d{}-spare{}", s.sequences, s.tokens, s.heads,
+                    s.kv_heads, s.capacity, s.head_dim, spare_rows);
+    const device::GraphSource source{name,
+                                     attention_module(s, *device_->attention_kernel(), spare_rows),
                                      "attention_kernel_test", name + ".mlir"};
     std::vector<device::GraphLoad> loads;
     auto executable = std::move(device_->load(std::span(&source, 1), loads).at(0));
-    const std::vector<int64_t> cache = {s.sequences, s.kv_heads, s.capacity, s.head_dim};
+    const std::vector<int64_t> cache = {s.sequences, s.kv_heads, s.capacity + spare_rows,
+                                        s.head_dim};
+    auto padded = [&](const std::vector<float>& rows) {
+      const std::size_t head = static_cast<std::size_t>(s.capacity * s.head_dim);
+      const std::size_t spare = static_cast<std::size_t>(spare_rows * s.head_dim);
+      std::vector<float> out;
+      for (std::size_t at = 0; at < rows.size(); at += head) {
+        out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(at),
+                   rows.begin() + static_cast<std::ptrdiff_t>(at + head));
+        out.insert(out.end(), spare, 1000.0f);
+      }
+      return out;
+    };
+    const std::vector<float> keys = padded(in.keys), values = padded(in.values);
     std::vector<device::BufferPtr> buffers;
     buffers.push_back(
         device_->upload(std::as_bytes(std::span(in.q)), ElementType::kF32,
                         std::vector<int64_t>{s.sequences, s.tokens, s.heads, s.head_dim}));
-    buffers.push_back(device_->upload(std::as_bytes(std::span(in.keys)), ElementType::kF32, cache));
-    buffers.push_back(
-        device_->upload(std::as_bytes(std::span(in.values)), ElementType::kF32, cache));
+    buffers.push_back(device_->upload(std::as_bytes(std::span(keys)), ElementType::kF32, cache));
+    buffers.push_back(device_->upload(std::as_bytes(std::span(values)), ElementType::kF32, cache));
     buffers.push_back(device_->upload(std::as_bytes(std::span(in.positions)), ElementType::kI32,
                                       std::vector<int64_t>{s.sequences, s.tokens}));
     buffers.push_back(device_->upload(std::as_bytes(std::span(in.ends)), ElementType::kI32,
@@ -197,6 +227,14 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
       for (std::size_t i = 0; i < want.size(); ++i) {
         EXPECT_NEAR(by_kernel[i], want[i], 2e-6) << label << " output " << i;
         EXPECT_NEAR(by_kernel[i], by_graph[i], 4e-6) << label << " output " << i;
+      }
+      // A decode's window read in place from a cache with more rows: the same bits.
+      if (s.tokens == 1) {
+        const auto [in_place, graph_of_window] = run(s, in, 16);
+        EXPECT_EQ(std::memcmp(in_place.data(), by_kernel.data(), in_place.size() * sizeof(float)),
+                  0)
+            << label << " in place";
+        EXPECT_EQ(graph_of_window, by_graph) << label << " in place";
       }
       // A sequence's result does not depend on the others of its call, bit for bit.
       if (s.sequences > 1) {

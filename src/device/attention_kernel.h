@@ -13,9 +13,12 @@
 namespace xlacel::device {
 
 struct KernelAttentionOperands {
-  stablehlo::Value q;       // f32 [N, kv_heads, tokens, group, head_dim]: head kv * group + g
-  stablehlo::Value keys;    // f32 [N, kv_heads, capacity, head_dim]
+  stablehlo::Value q;  // f32 [N, kv_heads, tokens, group, head_dim]: head kv * group + g
+  // f32 [N', kv_heads, rows, head_dim], N' >= N: sequence n's keys are its first `attended` rows
+  // (a decode's window of the cache, read in place; 0: all of them).
+  stablehlo::Value keys;
   stablehlo::Value values;  // as keys
+  int64_t attended = 0;
   // i32 [N, tokens]: keys [0, visible) of its sequence are attended by each token; none (<= 0)
   // gives every key the same weight, as the graph's fully masked row does.
   stablehlo::Value visible;

@@ -122,6 +122,10 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
   const std::vector<int64_t> read_shape = {tokens_, shape[1], read_rows, shape[3]};
   result.read.keys = slice(result.k_cache, {0, 0, 0, 0}, read_shape);
   result.read.values = slice(result.v_cache, {0, 0, 0, 0}, read_shape);
+  if (!ring) {
+    result.read.whole_keys = result.k_cache;
+    result.read.whole_values = result.v_cache;
+  }
   if (ring) {
     const std::vector<int64_t> key_shape = {tokens_, read_rows};
     Value next = broadcast_in_dim(positions_ + i32_constant(b, {tokens_}, 1), key_shape, {0});

@@ -25,6 +25,9 @@ struct CacheRead {
   // i32 [N, keys]: the position each key holds, negative for none; absent: key i holds
   // position i.
   std::optional<stablehlo::Value> positions;
+  // Where keys and values are the leading rows and sequences of whole caches (a decode of a full
+  // cache): those caches, which a kernel can read in place instead of a copy of the window.
+  std::optional<stablehlo::Value> whole_keys, whole_values;
 };
 
 // A layer's caches after the call, and what its attention reads.

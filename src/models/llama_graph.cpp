@@ -164,6 +164,8 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
         .q = reshape(q, {sequences, per_sequence, c.num_heads, c.head_dim}),
         .k_cache = cache.read.keys,
         .v_cache = cache.read.values,
+        .whole_k_cache = cache.read.whole_keys,
+        .whole_v_cache = cache.read.whole_values,
         .positions = reshape(positions, {sequences, per_sequence}),
         .key_positions = cache.read.positions,
         .end = end,

@@ -155,8 +155,14 @@ std::optional<Value> kernel_attention(const AttentionInputs& in) {
   const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
   // [N, T, H, D] -> [N, Hkv, T, G, D]: head h = kv * G + g (repeat_kv's order), and back.
   Value q = transpose(reshape(in.q, {n, tokens, kv_heads, group, d}), {0, 2, 1, 3, 4});
-  Value out = in.kernel->attend(
-      {.q = q, .keys = in.k_cache, .values = in.v_cache, .visible = visible, .scale = scale});
+  // The window in place where the cache is whole (no copy of its rows [0, capacity)).
+  const bool in_place = in.whole_k_cache && in.whole_v_cache;
+  Value out = in.kernel->attend({.q = q,
+                                 .keys = in_place ? *in.whole_k_cache : in.k_cache,
+                                 .values = in_place ? *in.whole_v_cache : in.v_cache,
+                                 .attended = capacity,
+                                 .visible = visible,
+                                 .scale = scale});
   return reshape(transpose(out, {0, 2, 1, 3, 4}), {n * tokens, heads * d});
 }
 

@@ -36,6 +36,9 @@ struct AttentionInputs {
   Value q;        // f32 [N, T, heads, head_dim], rotated: T queries of each of N sequences
   Value k_cache;  // [N, kv_heads, keys, head_dim]: each sequence's keys, this call's included
   Value v_cache;
+  // Caches whose leading sequences and rows k_cache and v_cache are (CacheRead::whole_keys): the
+  // kernel reads those in place.
+  std::optional<Value> whole_k_cache, whole_v_cache;
   Value positions;  // i32 [N, T]: position of each query
   // i32 [N, keys]: the position each key holds, negative for none (a ring's, cache_access.h);
   // absent: key c holds position c.

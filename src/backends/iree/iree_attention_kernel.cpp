@@ -121,9 +121,11 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
     };
     if (q.size() != 5 || k.size() != 4) throw refuse();
     const int64_t n = q[0], kv_heads = q[1], tokens = q[2], group = q[3], d = q[4];
-    const int64_t capacity = k[2];
-    const bool shapes_right = in.values.shape() == k && k[0] == n && k[1] == kv_heads &&
-                              k[3] == d && in.visible.shape() == std::vector<int64_t>{n, tokens};
+    // Keys attended: each head's first `capacity` of its `rows` (a window read in place).
+    const int64_t rows = k[2], capacity = in.attended > 0 ? in.attended : rows;
+    const bool shapes_right = in.values.shape() == k && k[0] >= n && k[1] == kv_heads &&
+                              capacity <= rows && k[3] == d &&
+                              in.visible.shape() == std::vector<int64_t>{n, tokens};
     const bool types_right =
         in.q.element() == ElementType::kF32 && in.keys.element() == ElementType::kF32 &&
         in.values.element() == ElementType::kF32 && in.visible.element() == ElementType::kI32;
@@ -133,39 +135,40 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
       // Whole 16-key blocks (the kernel's), the most any part takes.
       const int64_t share = ((capacity + split - 1) / split + 15) / 16 * 16;
       const std::string name =
-          fmt::format("xlacel_decode_attention_n{}_h{}_p{}_g{}_c{}_d{}_s{:08x}", n, kv_heads, split,
-                      group, capacity, d, std::bit_cast<uint32_t>(scale));
+          fmt::format("xlacel_decode_attention_n{}_h{}_p{}_g{}_c{}_r{}x{}_d{}_s{:08x}", n, kv_heads,
+                      split, group, capacity, k[0], rows, d, std::bit_cast<uint32_t>(scale));
       // One workgroup per (sequence, kv head, part); each query head's result holds its
       // weights (the kernel's scratch: IREE gives a dispatch no other memory), then its part's
       // weighted sum of values, maximum score and sum of weights.
-      const IndexArguments arguments = {{"kv_heads", kv_heads},
-                                        {"group", group},
-                                        {"capacity", capacity},
-                                        {"d", d},
-                                        {"scale_bits", std::bit_cast<uint32_t>(scale)},
-                                        {"parts", split},
-                                        {"share", share}};
+      const IndexArguments arguments = {
+          {"kv_heads", kv_heads}, {"group", group}, {"capacity", capacity},
+          {"rows", rows},         {"d", d},         {"scale_bits", std::bit_cast<uint32_t>(scale)},
+          {"parts", split},       {"share", share}};
       const Value out = custom_dispatch(
           in.q, name, object_, n * kv_heads * split,
           attention_functions(name, "xlacel_decode_attention_parts_workgroup", arguments,
-                              {n * kv_heads * group * d, n * kv_heads * capacity * d, n,
+                              {n * kv_heads * group * d, k[0] * kv_heads * rows * d, n,
                                n * kv_heads * split * group * (share + d + 2)}),
           {in.q, in.keys, in.values, in.visible},
           TensorType(ElementType::kF32, {n, kv_heads, split, group, share + d + 2}));
       return combine_parts(out, share, d);
     }
     const std::string name =
-        fmt::format("xlacel_decode_attention_n{}_h{}_t{}_g{}_c{}_d{}_s{:08x}", n, kv_heads, tokens,
-                    group, capacity, d, std::bit_cast<uint32_t>(scale));
+        fmt::format("xlacel_decode_attention_n{}_h{}_t{}_g{}_c{}_r{}x{}_d{}_s{:08x}", n, kv_heads,
+                    tokens, group, capacity, k[0], rows, d, std::bit_cast<uint32_t>(scale));
     // One workgroup per (sequence, kv head, token); each query head's result holds its
     // probabilities (the kernel's scratch) before its output.
-    const IndexArguments arguments = {
-        {"kv_heads", kv_heads}, {"tokens", tokens}, {"group", group},
-        {"capacity", capacity}, {"d", d},           {"scale_bits", std::bit_cast<uint32_t>(scale)}};
+    const IndexArguments arguments = {{"kv_heads", kv_heads},
+                                      {"tokens", tokens},
+                                      {"group", group},
+                                      {"capacity", capacity},
+                                      {"rows", rows},
+                                      {"d", d},
+                                      {"scale_bits", std::bit_cast<uint32_t>(scale)}};
     Value out = custom_dispatch(
         in.q, name, object_, n * kv_heads * tokens,
         attention_functions(name, "xlacel_decode_attention_workgroup", arguments,
-                            {n * kv_heads * tokens * group * d, n * kv_heads * capacity * d,
+                            {n * kv_heads * tokens * group * d, k[0] * kv_heads * rows * d,
                              n * tokens, n * kv_heads * tokens * group * (capacity + d)}),
         {in.q, in.keys, in.values, in.visible},
         TensorType(ElementType::kF32, {n, kv_heads, tokens, group, capacity + d}));

@@ -305,16 +305,18 @@ INLINE size_t keys_seen(int32_t count, size_t capacity) {
     }                          \
   } while (0)
 
-// q [n, kv_heads, tokens, group, d], keys and values [n, kv_heads, capacity, d], visible i32
-// [n, tokens] (keys [0, visible) of the sequence count for the token; 0: none) -> out [n,
+// q [n, kv_heads, tokens, group, d], keys and values [n', kv_heads, rows, d] (n' >= n, rows >=
+// capacity: the attended keys are each head's first `capacity` rows, so a decode reads its window
+// of the cache in place), visible i32 [n, tokens] (keys [0, visible) of the sequence count for
+// the token; 0: none) -> out [n,
 // kv_heads, tokens, group, capacity + d], for workgroup = (sequence * kv_heads + kv head) * tokens
 // + token. `scale_bits`: the f32 scale's bits. d is a multiple of LANES, at most
 // MAX_HEAD_VECTORS of them.
 void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const float, keys),
                                        MEMREF(const float, values), MEMREF(const int32_t, visible),
                                        MEMREF(float, out), size_t kv_heads, size_t tokens,
-                                       size_t group, size_t capacity, size_t d, size_t scale_bits,
-                                       size_t workgroup) {
+                                       size_t group, size_t capacity, size_t rows, size_t d,
+                                       size_t scale_bits, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(q), UNUSED_MEMREF_FIELDS(keys), UNUSED_MEMREF_FIELDS(values);
   UNUSED_MEMREF_FIELDS(visible), UNUSED_MEMREF_FIELDS(out);
   if (!handles_head_dim(d) || capacity == 0) return;
@@ -323,7 +325,7 @@ void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const floa
   const size_t token = workgroup % tokens;
   const size_t keys_visible =
       keys_seen(visible[visible_offset + head / kv_heads * tokens + token], capacity);
-  const size_t cache = head * capacity * d;
+  const size_t cache = head * rows * d;
   q += q_offset + workgroup * group * d;
   keys += keys_offset + cache;
   values += values_offset + cache;
@@ -333,7 +335,8 @@ void xlacel_decode_attention_workgroup(MEMREF(const float, q), MEMREF(const floa
 
 // Decode (one token per sequence) with each (sequence, kv head)'s keys split into `parts`, so
 // that kv heads fewer than (or not a multiple of) the runtime's workers still keep every worker
-// busy: q [n, kv_heads, group, d], keys and values [n, kv_heads, capacity, d], visible i32 [n]
+// busy: q [n, kv_heads, group, d], keys and values as above (each head's first `capacity` of
+// `rows` rows), visible i32 [n]
 // -> out [n, kv_heads, parts, group, share + d + 2] (attend_part), for workgroup = (sequence *
 // kv_heads + kv head) * parts + part. Part p takes the visible keys [p * span, (p + 1) * span),
 // span their count over parts rounded up to whole 16-key blocks (all `capacity` keys where none
@@ -342,7 +345,7 @@ void xlacel_decode_attention_parts_workgroup(MEMREF(const float, q), MEMREF(cons
                                              MEMREF(const float, values),
                                              MEMREF(const int32_t, visible), MEMREF(float, out),
                                              size_t kv_heads, size_t group, size_t capacity,
-                                             size_t d, size_t scale_bits, size_t parts,
+                                             size_t rows, size_t d, size_t scale_bits, size_t parts,
                                              size_t share, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(q), UNUSED_MEMREF_FIELDS(keys), UNUSED_MEMREF_FIELDS(values);
   UNUSED_MEMREF_FIELDS(visible), UNUSED_MEMREF_FIELDS(out);
@@ -357,7 +360,7 @@ void xlacel_decode_attention_parts_workgroup(MEMREF(const float, q), MEMREF(cons
   const size_t first = part * span < total ? part * span : total;
   size_t mine = total - first < span ? total - first : span;
   if (mine > share) mine = share;  // share covers every part's count; a guard, not a cut
-  const size_t cache = head * capacity * d + first * d;
+  const size_t cache = head * rows * d + first * d;
   q += q_offset + head * group * d;
   keys += keys_offset + cache;
   values += values_offset + cache;
