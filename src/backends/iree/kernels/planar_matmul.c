@@ -1158,17 +1158,26 @@ INLINE void transpose_dwords(const __m512i in[4], __m512i out[4]) {
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+// Four blocks of 32 bytes in column order (128 bytes at `bytes`, two blocks per 64) as a run's
+// codes before their transpose: first elements 0-15 of each block, second 16-31 (lane p: block
+// p / 4).
+INLINE void four_block_bytes(const void* bytes, __m512i* first, __m512i* second) {
+  const __m512i a = _mm512_loadu_si512(bytes);
+  const __m512i b = _mm512_loadu_si512((const char*)bytes + 64);
+  *first = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  *second = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
 // Columns [128c, 128c + 128) of a weight row's unsigned codes: elements 0-15 of its four blocks
 // in `first` (16 bytes per 128-bit lane), 16-31 in `second`.
 INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t c,
                              enum CodeForm form, __m512i* first, __m512i* second) {
   if (form == BYTES_32) {
-    // Two blocks of 32 codes per 64 bytes; signed codes + 128 as unsigned (bias 128).
+    // Signed codes + 128 as unsigned (bias 128).
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    const __m512i a = _mm512_loadu_si512((const void*)(codes + c * 128));
-    const __m512i b = _mm512_loadu_si512((const void*)(codes + c * 128 + 64));
-    *first = _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), flip);
-    *second = _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)), flip);
+    four_block_bytes(codes + c * 128, first, second);
+    *first = _mm512_xor_si512(*first, flip);
+    *second = _mm512_xor_si512(*second, flip);
   } else if (reads_chunks(form)) {
     chunk_codes(codes, highs, c, form, 1, first, second);
   } else {
@@ -1633,13 +1642,6 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
                      first, last);
 }
 
-// One row of x quantized for the int8 product, as int8_panels reads it: per block of 32 columns
-// the scale dx = max|x| / 127, codes round(x / dx) (to nearest, ties to even; 127 / max|x|, 0 for
-// a block of zeros, times x) and dx times each 16 columns' code sum; a whole run's codes go
-// transposed (vector v holds elements 4v .. 4v + 3 of each block, lane p block
-// INT8_LANE_BLOCK(p)) with their scales and sums in lane order, the tail's codes per group of
-// four blocks (elements 0-15 of each, then 16-31) with their scales and sums in column order.
-// Past k (the tail padded to int8_width) blocks of zeros: codes, scales and sums 0.
 #define INT8_ROUND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 // A block's codes (elements 0-15, then 16-31) as bytes: x * inverse rounded to nearest, ties to
 // even.
@@ -1684,12 +1686,7 @@ static void quantize_int8_run(const float* x, int8_t* qx, float* xd, float* xs) 
                 (__m128i*)(codes + b * 32), (__m128i*)(codes + b * 32 + 16));
   }
   __m512i first[4], second[4], out[INT8_VECTORS];
-  for (size_t r = 0; r < 4; ++r) {
-    const __m512i a = _mm512_load_si512((const void*)(codes + r * 128));
-    const __m512i b = _mm512_load_si512((const void*)(codes + r * 128 + 64));
-    first[r] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-    second[r] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-  }
+  for (size_t r = 0; r < 4; ++r) four_block_bytes(codes + r * 128, first + r, second + r);
   transpose_dwords(first, out);
   transpose_dwords(second, out + 4);
   const __m512i ones = _mm512_set1_epi8(1);
