@@ -29,47 +29,20 @@ namespace {
 // Most head_dim the kernel takes (MAX_HEAD_VECTORS vectors of 8 lanes).
 constexpr int64_t kMaxHeadDim = 256;
 
-// A kernel entry point's arguments after its five bindings: index constants, named, in order
-// (the workgroup id follows them).
-using IndexArguments = std::vector<std::pair<std::string, int64_t>>;
-
-// The functions of one attention dispatch: `entry` (of kernels/decode_attention.c) called with
-// the bindings q, keys, values, visible and out (f32 but visible i32, of `sizes` elements each,
-// keys' size for the values), `arguments` and the workgroup id.
-std::string attention_functions(const std::string& name, const std::string& entry,
-                                const IndexArguments& arguments,
-                                const std::array<int64_t, 4>& sizes) {
-  std::string indices, constants, passed;
-  for (const auto& [argument, value] : arguments) {
-    indices += ", index";
-    constants += fmt::format("      %{} = arith.constant {} : index\n", argument, value);
-    passed += fmt::format(", %{}", argument);
-  }
-  const std::string types =
-      "memref<?xf32>, memref<?xf32>, memref<?xf32>, memref<?xi32>, "
-      "memref<?xf32>" +
-      indices + ", index";
-  return fmt::format(
-      R"(      func.func private @{entry}({types}) attributes {{hal.import.static}}
-      func.func @{name}(%q: !stream.binding, %keys: !stream.binding, %values: !stream.binding, %visible: !stream.binding, %out: !stream.binding) {{
-      %c0 = arith.constant 0 : index
-{constants}      %nq = arith.constant {nq} : index
-      %nk = arith.constant {nk} : index
-      %nc = arith.constant {nc} : index
-      %no = arith.constant {no} : index
-      %workgroup = stream.dispatch.workgroup.id[0] : index
-      %mq = stream.binding.subspan %q[%c0] : !stream.binding -> memref<?xf32>{{%nq}}
-      %mk = stream.binding.subspan %keys[%c0] : !stream.binding -> memref<?xf32>{{%nk}}
-      %mv = stream.binding.subspan %values[%c0] : !stream.binding -> memref<?xf32>{{%nk}}
-      %mc = stream.binding.subspan %visible[%c0] : !stream.binding -> memref<?xi32>{{%nc}}
-      %mo = stream.binding.subspan %out[%c0] : !stream.binding -> memref<?xf32>{{%no}}
-      func.call @{entry}(%mq, %mk, %mv, %mc, %mo{passed}, %workgroup) : ({types}) -> ()
-      return
-      }}
-)",
-      fmt::arg("entry", entry), fmt::arg("types", types), fmt::arg("name", name),
-      fmt::arg("constants", constants), fmt::arg("passed", passed), fmt::arg("nq", sizes[0]),
-      fmt::arg("nk", sizes[1]), fmt::arg("nc", sizes[2]), fmt::arg("no", sizes[3]));
+// How one attention dispatch calls `entry` (of kernels/decode_attention.c): with the buffers
+// q, keys, values, visible and out (f32 but visible i32, of `sizes` elements each, keys' size for
+// the values), then `indices` (named index constants, in order) and the workgroup id.
+backends::KernelCall attention_call(std::string entry,
+                                    std::vector<std::pair<std::string, int64_t>> indices,
+                                    const std::array<int64_t, 4>& sizes) {
+  return {std::move(entry),
+          {"q", "keys", "values", "visible", "out"},
+          {{"q", "f32", sizes[0]},
+           {"keys", "f32", sizes[1]},
+           {"values", "f32", sizes[1]},
+           {"visible", "i32", sizes[2]},
+           {"out", "f32", sizes[3]}},
+          std::move(indices)};
 }
 
 // The parts' results [N, kv_heads, parts, group, share + d + 2] as the attention over all keys,
@@ -140,15 +113,19 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
       // One workgroup per (sequence, kv head, part); each query head's result holds its
       // weights (the kernel's scratch: IREE gives a dispatch no other memory), then its part's
       // weighted sum of values, maximum score and sum of weights.
-      const IndexArguments arguments = {
-          {"kv_heads", kv_heads}, {"group", group}, {"capacity", capacity},
-          {"rows", rows},         {"d", d},         {"scale_bits", std::bit_cast<uint32_t>(scale)},
-          {"parts", split},       {"share", share}};
       const Value out = custom_dispatch(
           in.q, name, object_, n * kv_heads * split,
-          attention_functions(name, "xlacel_decode_attention_parts_workgroup", arguments,
-                              {n * kv_heads * group * d, k[0] * kv_heads * rows * d, n,
-                               n * kv_heads * split * group * (share + d + 2)}),
+          attention_call("xlacel_decode_attention_parts_workgroup",
+                         {{"kv_heads", kv_heads},
+                          {"group", group},
+                          {"capacity", capacity},
+                          {"rows", rows},
+                          {"d", d},
+                          {"scale_bits", std::bit_cast<uint32_t>(scale)},
+                          {"parts", split},
+                          {"share", share}},
+                         {n * kv_heads * group * d, k[0] * kv_heads * rows * d, n,
+                          n * kv_heads * split * group * (share + d + 2)}),
           {in.q, in.keys, in.values, in.visible},
           TensorType(ElementType::kF32, {n, kv_heads, split, group, share + d + 2}));
       return combine_parts(out, share, d);
@@ -158,18 +135,18 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
                     tokens, group, capacity, k[0], rows, d, std::bit_cast<uint32_t>(scale));
     // One workgroup per (sequence, kv head, token); each query head's result holds its
     // probabilities (the kernel's scratch) before its output.
-    const IndexArguments arguments = {{"kv_heads", kv_heads},
-                                      {"tokens", tokens},
-                                      {"group", group},
-                                      {"capacity", capacity},
-                                      {"rows", rows},
-                                      {"d", d},
-                                      {"scale_bits", std::bit_cast<uint32_t>(scale)}};
     Value out = custom_dispatch(
         in.q, name, object_, n * kv_heads * tokens,
-        attention_functions(name, "xlacel_decode_attention_workgroup", arguments,
-                            {n * kv_heads * tokens * group * d, k[0] * kv_heads * rows * d,
-                             n * tokens, n * kv_heads * tokens * group * (capacity + d)}),
+        attention_call("xlacel_decode_attention_workgroup",
+                       {{"kv_heads", kv_heads},
+                        {"tokens", tokens},
+                        {"group", group},
+                        {"capacity", capacity},
+                        {"rows", rows},
+                        {"d", d},
+                        {"scale_bits", std::bit_cast<uint32_t>(scale)}},
+                       {n * kv_heads * tokens * group * d, k[0] * kv_heads * rows * d, n * tokens,
+                        n * kv_heads * tokens * group * (capacity + d)}),
         {in.q, in.keys, in.values, in.visible},
         TensorType(ElementType::kF32, {n, kv_heads, tokens, group, capacity + d}));
     return slice(out, {0, 0, 0, 0, capacity}, {n, kv_heads, tokens, group, capacity + d});

@@ -32,11 +32,54 @@ std::filesystem::path write_kernel_object(std::string_view bytes, std::string_vi
   return path;
 }
 
+namespace {
+
+// The builtin module's body of executable `name`: the kernel's import and the export calling it.
+std::string call_functions(const std::string& name, const KernelCall& call) {
+  std::string bindings, types, constants, views, arguments;
+  for (const std::string& binding : call.bindings) {
+    bindings += fmt::format("{}%{}: !stream.binding", bindings.empty() ? "" : ", ", binding);
+  }
+  for (std::size_t i = 0; i < call.memrefs.size(); ++i) {
+    const KernelMemref& m = call.memrefs[i];
+    types += fmt::format("{}memref<?x{}>", i == 0 ? "" : ", ", m.element);
+    constants += fmt::format("      %size{} = arith.constant {} : index\n", i, m.size);
+    if (m.offset != 0) {
+      constants += fmt::format("      %at{} = arith.constant {} : index\n", i, m.offset);
+    }
+    views += fmt::format(
+        "      %m{0} = stream.binding.subspan %{1}[%{2}] : !stream.binding -> "
+        "memref<?x{3}>{{%size{0}}}\n",
+        i, m.binding, m.offset != 0 ? fmt::format("at{}", i) : "c0", m.element);
+    arguments += fmt::format("{}%m{}", i == 0 ? "" : ", ", i);
+  }
+  for (const auto& [index, value] : call.indices) {
+    types += ", index";
+    constants += fmt::format("      %{} = arith.constant {} : index\n", index, value);
+    arguments += fmt::format(", %{}", index);
+  }
+  types += ", index";  // the workgroup
+  return fmt::format(
+      R"(      func.func private @{entry}({types}) attributes {{hal.import.static}}
+      func.func @{name}({bindings}) {{
+      %c0 = arith.constant 0 : index
+{constants}      %workgroup = stream.dispatch.workgroup.id[0] : index
+{views}      func.call @{entry}({arguments}, %workgroup) : ({types}) -> ()
+      return
+      }}
+)",
+      fmt::arg("entry", call.entry), fmt::arg("types", types), fmt::arg("name", name),
+      fmt::arg("bindings", bindings), fmt::arg("constants", constants), fmt::arg("views", views),
+      fmt::arg("arguments", arguments));
+}
+
+}  // namespace
+
 stablehlo::Value custom_dispatch(stablehlo::Value anchor, const std::string& name,
                                  const std::filesystem::path& object, int64_t workgroups,
-                                 const std::string& functions,
-                                 std::vector<stablehlo::Value> operands,
+                                 const KernelCall& call, std::vector<stablehlo::Value> operands,
                                  const stablehlo::TensorType& result) {
+  const std::string functions = call_functions(name, call);
   stablehlo::Module* module = anchor.block().function()->module();
   if (module == nullptr) throw Error(fmt::format("{}: the graph's function has no module", name));
   module->add_declaration(

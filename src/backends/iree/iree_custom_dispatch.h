@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stablehlo/function.h"
@@ -26,16 +27,33 @@ bool cpu_runs_avx512_kernels();
 std::filesystem::path write_kernel_object(std::string_view bytes, std::string_view stem,
                                           const std::filesystem::path& cache_dir);
 
+// One memref argument of a kernel's entry point: a view of the dispatch's buffer `binding` (by
+// its name in KernelCall::bindings) as `size` elements of `element` (an MLIR element type) from
+// byte `offset`. An argument a weight lacks is passed as another view of the same type.
+struct KernelMemref {
+  std::string binding;
+  std::string element;
+  int64_t size = 0;
+  int64_t offset = 0;
+};
+
+// How a dispatch's export calls its kernel's entry point (kernels/*.c, the MEMREF convention):
+// the memrefs, then the index constants in order, then the workgroup's id.
+struct KernelCall {
+  std::string entry;
+  std::vector<std::string> bindings;  // the dispatch's buffers: its operands', then the result's
+  std::vector<KernelMemref> memrefs;
+  std::vector<std::pair<std::string, int64_t>> indices;
+};
+
 // Declares executable `name` in the module of `anchor`'s function: `workgroups` workgroups (x
-// only) over `functions` (the builtin module's body: the kernel's import and the export @name
-// calling it), linking `object`. Returns a flow.dispatch of it over `operands`, of type `result`.
-// One executable per shape, its export named like it (IREE links every executable of a module
-// into one library, so export names must be unique): constants are static, so a dispatch needs
-// no operands beyond its tensors.
+// only) whose export @name makes `call`, linking `object`. Returns a flow.dispatch of it over
+// `operands`, of type `result`. One executable per shape, its export named like it (IREE links
+// every executable of a module into one library, so export names must be unique): constants are
+// static, so a dispatch needs no operands beyond its tensors.
 stablehlo::Value custom_dispatch(stablehlo::Value anchor, const std::string& name,
                                  const std::filesystem::path& object, int64_t workgroups,
-                                 const std::string& functions,
-                                 std::vector<stablehlo::Value> operands,
+                                 const KernelCall& call, std::vector<stablehlo::Value> operands,
                                  const stablehlo::TensorType& result);
 
 }  // namespace xlacel::backends

@@ -63,144 +63,84 @@ int64_t int8_width(int64_t k) {
   return (k + kInt8TailColumns - 1) / kInt8TailColumns * kInt8TailColumns;
 }
 
-// The functions of a planar product (xlacel_planar_matmul_workgroup). Scales and offsets are
-// of `scale` (f32, f16, or i8 when `two_level`: then with their f16 factors per 256 elements).
-std::string planar_functions(const std::string& name, int64_t rows, int64_t n, int64_t k,
-                             int64_t group, bool offsets, int code_bits, int code_bias,
-                             ElementType scale_element, bool two_level, int64_t rows_per_workgroup,
-                             bool int8) {
+// How a planar product's dispatch calls xlacel_planar_matmul_workgroup (or, int8, its int8
+// form). Scales and offsets are of `scale` (f32, f16, or i8 when `two_level`: then with their f16
+// factors per 256 elements).
+backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
+                                 int code_bits, int code_bias, ElementType scale_element,
+                                 bool two_level, int64_t rows_per_workgroup, bool int8) {
   const std::string scale(stablehlo::to_string(scale_element));
-  // Planes a weight lacks are passed as another of the same type (the scales, or the super
-  // scales for the super offsets).
-  const std::string super = two_level ? "f16" : scale;
-  auto view = [](const char* binding, const char* memref, const std::string& type, const char* size,
-                 const char* at = "c0") {
-    return fmt::format(
-        "      %{} = stream.binding.subspan %{}[%{}] : !stream.binding -> memref<?x{}>{{%{}}}\n",
-        memref, binding, at, type, size);
-  };
-  // Bindings in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers].
-  std::string high_binding, bindings, views;
+  const int64_t codes = code_bits == 8 ? n * k : n * k / 2, groups = n * (k / group);
+  const int64_t supers = n * (k / kSuperGroupSize);
   const bool high_bits = high_bits_row_bytes(code_bits, k) > 0;
-  if (high_bits) {
-    high_binding = ", %highs: !stream.binding";
-    views += view("highs", "mh", "i8", "nh");
-  }
-  if (offsets) {
-    bindings += ", %offsets: !stream.binding";
-    views += view("offsets", "mo", scale, "ng");
-  }
-  if (two_level) {
-    bindings += ", %supers: !stream.binding";
-    views += view("supers", "mss", super, "ns");
-  }
-  if (two_level && offsets) {
-    bindings += ", %super_offsets: !stream.binding";
-    views += view("super_offsets", "mso", super, "ns");
-  }
-  // x: f32 rows, or (int8) their codes, block scales and scaled sums (quantized_rows).
-  std::string x_bindings = ", %x: !stream.binding", x_types = "memref<?xf32>", x_memrefs = "%mx";
+  // The dispatch's buffers in its operands' order: codes, [high bits], scales, [offsets],
+  // [supers], [super offsets], x, then y.
+  backends::KernelCall call;
+  call.entry = int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup";
+  call.bindings = {"codes"};
+  if (high_bits) call.bindings.push_back("highs");
+  call.bindings.push_back("scales");
+  if (offsets) call.bindings.push_back("offsets");
+  if (two_level) call.bindings.push_back("supers");
+  if (two_level && offsets) call.bindings.push_back("super_offsets");
+  call.bindings.push_back(int8 ? "qx" : "x");
+  call.bindings.push_back("y");
+  // Planes a weight lacks are passed as another of the same type (the codes for the high bits,
+  // the scales for the offsets and supers, the super scales for the super offsets).
+  const backends::KernelMemref scales{"scales", scale, groups};
+  const backends::KernelMemref super_scales =
+      two_level ? backends::KernelMemref{"supers", "f16", supers} : scales;
+  call.memrefs = {
+      {"codes", "i8", codes},
+      high_bits ? backends::KernelMemref{"highs", "i8", n * high_bits_row_bytes(code_bits, k)}
+                : backends::KernelMemref{"codes", "i8", codes},
+      scales,
+      offsets ? backends::KernelMemref{"offsets", scale, groups} : scales,
+      super_scales,
+      two_level && offsets ? backends::KernelMemref{"super_offsets", "f16", supers} : super_scales};
   if (int8) {
-    // One buffer (quantized_rows): the codes, then the scales at byte td_at, the sums at ts_at.
-    x_bindings = ", %qx: !stream.binding";
-    x_types = "memref<?xi8>, memref<?xf32>, memref<?xf32>";
-    x_memrefs = "%mqx, %mxd, %mxs";
-    views += view("qx", "mqx", "i8", "tk", "c0") + view("qx", "mxd", "f32", "td", "td_at") +
-             view("qx", "mxs", "f32", "ts", "ts_at");
+    // One buffer (quantized_rows): the codes, then the block scales, then the scaled sums.
+    const int64_t width = int8_width(k);
+    call.memrefs.push_back({"qx", "i8", rows * width});
+    call.memrefs.push_back({"qx", "f32", rows * width / 32, rows * width});
+    call.memrefs.push_back({"qx", "f32", rows * width / 16, rows * width * 9 / 8});
   } else {
-    views += view("x", "mx", "f32", "tk");
+    call.memrefs.push_back({"x", "f32", rows * k});
   }
-  return fmt::format(
-      R"(      func.func private @{entry}(memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, {x_types}, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%codes: !stream.binding{high_binding}, %scales: !stream.binding{bindings}{x_bindings}, %y: !stream.binding) {{
-      %c0 = arith.constant 0 : index
-      %rows = arith.constant {rows} : index
-      %n = arith.constant {n} : index
-      %k = arith.constant {k} : index
-      %group = arith.constant {group} : index
-      %has_offsets = arith.constant {has_offsets} : index
-      %code_bits = arith.constant {code_bits} : index
-      %code_bias = arith.constant {code_bias} : index
-      %scale_bits = arith.constant {scale_bits} : index
-      %rows_per_workgroup = arith.constant {rows_per_workgroup} : index
-      %codes_size = arith.constant {codes_size} : index
-      %ng = arith.constant {ng} : index
-      %ns = arith.constant {ns} : index
-      %nh = arith.constant {nh} : index
-      %tk = arith.constant {tk} : index
-      %td = arith.constant {td} : index
-      %ts = arith.constant {ts} : index
-      %td_at = arith.constant {td_at} : index
-      %ts_at = arith.constant {ts_at} : index
-      %tn = arith.constant {tn} : index
-      %workgroup = stream.dispatch.workgroup.id[0] : index
-      %mc = stream.binding.subspan %codes[%c0] : !stream.binding -> memref<?xi8>{{%codes_size}}
-      %ms = stream.binding.subspan %scales[%c0] : !stream.binding -> memref<?x{scale}>{{%ng}}
-{views}      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @{entry}(%mc, {highs_memref}, %ms, {offsets_memref}, {supers_memref}, {super_offsets_memref}, {x_memrefs}, %my, %rows, %n, %k, %group, %has_offsets, %code_bits, %code_bias, %scale_bits, %rows_per_workgroup, %workgroup) : (memref<?xi8>, memref<?xi8>, memref<?x{scale}>, memref<?x{scale}>, memref<?x{super}>, memref<?x{super}>, {x_types}, memref<?xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
-      return
-      }}
-)",
-      fmt::arg("name", name), fmt::arg("high_binding", high_binding),
-      fmt::arg("bindings", bindings), fmt::arg("x_bindings", x_bindings),
-      fmt::arg("x_types", x_types), fmt::arg("x_memrefs", x_memrefs),
-      fmt::arg("entry",
-               int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup"),
-      fmt::arg("td", rows * int8_width(k) / 32), fmt::arg("ts", rows * int8_width(k) / 16),
-      fmt::arg("td_at", rows * int8_width(k)), fmt::arg("ts_at", rows * int8_width(k) * 9 / 8),
-      fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k), fmt::arg("group", group),
-      fmt::arg("has_offsets", offsets ? 1 : 0), fmt::arg("code_bits", code_bits),
-      fmt::arg("code_bias", code_bias), fmt::arg("rows_per_workgroup", rows_per_workgroup),
-      fmt::arg("codes_size", code_bits == 8 ? n * k : n * k / 2), fmt::arg("ng", n * (k / group)),
-      fmt::arg("nh", n * high_bits_row_bytes(code_bits, k)),
-      fmt::arg("highs_memref", high_bits ? "%mh" : "%mc"),
-      fmt::arg("ns", n * (k / kSuperGroupSize)), fmt::arg("tk", rows * (int8 ? int8_width(k) : k)),
-      fmt::arg("tn", rows * n), fmt::arg("views", views),
-      fmt::arg("offsets_memref", offsets ? "%mo" : "%ms"),
-      fmt::arg("supers_memref", two_level ? "%mss" : "%ms"),
-      fmt::arg("super_offsets_memref", !two_level ? "%ms"
-                                       : offsets  ? "%mso"
-                                                  : "%mss"),
-      fmt::arg("scale", scale), fmt::arg("super", super),
-      fmt::arg("scale_bits", stablehlo::bit_width(scale_element)));
+  call.memrefs.push_back({"y", "f32", rows * n});
+  call.indices = {{"rows", rows},
+                  {"n", n},
+                  {"k", k},
+                  {"group", group},
+                  {"has_offsets", offsets ? 1 : 0},
+                  {"code_bits", code_bits},
+                  {"code_bias", code_bias},
+                  {"scale_bits", stablehlo::bit_width(scale_element)},
+                  {"rows_per_workgroup", rows_per_workgroup}};
+  return call;
 }
 
-// The functions of a product with 16-bit float weights (xlacel_wide_matmul_workgroup).
-std::string wide_functions(const std::string& name, int64_t rows, int64_t n, int64_t k, bool bf16,
-                           int64_t rows_per_workgroup) {
-  return fmt::format(
-      R"(      func.func private @xlacel_wide_matmul_workgroup(memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%values: !stream.binding, %x: !stream.binding, %y: !stream.binding) {{
-      %c0 = arith.constant 0 : index
-      %rows = arith.constant {rows} : index
-      %n = arith.constant {n} : index
-      %k = arith.constant {k} : index
-      %bf16 = arith.constant {bf16} : index
-      %rows_per_workgroup = arith.constant {rows_per_workgroup} : index
-      %nk = arith.constant {nk} : index
-      %tk = arith.constant {tk} : index
-      %tn = arith.constant {tn} : index
-      %workgroup = stream.dispatch.workgroup.id[0] : index
-      %mv = stream.binding.subspan %values[%c0] : !stream.binding -> memref<?xi16>{{%nk}}
-      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
-      %my = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%tn}}
-      func.call @xlacel_wide_matmul_workgroup(%mv, %mx, %my, %rows, %n, %k, %bf16, %rows_per_workgroup, %workgroup) : (memref<?xi16>, memref<?xf32>, memref<?xf32>, index, index, index, index, index, index) -> ()
-      return
-      }}
-)",
-      fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("n", n), fmt::arg("k", k),
-      fmt::arg("bf16", bf16 ? 1 : 0), fmt::arg("rows_per_workgroup", rows_per_workgroup),
-      fmt::arg("nk", n * k), fmt::arg("tk", rows * k), fmt::arg("tn", rows * n));
+// How a product with 16-bit float weights calls xlacel_wide_matmul_workgroup (viewing them as
+// i16: it widens the bits itself).
+backends::KernelCall wide_call(int64_t rows, int64_t n, int64_t k, bool bf16,
+                               int64_t rows_per_workgroup) {
+  return {"xlacel_wide_matmul_workgroup",
+          {"values", "x", "y"},
+          {{"values", "i16", n * k}, {"x", "f32", rows * k}, {"y", "f32", rows * n}},
+          {{"rows", rows},
+           {"n", n},
+           {"k", k},
+           {"bf16", bf16 ? 1 : 0},
+           {"rows_per_workgroup", rows_per_workgroup}}};
 }
 
 // The product's dispatch: `rows_per_workgroup` of the `n` weight rows per workgroup, over
 // `operands` (x last): f32 [rows of x, n].
 Value dispatch(Value x, const std::string& name, const std::filesystem::path& object, int64_t n,
-               int64_t rows_per_workgroup, const std::string& functions,
+               int64_t rows_per_workgroup, const backends::KernelCall& call,
                std::vector<Value> operands) {
-  return custom_dispatch(x, name, object, (n + rows_per_workgroup - 1) / rows_per_workgroup,
-                         functions, std::move(operands),
-                         TensorType(ElementType::kF32, {x.shape()[0], n}));
+  return custom_dispatch(x, name, object, (n + rows_per_workgroup - 1) / rows_per_workgroup, call,
+                         std::move(operands), TensorType(ElementType::kF32, {x.shape()[0], n}));
 }
 
 // Bytes of x quantized for the int8 product (xlacel_quantize_int8_rows_workgroup): codes i8
@@ -226,27 +166,13 @@ Value quantized_rows(Value x, const std::filesystem::path& object) {
     }
   }
   const int64_t per_workgroup = (rows + kWorkgroups - 1) / kWorkgroups;
-  const std::string functions = fmt::format(
-      R"(      func.func private @xlacel_quantize_int8_rows_workgroup(memref<?xf32>, memref<?xi8>, index, index, index, index) attributes {{hal.import.static}}
-      func.func @{name}(%x: !stream.binding, %q: !stream.binding) {{
-      %c0 = arith.constant 0 : index
-      %rows = arith.constant {rows} : index
-      %k = arith.constant {k} : index
-      %rows_per_workgroup = arith.constant {per_workgroup} : index
-      %tk = arith.constant {tk} : index
-      %tq = arith.constant {tq} : index
-      %workgroup = stream.dispatch.workgroup.id[0] : index
-      %mx = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%tk}}
-      %mq = stream.binding.subspan %q[%c0] : !stream.binding -> memref<?xi8>{{%tq}}
-      func.call @xlacel_quantize_int8_rows_workgroup(%mx, %mq, %rows, %k, %rows_per_workgroup, %workgroup) : (memref<?xf32>, memref<?xi8>, index, index, index, index) -> ()
-      return
-      }}
-)",
-      fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("k", k),
-      fmt::arg("per_workgroup", per_workgroup), fmt::arg("tk", rows * k),
-      fmt::arg("tq", quantized_bytes(rows, k)));
-  return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, functions,
-                         {x}, TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
+  const backends::KernelCall call = {
+      "xlacel_quantize_int8_rows_workgroup",
+      {"x", "q"},
+      {{"x", "f32", rows * k}, {"q", "i8", quantized_bytes(rows, k)}},
+      {{"rows", rows}, {"k", k}, {"rows_per_workgroup", per_workgroup}}};
+  return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, call, {x},
+                         TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
 }
 
 class IreeCpuPlanarKernel final : public device::PlanarKernel {
@@ -311,8 +237,8 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     }
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     return dispatch(x, name, object_, n, per_workgroup,
-                    planar_functions(name, rows, n, k, group, offsets, weight.code_bits,
-                                     weight.code_bias, scale, two_level, per_workgroup, int8),
+                    planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias,
+                                scale, two_level, per_workgroup, int8),
                     std::move(operands));
   }
 
@@ -333,10 +259,9 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const bool bf16 = values.element() == ElementType::kBF16;
     const std::string name =
         fmt::format("xlacel_wide_matmul_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
-    // The executable views the binding as i16: it widens the bits itself.
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
-    return dispatch(x, name, object_, n, per_workgroup,
-                    wide_functions(name, rows, n, k, bf16, per_workgroup), {values, x});
+    return dispatch(x, name, object_, n, per_workgroup, wide_call(rows, n, k, bf16, per_workgroup),
+                    {values, x});
   }
 
  private:
