@@ -36,7 +36,6 @@ backends::KernelCall attention_call(std::string entry,
                                     std::vector<std::pair<std::string, int64_t>> indices,
                                     const std::array<int64_t, 4>& sizes) {
   return {std::move(entry),
-          {"q", "keys", "values", "visible", "out"},
           {{"q", "f32", sizes[0]},
            {"keys", "f32", sizes[1]},
            {"values", "f32", sizes[1]},

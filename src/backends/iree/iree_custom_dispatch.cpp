@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <set>
 #include <system_error>
 
 #include "common/error.h"
@@ -37,11 +38,12 @@ namespace {
 // The builtin module's body of executable `name`: the kernel's import and the export calling it.
 std::string call_functions(const std::string& name, const KernelCall& call) {
   std::string bindings, types, constants, views, arguments;
-  for (const std::string& binding : call.bindings) {
-    bindings += fmt::format("{}%{}: !stream.binding", bindings.empty() ? "" : ", ", binding);
-  }
+  std::set<std::string> bound;
   for (std::size_t i = 0; i < call.memrefs.size(); ++i) {
     const KernelMemref& m = call.memrefs[i];
+    if (bound.insert(m.binding).second) {
+      bindings += fmt::format("{}%{}: !stream.binding", bindings.empty() ? "" : ", ", m.binding);
+    }
     types += fmt::format("{}memref<?x{}>", i == 0 ? "" : ", ", m.element);
     constants += fmt::format("      %size{} = arith.constant {} : index\n", i, m.size);
     if (m.offset != 0) {

@@ -27,9 +27,9 @@ bool cpu_runs_avx512_kernels();
 std::filesystem::path write_kernel_object(std::string_view bytes, std::string_view stem,
                                           const std::filesystem::path& cache_dir);
 
-// One memref argument of a kernel's entry point: a view of the dispatch's buffer `binding` (by
-// its name in KernelCall::bindings) as `size` elements of `element` (an MLIR element type) from
-// byte `offset`. An argument a weight lacks is passed as another view of the same type.
+// One memref argument of a kernel's entry point: a view of the dispatch's buffer `binding` (a
+// name) as `size` elements of `element` (an MLIR element type) from byte `offset`. An argument a
+// weight lacks is passed as another view of the same type.
 struct KernelMemref {
   std::string binding;
   std::string element;
@@ -38,10 +38,10 @@ struct KernelMemref {
 };
 
 // How a dispatch's export calls its kernel's entry point (kernels/*.c, the MEMREF convention):
-// the memrefs, then the index constants in order, then the workgroup's id.
+// the memrefs, then the index constants in order, then the workgroup's id. The dispatch's buffers
+// (its operands', then the result's) are the memrefs' bindings in the order they first appear.
 struct KernelCall {
   std::string entry;
-  std::vector<std::string> bindings;  // the dispatch's buffers: its operands', then the result's
   std::vector<KernelMemref> memrefs;
   std::vector<std::pair<std::string, int64_t>> indices;
 };

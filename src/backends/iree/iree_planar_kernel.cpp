@@ -73,20 +73,12 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
   const int64_t codes = code_bits == 8 ? n * k : n * k / 2, groups = n * (k / group);
   const int64_t supers = n * (k / kSuperGroupSize);
   const bool high_bits = high_bits_row_bytes(code_bits, k) > 0;
-  // The dispatch's buffers in its operands' order: codes, [high bits], scales, [offsets],
-  // [supers], [super offsets], x, then y.
   backends::KernelCall call;
   call.entry = int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup";
-  call.bindings = {"codes"};
-  if (high_bits) call.bindings.push_back("highs");
-  call.bindings.push_back("scales");
-  if (offsets) call.bindings.push_back("offsets");
-  if (two_level) call.bindings.push_back("supers");
-  if (two_level && offsets) call.bindings.push_back("super_offsets");
-  call.bindings.push_back(int8 ? "qx" : "x");
-  call.bindings.push_back("y");
-  // Planes a weight lacks are passed as another of the same type (the codes for the high bits,
-  // the scales for the offsets and supers, the super scales for the super offsets).
+  // The views in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers],
+  // [super offsets], x, then y. Planes a weight lacks are passed as another of the same type
+  // (the codes for the high bits, the scales for the offsets and supers, the super scales for
+  // the super offsets).
   const backends::KernelMemref scales{"scales", scale, groups};
   const backends::KernelMemref super_scales =
       two_level ? backends::KernelMemref{"supers", "f16", supers} : scales;
@@ -125,7 +117,6 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
 backends::KernelCall wide_call(int64_t rows, int64_t n, int64_t k, bool bf16,
                                int64_t rows_per_workgroup) {
   return {"xlacel_wide_matmul_workgroup",
-          {"values", "x", "y"},
           {{"values", "i16", n * k}, {"x", "f32", rows * k}, {"y", "f32", rows * n}},
           {{"rows", rows},
            {"n", n},
@@ -168,7 +159,6 @@ Value quantized_rows(Value x, const std::filesystem::path& object) {
   const int64_t per_workgroup = (rows + kWorkgroups - 1) / kWorkgroups;
   const backends::KernelCall call = {
       "xlacel_quantize_int8_rows_workgroup",
-      {"x", "q"},
       {{"x", "f32", rows * k}, {"q", "i8", quantized_bytes(rows, k)}},
       {{"rows", rows}, {"k", k}, {"rows_per_workgroup", per_workgroup}}};
   return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, call, {x},

@@ -757,7 +757,8 @@ INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes) {
 // profile: one thread, one row, in cache, Q4_K 8192x2048 ~1.02-1.05x, Q8_0 2048x2048 ~1.05x,
 // Q6_K 2048x2048 ~1.01x; 1B Q4_K_M decode (IREE HAL profile, 6 alternating rounds): lm_head
 // 4.94 -> 4.83 ms, all products 19.44 -> 19.28 ms. (The 16-bit float product's rows gained
-// nothing from it: bandwidth bounds them.)
+// nothing from it: bandwidth bounds them.) A one-row pass takes 1 or 2 weight rows
+// (pass_weights), which divide LANES, so `held` reaches LANES exactly and never passes it.
 INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last) {
   if (held == LANES) {
     vec_store(end - LANES, vec_sums(lanes));
