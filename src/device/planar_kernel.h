@@ -26,6 +26,9 @@ struct PlanarOperands {
   std::optional<stablehlo::Value> super_offsets;
   // code_bits 5 and 6: the bits above each nibble, i8 [N, K * (code_bits - 4) / 8].
   std::optional<stablehlo::Value> high_bits;
+  // 4-bit codes in row pairs (model_files/planar_blocks.h, pair_code_rows), as a kernel that
+  // takes_paired_rows() asks for them.
+  bool paired_rows = false;
 };
 
 class PlanarKernel {
@@ -35,6 +38,9 @@ class PlanarKernel {
   // Whether it takes (and is the faster way to multiply) `rows` activation rows times planes of
   // `group` columns per scale with codes of `code_bits`.
   virtual bool handles(int64_t rows, int64_t group, int code_bits) const = 0;
+  // Whether it reads 4-bit codes fastest in row pairs (PlanarOperands::paired_rows): then the
+  // executor keeps such weights so (models/resident_weight.h, _paired_nibbles).
+  virtual bool takes_paired_rows() const { return false; }
   // x f32 [T, K] times the weight [N, K] transposed -> f32 [T, N]. The values belong to a
   // function of a stablehlo::Module, which receives what the emitted op refers to.
   virtual stablehlo::Value multiply(stablehlo::Value x, const PlanarOperands& weight) const = 0;

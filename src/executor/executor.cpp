@@ -114,7 +114,7 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   // Across several devices each tensor is laid out as the registry's sharding says.
   const int64_t parts = device_->partitions();
   for (models::WeightType type : resident_weight_types()) {
-    models::for_each_weight(model_, type, [&](const models::HostTensor& tensor) {
+    models::for_each_weight(model_, type, paired_nibbles(), [&](const models::HostTensor& tensor) {
       if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
       const device::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
       // Bytes prepared for the graph (not the file's, whose pages are released) may stay where
@@ -196,6 +196,7 @@ models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_positi
                                 attention_window(last_position, options_.capacity)};
   graph.sequences = sequences;
   graph.tensor_parallel = device_->partitions();
+  graph.paired_nibbles = paired_nibbles();
   return graph;
 }
 
@@ -223,7 +224,16 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
       options_.slots,
       attention_window(last_position, options_.capacity)};
   graph.tensor_parallel = device_->partitions();
+  graph.paired_nibbles = paired_nibbles();
   return graph;
+}
+
+bool Executor::paired_nibbles() const {
+  // Both of the device's kernels read the same weights (--math fast's prefill the int8 one).
+  const device::PlanarKernel* kernel = device_->planar_kernel();
+  const device::PlanarKernel* int8 = device_->int8_planar_kernel();
+  return kernel != nullptr && kernel->takes_paired_rows() &&
+         (int8 == nullptr || int8->takes_paired_rows()) && device_->partitions() == 1;
 }
 
 models::GraphOptions Executor::copy_slot_graph() const {

@@ -100,6 +100,9 @@ class Executor final : public ModelRunner {
   models::WeightType graph_weights(int64_t rows) const;
   // The copy-slot graph over this executor's caches.
   models::GraphOptions copy_slot_graph() const;
+  // Whether kAuto keeps 4-bit codes in row pairs (models::GraphOptions::paired_nibbles): where the
+  // device's planar kernels read them so.
+  bool paired_nibbles() const;
 
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,

@@ -363,4 +363,22 @@ void planar_to_f32(const PlanarBlocks& planar, std::span<float> out) {
   }
 }
 
+bool can_pair_code_rows(int code_bits, int64_t rows, int64_t cols) {
+  return code_bits == 4 && rows % 2 == 0 && (cols / 2) % kCodeLineBytes == 0;
+}
+
+AlignedVector<int8_t> pair_code_rows(std::span<const int8_t> codes, int64_t rows,
+                                     int64_t row_bytes) {
+  AlignedVector<int8_t> paired(codes.size());
+  const int64_t lines = row_bytes / kCodeLineBytes;
+  for (int64_t row = 0; row < rows; ++row) {
+    const int8_t* from = codes.data() + row * row_bytes;
+    int8_t* to = paired.data() + (row - row % 2) * row_bytes + (row % 2) * kCodeLineBytes;
+    for (int64_t line = 0; line < lines; ++line) {
+      std::memcpy(to + line * 2 * kCodeLineBytes, from + line * kCodeLineBytes, kCodeLineBytes);
+    }
+  }
+  return paired;
+}
+
 }  // namespace xlacel

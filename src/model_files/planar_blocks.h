@@ -86,4 +86,18 @@ PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t e
 // scale * code (+ offset) per element, in f32, into `out` (scales.size() * group_size elements).
 void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
 
+// 4-bit codes may be kept in row pairs for a kernel that reads two weight rows at once: rows 2p
+// and 2p + 1 alternate line by line (kCodeLineBytes each), so that the kernel reads one ascending
+// stream instead of two. Byte b of row r then lies at
+//
+//   (r - r % 2) * row_bytes + (b / 64) * 128 + (r % 2) * 64 + b % 64
+//
+// Only nibbles without high bits (Q4_0, Q4_1, Q4_K), in rows of whole lines (cols a multiple of
+// 128) and an even number of rows.
+inline constexpr int64_t kCodeLineBytes = 64;
+bool can_pair_code_rows(int code_bits, int64_t rows, int64_t cols);
+// `codes` (rows of row_bytes, row after row) in row pairs.
+AlignedVector<int8_t> pair_code_rows(std::span<const int8_t> codes, int64_t rows,
+                                     int64_t row_bytes);
+
 }  // namespace xlacel

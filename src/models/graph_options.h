@@ -78,6 +78,11 @@ struct GraphOptions {
   // kAuto: the runtime's hand-written product for planar weights, used where it takes the
   // product's shape (else the graph's own StableHLO product); not part of the graph's name.
   const device::PlanarKernel* planar_kernel = nullptr;
+  // kAuto: 4-bit codes kept in row pairs where they can be (resident_weight.h,
+  // paired_nibble_specs), as the runtime's planar kernel reads them fastest
+  // (PlanarKernel::takes_paired_rows). A property of the resident weights, so the executor sets it
+  // for every graph and for the loader alike; it changes argument names, not the graph's name.
+  bool paired_nibbles = false;
   // The runtime's hand-written attention, used where it takes the attention (plain causal mask,
   // f32 cache: decode and prefill); not part of the graph's name.
   const device::AttentionKernel* attention_kernel = nullptr;

@@ -53,7 +53,9 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
             cache_specs(config, options.weights, options.slots, options.capacity),
             {}};
   }
-  return {graph_inputs(options), weight_specs(config, options.weights),
+  std::vector<WeightSpec> weights = weight_specs(config, options.weights);
+  if (options.paired_nibbles) weights = paired_nibble_specs(std::move(weights));
+  return {graph_inputs(options), std::move(weights),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config.vocab_size)};
 }

@@ -35,6 +35,15 @@ Value high_bits_by_32(const Weight& weight) {
   return reshape(high * constant(b, bytes.type(), 16), {rows, blocks, 32});
 }
 
+// Nibbles in row pairs (pair_code_rows), `pairs` of them, as [pairs, 2, row bytes]: rows 2p and
+// 2p + 1 row after row.
+Value unpaired_rows(Value paired, int64_t pairs) {
+  const int64_t row_bytes = paired.shape()[1];
+  const int64_t lines = row_bytes / kCodeLineBytes;
+  Value by_line = reshape(paired, {pairs, lines, 2, kCodeLineBytes});
+  return reshape(transpose(by_line, {0, 2, 1, 3}), {pairs, 2, row_bytes});
+}
+
 // The codes of a planar weight by group, i8 [rows, cols / group, group].
 Value codes_by_group(const Weight& weight) {
   const int64_t rows = weight.rows();
@@ -43,7 +52,9 @@ Value codes_by_group(const Weight& weight) {
   if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
   // Nibbles (model_files/planar_blocks.h): byte j of 32 elements' 16 holds elements j and j + 16.
   const int64_t blocks = weight.cols() / 32;
-  Value packed = reshape(weight.values, {rows, blocks, 16});
+  const Value nibbles =
+      weight.paired_rows ? unpaired_rows(weight.values, rows / 2) : weight.values;
+  Value packed = reshape(nibbles, {rows, blocks, 16});
   Block& b = packed.block();
   Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
   Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
@@ -51,6 +62,18 @@ Value codes_by_group(const Weight& weight) {
   if (weight.high_bits) codes = codes + high_bits_by_32(weight);
   if (weight.code_bias != 0) codes = codes + constant(b, codes.type(), weight.code_bias);
   return reshape(codes, {rows, groups, group});
+}
+
+// Rows `ids` of a planar weight's codes, [T, row bytes] row after row.
+Value taken_codes(const Weight& weight, Value ids) {
+  if (!weight.paired_rows) return take(weight.values, ids);
+  // Each id's pair, both rows unpaired ([2T, row bytes]), then the id's own row: 2t + id % 2.
+  const int64_t tokens = ids.shape()[0], row_bytes = weight.values.shape()[1];
+  Block& b = ids.block();
+  const Value two = constant(b, ids.type(), 2);
+  const Value pairs = reshape(weight.values, {weight.rows() / 2, 2 * row_bytes});
+  const Value both = reshape(unpaired_rows(take(pairs, ids / two), tokens), {2 * tokens, row_bytes});
+  return take(both, iota(b, ids.type(), 0) * two + remainder(ids, two));
 }
 
 }  // namespace
@@ -130,6 +153,19 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
   return resident;
 }
 
+std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs) {
+  for (WeightSpec& spec : specs) {
+    if (spec.part != WeightPart::kCodes || spec.expert || spec.shape.size() != 2) continue;
+    if (!can_pair_code_rows(planar_code_bits(spec.stored), spec.shape[0], spec.shape[1] * 2)) {
+      continue;
+    }
+    const std::string nibbles = "_nibbles";
+    spec.name = spec.name.substr(0, spec.name.size() - nibbles.size()) + "_paired_nibbles";
+    spec.paired_rows = true;
+  }
+  return specs;
+}
+
 Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane, int bits)
     : values(codes),
       scales(scale_plane),
@@ -143,6 +179,8 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   auto codes = arguments.find(name + "_codes");
   const bool nibbles = codes == arguments.end();
   if (nibbles) codes = arguments.find(name + "_nibbles");
+  const bool paired = codes == arguments.end();
+  if (paired) codes = arguments.find(name + "_paired_nibbles");
   if (codes == arguments.end()) {
     Weight weight(arguments.at(name));
     weight.widen = widen;
@@ -165,6 +203,7 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   weight.high_bits = high_bits;
   weight.super_scales = optional_argument("_super_scales");
   weight.super_offsets = optional_argument("_super_offsets");
+  weight.paired_rows = paired;
   weight.kernel = kernel;
   return weight;
 }
@@ -180,8 +219,9 @@ Weight captured(const Weight& weight, stablehlo::Block& branch) {
 }
 
 device::PlanarOperands planar_operands(const Weight& weight) {
-  return {weight.values,  weight.code_bits,    weight.code_bias,     *weight.scales,
-          weight.offsets, weight.super_scales, weight.super_offsets, weight.high_bits};
+  return {weight.values,         weight.code_bits,     weight.code_bias,
+          *weight.scales,        weight.offsets,       weight.super_scales,
+          weight.super_offsets,  weight.high_bits,     weight.paired_rows};
 }
 
 Value dequantized_groups(const Weight& weight) {
@@ -223,7 +263,7 @@ Value take_rows(const Weight& weight, Value ids) {
       if (!plane) return std::nullopt;
       return take(*plane, ids);
     };
-    Weight looked_up(take(weight.values, ids), take(*weight.scales, ids), taken(weight.offsets),
+    Weight looked_up(taken_codes(weight, ids), take(*weight.scales, ids), taken(weight.offsets),
                      weight.code_bits);
     looked_up.super_scales = taken(weight.super_scales);
     looked_up.high_bits = taken(weight.high_bits);

@@ -14,6 +14,12 @@
 //   <name>_offsets  f32 [rows, cols / group]  per-group offsets (formats with a minimum; as the
 //                                             scales)
 //
+//   <name>_paired_nibbles i8 [rows, cols / 2]  4-bit codes (Q4_0, Q4_1, Q4_K) as _nibbles, rows
+//                                             2p and 2p + 1 alternating by 64-byte line
+//                                             (model_files/planar_blocks.h, pair_code_rows), for
+//                                             a runtime whose kernel reads them so
+//                                             (paired_nibble_specs)
+//
 // The K-quants' scales and offsets are two-level (planar_scales_are_two_level): _scales and
 // _offsets are then i8 [rows, cols / group], and their f16 factors per 256 elements are two more
 // arguments, <name>_super_scales and <name>_super_offsets, f16 [rows, cols / 256]; the graph
@@ -48,6 +54,7 @@ struct Weight {
   const device::PlanarKernel* kernel = nullptr;
   int code_bits = 8;  // planes: 4, 5 or 6 when `values` holds nibbles
   int code_bias = 0;  // nibbles: added to each one
+  bool paired_rows = false;  // nibbles in row pairs (_paired_nibbles)
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
   // Planes; `code_bits` 4 to 6: the codes are nibbles (and high bits), biased as

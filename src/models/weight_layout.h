@@ -78,6 +78,9 @@ struct WeightSpec {
   bool expert = false;  // one expert's matrix (or plane) of a mixture: decode may skip it
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
+  // kCodes of a 4-bit format: rows in pairs (model_files/planar_blocks.h, pair_code_rows;
+  // paired_nibble_specs below).
+  bool paired_rows = false;
   // Tensor parallelism (tensor_split.h); planes inherit their matrix's role.
   Split split = Split::kNone;
   // A split of axis 1 keeps runs of this many columns together, or replicates the matrix when
@@ -92,6 +95,11 @@ struct WeightSpec {
 // GGUF then HF name); other weight types return `logical` unchanged.
 std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
                                               std::vector<WeightSpec> logical, WeightType weights);
+
+// `specs` (resident_weight_specs) with every 4-bit codes plane that can be (model_files/planar_blocks.h,
+// can_pair_code_rows) in row pairs, renamed <name>_paired_nibbles
+// (resident_weight.h); experts' planes stay as they are (decode gathers the chosen ones).
+std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs);
 
 stablehlo::ElementType element_of(WeightType type);
 // The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).

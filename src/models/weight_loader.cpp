@@ -184,6 +184,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   as_argument_rows(planar.super_scales, supers);
   as_argument_rows(planar.super_offsets, supers);
   as_argument_rows(planar.high_bits, high_bits_row_bytes(planar.code_bits, columns));
+  if (codes.paired_rows) planar.codes = pair_code_rows(planar.codes, rows, codes.shape[1]);
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
     switch (spec.part) {
@@ -297,10 +298,11 @@ HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
   return in_element_type(spec, load_weight_f32(files, spec));
 }
 
-void for_each_weight(const ModelFiles& files, WeightType type,
+void for_each_weight(const ModelFiles& files, WeightType type, bool paired_nibbles,
                      const std::function<void(const HostTensor&)>& callback) {
   const Architecture& architecture = architecture_for(files.config(), files.path());
-  const std::vector<WeightSpec> specs = architecture.weight_specs(files.config(), type);
+  std::vector<WeightSpec> specs = architecture.weight_specs(files.config(), type);
+  if (paired_nibbles) specs = paired_nibble_specs(std::move(specs));
   for (std::size_t i = 0; i < specs.size();) {
     if (specs[i].part != WeightPart::kCodes) {
       const HostTensor tensor = prepare_weight(files, specs[i++]);

@@ -38,8 +38,8 @@ HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
 
 // Streams every weight argument, in order, one at a time (peak memory: one tensor); the
 // callback copies what it keeps, and the file's pages a tensor was read from leave the
-// resident set once it returns.
-void for_each_weight(const ModelFiles& files, WeightType type,
+// resident set once it returns. paired_nibbles: as GraphOptions::paired_nibbles.
+void for_each_weight(const ModelFiles& files, WeightType type, bool paired_nibbles,
                      const std::function<void(const HostTensor&)>& callback);
 
 // Undoes llama.cpp's permute() of Q/K rows for `n_head` heads: row h*D + 2i + r of `rows`

@@ -9,7 +9,8 @@
 //                                               bf16 f16: xlacel_wide_matmul_workgroup; a block
 //                                               format + "-int8": --math fast's product,
 //                                               xlacel_planar_matmul_int8_workgroup, built with
-//                                               --isa avx512vnni)
+//                                               --isa avx512vnni; q4_0, q4_1, q4k + "-paired":
+//                                               the same codes in row pairs, so the same bits)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,18 @@ int main(int argc, char** argv) {
   char format[32];
   snprintf(format, sizeof format, "%s", argv[1]);
   // "-int8": x quantized as --math fast does (the kernel's quantize_int8_row).
-  char* suffix = strstr(format, "-int8");
+  char* suffix = strstr(format, "-paired");
+  const int paired = suffix != NULL;
+  if (paired) *suffix = 0;
+  suffix = strstr(format, "-int8");
   const int int8 = suffix != NULL;
   if (int8) *suffix = 0;
+#if !defined(PLANAR_PAIRED_CODES)
+  if (paired) {
+    fprintf(stderr, "this kernel takes no paired codes\n");
+    return 2;
+  }
+#endif
   const size_t n = strtoul(argv[2], NULL, 10), k = strtoul(argv[3], NULL, 10);
   const size_t rows = strtoul(argv[4], NULL, 10), reps = strtoul(argv[5], NULL, 10);
   size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16;
@@ -87,6 +97,23 @@ int main(int argc, char** argv) {
       memcpy(&bits, &f, 4);
       ((uint16_t*)codes)[i] = wide_bf16 ? (uint16_t)(bits >> 16) : half(f);
     }
+  }
+  if (paired) {
+    // The same rows, rows 2p and 2p + 1 alternating by 64-byte line (the kernel's code_row).
+    const size_t row_bytes = k / 2;
+    if (code_bits != 4 || k % 128 != 0 || n % 2 != 0) {
+      fprintf(stderr, "-paired takes 4-bit formats, k a multiple of 128 and n even\n");
+      return 2;
+    }
+    uint8_t* pairs = aligned_alloc(64, code_bytes + 64);
+    for (size_t row = 0; row < n; ++row) {
+      for (size_t b = 0; b < row_bytes; ++b) {
+        pairs[(row / 2) * 2 * row_bytes + (b / 64) * 128 + (row % 2) * 64 + b % 64] =
+            codes[row * row_bytes + b];
+      }
+    }
+    free(codes);
+    codes = pairs;
   }
   for (size_t i = 0; i < high_bytes; ++i) highs[i] = (uint8_t)rand();
   for (size_t g = 0; g < groups; ++g) {
@@ -173,7 +200,11 @@ int main(int argc, char** argv) {
             codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
             0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, qx,
             qx, 0, 0, 0, xd, xd, 0, 0, 0, xs, xs, 0, 0, 0, y, y, 0, 0, 0, rows, n, k, group,
-            has_offsets, code_bits, bias, scale_bits, rows_per_workgroup, w);
+            has_offsets, code_bits, bias, scale_bits,
+#if defined(PLANAR_PAIRED_CODES)
+            (size_t)paired,
+#endif
+            rows_per_workgroup, w);
         continue;
       }
 #endif
@@ -181,7 +212,11 @@ int main(int argc, char** argv) {
                                      0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
                                      0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
                                      y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
-                                     scale_bits, rows_per_workgroup, w);
+                                     scale_bits,
+#if defined(PLANAR_PAIRED_CODES)
+                                     (size_t)paired,
+#endif
+                                     rows_per_workgroup, w);
     }
     const double seconds = now() - start;
     if (seconds < best) best = seconds;
@@ -199,9 +234,9 @@ int main(int argc, char** argv) {
                      : (double)(code_bytes + high_bytes + groups * scale_width * (1 + has_offsets) +
                                 (scale_width == 1 ? supers * 2 * (1 + has_offsets) : 0));
   printf(
-      "%s%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  %.1f GFLOP/s  checksum "
+      "%s%s%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  %.1f GFLOP/s  checksum "
       "%.6g  bits %016llx\n",
-      format, int8 ? "-int8" : "", n, k, rows, best * 1e6, bytes / best / 1e9,
+      format, int8 ? "-int8" : "", paired ? "-paired" : "", n, k, rows, best * 1e6, bytes / best / 1e9,
       (double)n * (double)k / best / 1e9, 2.0 * (double)n * (double)k * (double)rows / best / 1e9,
       checksum, (unsigned long long)hash);
   return 0;

@@ -68,7 +68,8 @@ int64_t int8_width(int64_t k) {
 // factors per 256 elements).
 backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
                                  int code_bits, int code_bias, ElementType scale_element,
-                                 bool two_level, int64_t rows_per_workgroup, bool int8) {
+                                 bool two_level, bool paired_rows, int64_t rows_per_workgroup,
+                                 bool int8) {
   const std::string scale(stablehlo::to_string(scale_element));
   const int64_t codes = code_bits == 8 ? n * k : n * k / 2, groups = n * (k / group);
   const int64_t supers = n * (k / kSuperGroupSize);
@@ -108,6 +109,7 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
                   {"code_bits", code_bits},
                   {"code_bias", code_bias},
                   {"scale_bits", stablehlo::bit_width(scale_element)},
+                  {"paired_codes", paired_rows ? 1 : 0},
                   {"rows_per_workgroup", rows_per_workgroup}};
   return call;
 }
@@ -178,6 +180,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     return rows >= 1 && ((group == 16 && code_bits == 6) || (group == 32 && code_bits != 6));
   }
 
+  // A one-x-row pass reads two weight rows at once: as one stream where they are paired
+  // (planar_matmul.c, code_row).
+  bool takes_paired_rows() const override { return true; }
+
   Value multiply(Value x, const device::PlanarOperands& weight) const override {
     const int64_t rows = x.shape()[0];
     const int64_t n = weight.codes.shape()[0];
@@ -198,7 +204,9 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
                          offsets == weight.super_offsets.has_value()
                    : scale == ElementType::kF32 || scale == ElementType::kF16) &&
         (!offsets || weight.offsets->element() == scale);
+    const bool pairs_right = !weight.paired_rows || (weight.code_bits == 4 && k % 128 == 0);
     if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right || !highs_right ||
+        !pairs_right ||
         x.shape()[1] != k || x.element() != ElementType::kF32 ||
         weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
       throw Error(fmt::format(
@@ -211,9 +219,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     // alone would gain little over the exact one.
     const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
     const std::string name =
-        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}_{}", int8 ? "int8_" : "", rows,
-                    n, k, group, weight.code_bits, centred ? "_centred" : "",
-                    offsets ? "_offsets" : "", stablehlo::to_string(scale));
+        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}_{}", int8 ? "int8_" : "",
+                    rows, n, k, group, weight.code_bits, centred ? "_centred" : "",
+                    offsets ? "_offsets" : "", weight.paired_rows ? "_paired" : "",
+                    stablehlo::to_string(scale));
     std::vector<Value> operands = {weight.codes};
     if (weight.high_bits) operands.push_back(*weight.high_bits);
     operands.push_back(weight.scales);
@@ -228,7 +237,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     return dispatch(x, name, object_, n, per_workgroup,
                     planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias,
-                                scale, two_level, per_workgroup, int8),
+                                scale, two_level, weight.paired_rows, per_workgroup, int8),
                     std::move(operands));
   }
 

@@ -110,6 +110,23 @@ INLINE size_t high_row_bytes(enum CodeForm form, size_t k) {
   return k * high_bits_per_code(form) / 8;
 }
 
+// Where weight row `row`'s codes begin, and where the row's byte b lies from there. The rows
+// follow one another, or (`paired`: 4-bit codes in rows of whole 64-byte lines, as
+// models/resident_weight.h's _paired_nibbles) rows 2p and 2p + 1 alternate line by line, so that
+// a one-x-row pass, which reads two weight rows at once (pass_weights), reads one ascending
+// stream instead of two 1 KiB or more apart: the kernel alone, two threads streaming 1B-shape
+// rows, Q4_K ~8-10% and Q4_0 ~10% more bytes per second.
+INLINE const uint8_t* code_row(const uint8_t* codes, size_t row, size_t row_bytes, int paired) {
+  if (!paired) return codes + row * row_bytes;
+  return codes + (row & ~(size_t)1) * row_bytes + (row & 1) * 64;
+}
+INLINE size_t code_byte(size_t b, int paired) {
+  return paired ? (b & ~(size_t)63) * 2 + (b & 63) : b;
+}
+// The entry points take paired_codes: tools built against several revisions of this file test
+// for it.
+#define PLANAR_PAIRED_CODES 1
+
 // Sixteen elements' high bits, each moved to bit 4 and up of its byte: elements [first, first +
 // 16) of a 32-element block whose high bits (`bits` per element) lie in the B = 4 * bits bytes at
 // `block`, element e at byte e % B, bits * (e / B) up (model_files/planar_blocks.h).
@@ -147,7 +164,7 @@ INLINE void widen16(__m128i codes, vec* out) {
 // Group g of a weight row's codes (`highs`: the row's high bits, for the forms with them), as
 // f32 vectors of consecutive elements.
 INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, enum CodeForm form,
-                        vec out[MAX_VECTORS_PER_GROUP]) {
+                        int paired, vec out[MAX_VECTORS_PER_GROUP]) {
   if (form == BYTES_32) {
     const size_t vectors = vectors_per_group(form);
     for (size_t v = 0; v < vectors; ++v)
@@ -164,7 +181,7 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     widen16(_mm_sub_epi8(code, _mm_set1_epi8((char)code_bias(form))), out);
     return;
   }
-  const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + g * 16));
+  const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, paired)));
   __m128i low = _mm_and_si128(packed, mask);                      // elements 0..15
   __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);  // elements 16..31
   if (high_bits_per_code(form) == 1) {
@@ -209,6 +226,7 @@ struct Planes {
   const uint16_t* super_scales;
   const uint16_t* super_offsets;
   const uint8_t* high_bits;  // the codes' bits above their nibble (forms with them)
+  int paired_codes;          // the codes go in row pairs (code_row)
 };
 
 INLINE size_t scale_bytes(enum ScaleForm form) {
@@ -230,7 +248,8 @@ INLINE struct Planes planes_row(struct Planes p, size_t row, size_t groups, size
   const size_t bytes = row * groups * scale_bytes(form);
   const size_t supers = row * groups / (SUPER_GROUP / group);
   struct Planes out = {(const char*)p.scales + bytes, (const char*)p.offsets + bytes,
-                       p.super_scales, p.super_offsets, p.high_bits + row * high_bytes};
+                       p.super_scales, p.super_offsets, p.high_bits + row * high_bytes,
+                       p.paired_codes};
   if (form == SCALES_TWO_LEVEL) {
     out.super_scales = p.super_scales + supers;
     out.super_offsets = p.super_offsets + supers;
@@ -258,15 +277,16 @@ INLINE int reads_table(enum CodeForm form) {
 }
 
 // Group g's 32 weights (two vectors) through its table.
-INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, vec scale, vec offset,
-                          int has_offsets, enum ScaleForm scale_form, vec out[2]) {
+INLINE void table_weights(const uint8_t* codes, size_t g, int paired, enum CodeForm form, vec scale,
+                          vec offset, int has_offsets, enum ScaleForm scale_form, vec out[2]) {
   const float bias = (float)-code_bias(form);
   const vec values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const vec table =
       dequantize(vec_add(values, vec_broadcast(bias)), scale, offset, has_offsets, scale_form);
   // Byte j holds element j in bits 3:0 and element j + 16 in bits 7:4: as dwords, the low
   // nibble indexes directly, the high one after a shift.
-  const __m512i packed = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(codes + g * 16)));
+  const __m512i packed =
+      _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, paired))));
   out[0] = _mm512_permutexvar_ps(packed, table);
   out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(packed, 4), table);
 }
@@ -435,12 +455,12 @@ INLINE void group_weights(const uint8_t* codes, struct Planes p, size_t g, enum 
   group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
 #if LANES == 16
   if (reads_table(form)) {
-    table_weights(codes, g, form, scale, offset, has_offsets, scale_form, out);
+    table_weights(codes, g, p.paired_codes, form, scale, offset, has_offsets, scale_form, out);
     return;
   }
 #endif
   vec code[MAX_VECTORS_PER_GROUP];
-  group_codes(codes, p.high_bits, g, form, code);
+  group_codes(codes, p.high_bits, g, form, p.paired_codes, code);
   for (size_t v = 0; v < vectors; ++v) {
     out[v] = dequantize(code[v], scale, offset, has_offsets, scale_form);
   }
@@ -495,7 +515,7 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
     for (; g + chunk_groups <= groups; g += chunk_groups) {
       vec w[CHUNK_VECTORS];
       const size_t c = g / chunk_groups;
-      stream_prefetch(codes[0] + c * 64 + codes_ahead);
+      stream_prefetch(codes[0] + code_byte(c * 64, p[0].paired_codes) + codes_ahead);
       stream_prefetch(p[0].high_bits + c * 16 * high_bits_per_code(form) + highs_ahead);
       chunk_weights(codes[0], p[0], c, form, scale_form, has_offsets, w);
       for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
@@ -510,7 +530,7 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
     const size_t group_bytes = code_row_bytes(form, vectors * LANES);
     if (((g * group_bytes) & 63) == 0) {
       for (size_t i = 0; i < weights; ++i) {
-        stream_prefetch(codes[i] + g * group_bytes + codes_ahead);
+        stream_prefetch(codes[i] + code_byte(g * group_bytes, p[i].paired_codes) + codes_ahead);
       }
     }
     for (size_t u = 0; u < step; ++u) {
@@ -583,8 +603,10 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
   const size_t group = vectors_per_group(form) * LANES, groups = k / group;
   const struct Planes r = planes_row(p, row, groups, group, scale_form, high_bytes);
   if (!streams_codes) {
-    const uint8_t* c = codes + row * row_bytes;
-    for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch((const char*)(c + b), _MM_HINT_T0);
+    const uint8_t* c = code_row(codes, row, row_bytes, p.paired_codes);
+    for (size_t b = 0; b < row_bytes; b += 64) {
+      _mm_prefetch((const char*)(c + code_byte(b, p.paired_codes)), _MM_HINT_T0);
+    }
     for (size_t b = 0; b < high_bytes; b += 64) {
       _mm_prefetch((const char*)r.high_bits + b, _MM_HINT_T0);
     }
@@ -712,7 +734,7 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
   const uint8_t* c[MAX_WEIGHT_ROWS];
   struct Planes r[MAX_WEIGHT_ROWS];
   for (size_t i = 0; i < weights; ++i) {
-    c[i] = codes + (row + i) * row_bytes;
+    c[i] = code_row(codes, row + i, row_bytes, p.paired_codes);
     r[i] = planes_row(p, row + i, groups, group, scale_form, high_row_bytes(form, k));
   }
   const int offsets_expanded = expands_offsets(form, has_offsets);
@@ -745,9 +767,12 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
 // ahead as a row alone would be rows ahead (the two rows of a pass are two streams; one thread
 // from memory, Q4_K 65536x2048, two rows ~0.95x as fast as one prefetched PREFETCH_BYTES ahead,
 // ~1.05x prefetched twice as far).
-INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes) {
+INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes, int paired) {
   const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;
-  return rows == 1 ? weights * ahead : ahead;
+  const size_t rows_ahead = rows == 1 ? weights * ahead : ahead;
+  // A one-x-row pass prefetches its rows' lines at the same offset that many bytes on: a whole
+  // number of pairs where the rows go in pairs.
+  return paired ? rows_ahead + rows_ahead % 2 : rows_ahead;
 }
 
 // One x row's sums of the `held` weight rows before `end` in y, from their lanes
@@ -781,7 +806,7 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
       size_t first, size_t last) {                                                                 \
     const size_t row_bytes = code_row_bytes(FORM, k);                                              \
     const size_t weights = pass_weights(ROWS, FORM);                                               \
-    const size_t ahead = prefetch_rows(ROWS, weights, row_bytes);                                  \
+    const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, p.paired_codes);                  \
     vec lanes[LANES];                                                                              \
     size_t row = first, held = 0;                                                                  \
     for (; row + weights <= last; row += weights) {                                                \
@@ -999,7 +1024,8 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
     }
     const size_t vectors = vectors_per_group(w.form);
     const size_t group = vectors * LANES, groups = k / group;
-    const uint8_t* codes = w.codes + (row + r) * code_row_bytes(w.form, k);
+    const uint8_t* codes =
+        code_row(w.codes, row + r, code_row_bytes(w.form, k), w.planes.paired_codes);
     const struct Planes planes =
         planes_row(w.planes, row + r, groups, group, w.scales, high_row_bytes(w.form, k));
     size_t g = first / group;
@@ -1132,13 +1158,13 @@ static void planar_panels(enum CodeForm form, int has_offsets, enum ScaleForm sc
 static void wide_panels_bf160(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
   const struct WeightSource w = {
-      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 0};
+      NULL, {NULL, NULL, NULL, NULL, NULL, 0}, values, BYTES_32, 0, SCALES_F32, 0};
   panels(w, x, y, rows, n, k, first, last);
 }
 static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
   const struct WeightSource w = {
-      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 1};
+      NULL, {NULL, NULL, NULL, NULL, NULL, 0}, values, BYTES_32, 0, SCALES_F32, 1};
   panels(w, x, y, rows, n, k, first, last);
 }
 
@@ -1202,7 +1228,7 @@ INLINE void four_block_bytes(const void* bytes, __m512i* first, __m512i* second)
 // Columns [128c, 128c + 128) of a weight row's unsigned codes: elements 0-15 of its four blocks
 // in `first` (16 bytes per 128-bit lane), 16-31 in `second`.
 INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t c,
-                             enum CodeForm form, __m512i* first, __m512i* second) {
+                             enum CodeForm form, int paired, __m512i* first, __m512i* second) {
   if (form == BYTES_32) {
     // Signed codes + 128 as unsigned (bias 128).
     const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -1214,7 +1240,7 @@ INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t 
   } else {
     // Nibbles: byte j of a block holds element j (low) and j + 16 (high).
     const __m512i nibble = _mm512_set1_epi8(0x0F);
-    const __m512i packed = _mm512_loadu_si512((const void*)(codes + c * 64));
+    const __m512i packed = _mm512_loadu_si512((const void*)(codes + code_byte(c * 64, paired)));
     *first = _mm512_and_si512(packed, nibble);
     *second = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
   }
@@ -1223,10 +1249,10 @@ INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t 
 // Run b (512 columns) of a weight row's unsigned codes in the lane layout above: four groups of
 // four blocks, transposed.
 INLINE void run_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum CodeForm form,
-                      __m512i out[INT8_VECTORS]) {
+                      int paired, __m512i out[INT8_VECTORS]) {
   __m512i first[4], second[4];
   for (size_t r = 0; r < 4; ++r)
-    four_block_codes(codes, highs, b * 4 + r, form, first + r, second + r);
+    four_block_codes(codes, highs, b * 4 + r, form, paired, first + r, second + r);
   transpose_dwords(first, out);
   transpose_dwords(second, out + 4);
 }
@@ -1238,6 +1264,20 @@ INLINE void copy_zero_padded(uint8_t* dst, const uint8_t* src, size_t count, siz
     const size_t left = count > at ? count - at : 0;
     const __mmask64 mask = left >= 64 ? ~0ull : (1ull << left) - 1;
     _mm512_store_si512((void*)(dst + at), _mm512_maskz_loadu_epi8(mask, src + at));
+  }
+}
+
+// dst [0, size) = a weight row's code bytes [from, from + count) then zeros: a line at a time
+// where the rows go in pairs (their lines are whole, code_row), else as one run.
+INLINE void copy_code_tail(uint8_t* dst, const uint8_t* row, size_t from, size_t count,
+                           size_t size, int paired) {
+  if (!paired) {
+    copy_zero_padded(dst, row + from, count, size);
+    return;
+  }
+  for (size_t at = 0; at < size; at += 64) {
+    const size_t left = count > at ? count - at : 0;
+    copy_zero_padded(dst + at, row + code_byte(from + at, 1), left < 64 ? left : 64, 64);
   }
 }
 
@@ -1284,7 +1324,8 @@ INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t 
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
-    run_codes(w.codes + r * code_row_bytes(w.form, k), p.high_bits, b, w.form, panel->codes[j]);
+    run_codes(code_row(w.codes, r, code_row_bytes(w.form, k), p.paired_codes), p.high_bits, b,
+              w.form, p.paired_codes, panel->codes[j]);
     float s[32], o[32];
     run_factors(w, p, g0, run_groups, s, o);
     if (run_groups == 16) {
@@ -1328,8 +1369,9 @@ INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t l
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, row_groups, group, w.scales, high_row_bytes(w.form, k));
-    copy_zero_padded(codes, w.codes + r * code_row_bytes(w.form, k) + code_row_bytes(w.form, first),
-                     code_row_bytes(w.form, columns), code_row_bytes(w.form, INT8_COLUMNS));
+    copy_code_tail(codes, code_row(w.codes, r, code_row_bytes(w.form, k), p.paired_codes),
+                   code_row_bytes(w.form, first), code_row_bytes(w.form, columns),
+                   code_row_bytes(w.form, INT8_COLUMNS), p.paired_codes);
     if (high_bits_per_code(w.form) != 0) {
       copy_zero_padded(highs, p.high_bits + high_row_bytes(w.form, first),
                        high_row_bytes(w.form, columns), high_row_bytes(w.form, INT8_COLUMNS));
@@ -1337,7 +1379,7 @@ INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t l
     float s[32], o[32];
     run_factors(w, p, first / group, columns / group, s, o);
     for (size_t c = 0; c < groups; ++c) {
-      four_block_codes(codes, highs, c, w.form, &tail->codes[j][c][0], &tail->codes[j][c][1]);
+      four_block_codes(codes, highs, c, w.form, 0, &tail->codes[j][c][0], &tail->codes[j][c][1]);
       for (size_t h = 0; h < 2; ++h) {
         const __m512i block = _mm512_add_epi32(lane_block, _mm512_set1_epi32((int)(4 * c)));
         const __m512i at =
@@ -1594,6 +1636,12 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
   return 1;
 }
 
+// Whether codes of `code_bits` in rows of k columns may go in row pairs (code_row): nibbles
+// without high bits, in whole 64-byte lines.
+static int pairs_codes(size_t code_bits, size_t k) {
+  return code_bits == 4 && k % 128 == 0;
+}
+
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
 // [n, k / 2] nibbles (code_bits 4 to 6; code_bias 0, or minus half the range), with, for 5 and
@@ -1602,14 +1650,15 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
 // of f32 (scale_bits 32), f16 (16) or i8 (8: two-level, their factors in super_scales and
 // super_offsets, f16 [n, k / 256]). `offsets` is read only when has_offsets and the super planes
 // only when two-level (the emitter passes the scales again otherwise); group is 16 or 32.
+// paired_codes 1: the codes go in row pairs (code_row; 4-bit codes, k a multiple of 128).
 void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
                                     MEMREF(const void, scales), MEMREF(const void, offsets),
                                     MEMREF(const uint16_t, supers),
                                     MEMREF(const uint16_t, super_offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                                    size_t scale_bits, size_t rows_per_workgroup,
-                                    size_t workgroup) {
+                                    size_t scale_bits, size_t paired_codes,
+                                    size_t rows_per_workgroup, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(y);
@@ -1619,11 +1668,13 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   enum CodeForm form;
   enum ScaleForm scale_form;
   if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
+  if (paired_codes && !pairs_codes(code_bits, k)) return;
   const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
   const struct Planes planes = {
       (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset,
+      paired_codes != 0};
   x += x_offset, y += y_offset;
   const size_t panels_end = panel_rows_end(rows, first, last);
   if (panels_end > first) {
@@ -1652,7 +1703,8 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
                                          MEMREF(const float, xs), MEMREF(float, y), size_t rows,
                                          size_t n, size_t k, size_t group, size_t has_offsets,
                                          size_t code_bits, ptrdiff_t code_bias, size_t scale_bits,
-                                         size_t rows_per_workgroup, size_t workgroup) {
+                                         size_t paired_codes, size_t rows_per_workgroup,
+                                         size_t workgroup) {
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(xd);
@@ -1663,11 +1715,13 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
   enum CodeForm form;
   enum ScaleForm scale_form;
   if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
+  if (paired_codes && !pairs_codes(code_bits, k)) return;
   if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
   const size_t bytes = scale_bytes(scale_form);
   const struct Planes planes = {
       (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset,
+      paired_codes != 0};
   planar_int8_panels(form, has_offsets != 0, scale_form, codes + codes_offset, planes,
                      qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
                      first, last);
