@@ -3,6 +3,7 @@
 // quant_types.gguf), for every GGML block format; the fused one-row product and the row lookup
 // agree with them; the runtime's hand-written planar product (where it has one) agrees with the
 // graph's own. Plus the resident specs of the default model.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,8 +78,10 @@ struct Plane {
 
 // The planes of a rows x cols weight in argument order, as the loader keeps them: codes (bytes
 // or nibbles), the high bits of 5- and 6-bit codes, scales, offsets (formats with a minimum), and
-// the two-level formats' f16 factors of each.
-std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t cols) {
+// the two-level formats' f16 factors of each. `paired`: 4-bit codes in row pairs
+// (pair_code_rows), as the loader keeps them for a kernel that takes them so.
+std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t cols,
+                             bool paired = false) {
   const std::vector<int64_t> groups = {rows, cols / planar.group_size};
   const std::vector<int64_t> supers = {rows, cols / kSuperGroupSize};
   const bool two_level = !planar.super_scales.empty();
@@ -89,10 +92,10 @@ std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t c
     return {name, ElementType::kF32, groups, byte_copy(values)};
   };
   const int64_t code_bytes = planar.code_bits == 8 ? cols : cols / 2;
-  std::vector<Plane> planes = {{"codes",
-                                ElementType::kI8,
-                                {rows, code_bytes},
-                                byte_copy(std::span<const int8_t>(planar.codes))}};
+  const AlignedVector<int8_t> codes =
+      paired ? pair_code_rows(planar.codes, rows, code_bytes) : planar.codes;
+  std::vector<Plane> planes = {
+      {"codes", ElementType::kI8, {rows, code_bytes}, byte_copy(std::span<const int8_t>(codes))}};
   if (!planar.high_bits.empty()) {
     planes.push_back({"high_bits",
                       ElementType::kI8,
@@ -115,14 +118,14 @@ std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t c
 
 // The planes of a rows x cols weight as arguments of `f` (planes_of's order).
 models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& planar, int64_t rows,
-                                int64_t cols) {
+                                int64_t cols, bool paired = false) {
   std::map<std::string, Value> arguments;
-  for (const Plane& plane : planes_of(planar, rows, cols)) {
+  for (const Plane& plane : planes_of(planar, rows, cols, paired)) {
     arguments.emplace("w_" + plane.name,
                       f.argument(plane.name, TensorType(plane.element, plane.shape)));
   }
   if (planar.code_bits < 8) {
-    arguments.emplace("w_nibbles", arguments.at("w_codes"));
+    arguments.emplace(paired ? "w_paired_nibbles" : "w_nibbles", arguments.at("w_codes"));
     arguments.erase("w_codes");
   }
   return models::resident_weight(arguments, "w", /*widen=*/true);
@@ -130,23 +133,24 @@ models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& plan
 
 // A module over one planar weight of `rows` x `cols`: results dequantized(w) f32 [rows, cols],
 // linear(x, w) f32 [1, rows] for x f32 [1, cols], and take_rows(w, ids) f32 [2, cols] for ids
-// i32 [2].
-std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols) {
+// i32 [ids] (planes_of's `paired` as given).
+std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols,
+                          bool paired = false, int64_t ids = 2) {
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
-  models::Weight weight = planar_arguments(f, planar, rows, cols);
+  models::Weight weight = planar_arguments(f, planar, rows, cols, paired);
   Value x = f.argument("x", TensorType(ElementType::kF32, {1, cols}));
-  Value ids = f.argument("ids", TensorType(ElementType::kI32, {2}));
+  Value taken = f.argument("ids", TensorType(ElementType::kI32, {ids}));
   f.finish(
-      {models::dequantized(weight), models::linear(x, weight), models::take_rows(weight, ids)});
+      {models::dequantized(weight), models::linear(x, weight), models::take_rows(weight, taken)});
   return module.to_text();
 }
 
 // The planes of a rows x cols weight on the device, in argument order.
 std::vector<device::BufferPtr> upload_planes(device::Device& device, const PlanarBlocks& planar,
-                                             int64_t rows, int64_t cols) {
+                                             int64_t rows, int64_t cols, bool paired = false) {
   std::vector<device::BufferPtr> buffers;
-  for (const Plane& plane : planes_of(planar, rows, cols)) {
+  for (const Plane& plane : planes_of(planar, rows, cols, paired)) {
     buffers.push_back(device.upload(plane.bytes, plane.element, plane.shape));
   }
   return buffers;
@@ -235,12 +239,13 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
 }
 
 // A module over one planar weight and x f32 [x_rows, cols]: results the product through the
-// runtime's hand-written kernel and through the graph's own StableHLO (the reference).
+// runtime's hand-written kernel and through the graph's own StableHLO (the reference); codes in
+// row pairs where `paired`.
 std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols, int64_t x_rows,
-                          const device::PlanarKernel& kernel) {
+                          const device::PlanarKernel& kernel, bool paired) {
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
-  models::Weight reference = planar_arguments(f, planar, rows, cols);
+  models::Weight reference = planar_arguments(f, planar, rows, cols, paired);
   Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
   models::Weight through_kernel = reference;
   through_kernel.kernel = &kernel;
@@ -248,15 +253,17 @@ std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols
   return module.to_text();
 }
 
-// kernel_module over x [x.size() / cols, cols], compiled as `name` and run: the product through
+// kernel_module over x [x.size() / cols, cols] (codes in row pairs where `paired`), compiled as
+// `name` and run: the product through
 // the kernel into by_kernel and through the graph's StableHLO into by_graph, each [x rows, rows].
 void kernel_products(device::Device& device, const std::string& name, const PlanarBlocks& planar,
                      int64_t rows, int64_t cols, const std::vector<float>& x,
                      const device::PlanarKernel& kernel, std::vector<float>& by_kernel,
-                     std::vector<float>& by_graph) {
+                     std::vector<float>& by_graph, bool paired = false) {
   const auto x_rows = static_cast<int64_t>(x.size()) / cols;
-  auto executable = load_module(device, name, kernel_module(planar, rows, cols, x_rows, kernel));
-  std::vector<device::BufferPtr> buffers = upload_planes(device, planar, rows, cols);
+  auto executable =
+      load_module(device, name, kernel_module(planar, rows, cols, x_rows, kernel, paired));
+  std::vector<device::BufferPtr> buffers = upload_planes(device, planar, rows, cols, paired);
   buffers.push_back(
       device.upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
   std::vector<device::Buffer*> arguments;
@@ -459,6 +466,79 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
 
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values
 // widened to f32, then dot_general), for f16 and bf16 and for one pass and several.
+// 4-bit codes in row pairs (pair_code_rows, as the loader keeps them where the runtime's kernel
+// takes them so) are the same weight: the graph's dequantization and row lookup give the host's
+// values bit for bit, and each of the runtime's kernels (exact, and --math fast's int8 one) gives
+// the same bits as from row after row, for passes of one x row (two weight rows at a time), a
+// few rows and panels; widths of whole int8 runs (512) and with a tail (768).
+TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
+  auto device = open_device();
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  int checked = 0;
+  for (const TensorView& tensor : block_quantized_tensors(gguf)) {
+    const std::string format = dtype_name(tensor.dtype);
+    if (planar_code_bits(tensor.dtype) != 4) continue;
+    for (const int64_t cols : {512, 768}) {
+      const int64_t rows = 26, elements = rows * cols;
+      const std::vector<std::byte> blocks = more_rows(tensor, (elements + 511) / 512);
+      const PlanarBlocks planar =
+          to_planar(tensor.dtype, blocks, static_cast<std::size_t>(elements));
+      ASSERT_TRUE(can_pair_code_rows(planar.code_bits, rows, cols)) << format;
+      std::vector<float> expected(static_cast<std::size_t>(elements));
+      planar_to_f32(planar, expected);
+      const std::string name = format + "-" + std::to_string(cols) + "-paired";
+
+      const std::vector<int32_t> ids = {25, 0, 7, 6};
+      auto executable = load_module(*device, name, planar_module(planar, rows, cols, true, 4));
+      std::vector<float> x(static_cast<std::size_t>(cols), 0.5f);
+      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols, true);
+      buffers.push_back(
+          device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
+      buffers.push_back(device->upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{4}));
+      std::vector<device::Buffer*> arguments;
+      for (auto& buffer : buffers) arguments.push_back(buffer.get());
+      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
+      ASSERT_EQ(results.size(), 3u);
+      std::vector<float> values(expected.size()),
+          taken(ids.size() * static_cast<std::size_t>(cols));
+      device->read(*results[0], std::as_writable_bytes(std::span(values)));
+      device->read(*results[2], std::as_writable_bytes(std::span(taken)));
+      EXPECT_EQ(std::memcmp(values.data(), expected.data(), values.size() * 4), 0)
+          << GetParam() << " " << name << ": dequantized";
+      for (std::size_t k = 0; k < ids.size(); ++k) {
+        const std::size_t from = static_cast<std::size_t>(ids[k] * cols);
+        EXPECT_EQ(std::memcmp(&taken[k * static_cast<std::size_t>(cols)], &expected[from],
+                              static_cast<std::size_t>(cols) * 4),
+                  0)
+            << GetParam() << " " << name << ": take_rows row " << ids[k];
+      }
+
+      for (const device::PlanarKernel* kernel :
+           {device->planar_kernel(), device->int8_planar_kernel()}) {
+        if (kernel == nullptr || !kernel->takes_paired_rows()) continue;
+        const bool int8 = kernel == device->int8_planar_kernel();
+        for (int64_t x_rows : {1, 3, 8, 13}) {
+          if (int8 && x_rows < 8) continue;  // fewer rows take the exact product
+          std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
+          for (std::size_t i = 0; i < xs.size(); ++i) {
+            xs[i] = std::sin(0.37f * static_cast<float>(i));
+          }
+          const std::string call = fmt::format("{}-{}{}", name, x_rows, int8 ? "-int8" : "");
+          std::vector<float> by_rows, by_pairs, graph_rows, graph_pairs;
+          ASSERT_NO_FATAL_FAILURE(kernel_products(*device, call + "-rows", planar, rows, cols, xs,
+                                                  *kernel, by_rows, graph_rows));
+          ASSERT_NO_FATAL_FAILURE(kernel_products(*device, call, planar, rows, cols, xs, *kernel,
+                                                  by_pairs, graph_pairs, true));
+          EXPECT_EQ(std::memcmp(by_rows.data(), by_pairs.data(), by_rows.size() * 4), 0)
+              << GetParam() << " " << call;
+        }
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);  // q4_0 q4_1 q4_k
+}
+
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
@@ -565,6 +645,28 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends
 
 // Large tensors convert on several threads (planar_blocks.cpp): the planes are those of
 // converting each row on its own (one thread: rows are below the threshold).
+// Rows in pairs alternate by 64-byte line: byte b of row r at (r - r % 2) * row_bytes +
+// (b / 64) * 128 + (r % 2) * 64 + b % 64 (planar_blocks.h).
+TEST(PlanarBlocks, RowsInPairsAlternateLineByLine) {
+  const int64_t rows = 4, row_bytes = 192;
+  std::vector<int8_t> codes(static_cast<std::size_t>(rows * row_bytes));
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int8_t>(i * 7 + i / 256);
+  EXPECT_TRUE(can_pair_code_rows(4, rows, 2 * row_bytes));
+  EXPECT_FALSE(can_pair_code_rows(4, 3, 2 * row_bytes));     // an odd number of rows
+  EXPECT_FALSE(can_pair_code_rows(4, rows, 576));            // SmolLM2's rows: 4.5 lines
+  EXPECT_FALSE(can_pair_code_rows(6, rows, 2 * row_bytes));  // high bits beside the nibbles
+  const AlignedVector<int8_t> paired = pair_code_rows(codes, rows, row_bytes);
+  ASSERT_EQ(paired.size(), codes.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < row_bytes; ++b) {
+      const int64_t at = (r - r % 2) * row_bytes + (b / 64) * 128 + (r % 2) * 64 + b % 64;
+      ASSERT_EQ(paired[static_cast<std::size_t>(at)],
+                codes[static_cast<std::size_t>(r * row_bytes + b)])
+          << "row " << r << " byte " << b;
+    }
+  }
+}
+
 TEST(PlanarBlocks, ALargeTensorConvertsAsItsRowsDoOneByOne) {
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
@@ -636,6 +738,20 @@ TEST(ResidentWeightSpecs, TheDefaultModelKeepsItsBlockFormatsAsPlanes) {
   EXPECT_FALSE(by_name.count("embed_tokens_offsets"));
   EXPECT_EQ(by_name["l0_input_norm"]->element, ElementType::kF32);
   EXPECT_FALSE(by_name.count("l0_q_proj"));
+
+  // In row pairs (for a kernel that takes them so): down_proj's rows of 1536 columns (12 lines of
+  // nibbles), not the others' of 576 (4.5 lines) nor the Q8_0 embedding; nothing else changes.
+  const auto paired = models::paired_nibble_specs(specs);
+  ASSERT_EQ(paired.size(), specs.size());
+  by_name.clear();
+  for (const auto& spec : paired) by_name[spec.name] = &spec;
+  ASSERT_TRUE(by_name.count("l0_down_proj_paired_nibbles"));
+  EXPECT_TRUE(by_name["l0_down_proj_paired_nibbles"]->paired_rows);
+  EXPECT_EQ(by_name["l0_down_proj_paired_nibbles"]->shape, (std::vector<int64_t>{576, 768}));
+  EXPECT_FALSE(by_name.count("l0_down_proj_nibbles"));
+  EXPECT_TRUE(by_name.count("l0_q_proj_nibbles"));
+  EXPECT_FALSE(by_name["l0_q_proj_nibbles"]->paired_rows);
+  EXPECT_TRUE(by_name.count("embed_tokens_codes"));
 }
 
 }  // namespace

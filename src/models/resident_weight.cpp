@@ -35,10 +35,9 @@ Value high_bits_by_32(const Weight& weight) {
   return reshape(high * constant(b, bytes.type(), 16), {rows, blocks, 32});
 }
 
-// Nibbles in row pairs (pair_code_rows), `pairs` of them, as [pairs, 2, row bytes]: rows 2p and
-// 2p + 1 row after row.
-Value unpaired_rows(Value paired, int64_t pairs) {
-  const int64_t row_bytes = paired.shape()[1];
+// Nibbles in row pairs (pair_code_rows; any shape holding `pairs` pairs of rows of `row_bytes`)
+// as [pairs, 2, row_bytes]: rows 2p and 2p + 1 row after row.
+Value unpaired_rows(Value paired, int64_t pairs, int64_t row_bytes) {
   const int64_t lines = row_bytes / kCodeLineBytes;
   Value by_line = reshape(paired, {pairs, lines, 2, kCodeLineBytes});
   return reshape(transpose(by_line, {0, 2, 1, 3}), {pairs, 2, row_bytes});
@@ -52,8 +51,9 @@ Value codes_by_group(const Weight& weight) {
   if (weight.code_bits == 8) return reshape(weight.values, {rows, groups, group});
   // Nibbles (model_files/planar_blocks.h): byte j of 32 elements' 16 holds elements j and j + 16.
   const int64_t blocks = weight.cols() / 32;
-  const Value nibbles =
-      weight.paired_rows ? unpaired_rows(weight.values, rows / 2) : weight.values;
+  const Value nibbles = weight.paired_rows
+                            ? unpaired_rows(weight.values, rows / 2, weight.values.shape()[1])
+                            : weight.values;
   Value packed = reshape(nibbles, {rows, blocks, 16});
   Block& b = packed.block();
   Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
@@ -72,7 +72,8 @@ Value taken_codes(const Weight& weight, Value ids) {
   Block& b = ids.block();
   const Value two = constant(b, ids.type(), 2);
   const Value pairs = reshape(weight.values, {weight.rows() / 2, 2 * row_bytes});
-  const Value both = reshape(unpaired_rows(take(pairs, ids / two), tokens), {2 * tokens, row_bytes});
+  const Value both =
+      reshape(unpaired_rows(take(pairs, ids / two), tokens, row_bytes), {2 * tokens, row_bytes});
   return take(both, iota(b, ids.type(), 0) * two + remainder(ids, two));
 }
 
@@ -219,9 +220,9 @@ Weight captured(const Weight& weight, stablehlo::Block& branch) {
 }
 
 device::PlanarOperands planar_operands(const Weight& weight) {
-  return {weight.values,         weight.code_bits,     weight.code_bias,
-          *weight.scales,        weight.offsets,       weight.super_scales,
-          weight.super_offsets,  weight.high_bits,     weight.paired_rows};
+  return {weight.values,        weight.code_bits, weight.code_bias,
+          *weight.scales,       weight.offsets,   weight.super_scales,
+          weight.super_offsets, weight.high_bits, weight.paired_rows};
 }
 
 Value dequantized_groups(const Weight& weight) {

@@ -52,8 +52,8 @@ struct Weight {
   // The runtime's product for planes and 16-bit float values, where it has one
   // (GraphOptions::planar_kernel).
   const device::PlanarKernel* kernel = nullptr;
-  int code_bits = 8;  // planes: 4, 5 or 6 when `values` holds nibbles
-  int code_bias = 0;  // nibbles: added to each one
+  int code_bits = 8;         // planes: 4, 5 or 6 when `values` holds nibbles
+  int code_bias = 0;         // nibbles: added to each one
   bool paired_rows = false;  // nibbles in row pairs (_paired_nibbles)
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight

@@ -96,8 +96,8 @@ struct WeightSpec {
 std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
                                               std::vector<WeightSpec> logical, WeightType weights);
 
-// `specs` (resident_weight_specs) with every 4-bit codes plane that can be (model_files/planar_blocks.h,
-// can_pair_code_rows) in row pairs, renamed <name>_paired_nibbles
+// `specs` (resident_weight_specs) with every 4-bit codes plane that can be
+// (model_files/planar_blocks.h, can_pair_code_rows) in row pairs, renamed <name>_paired_nibbles
 // (resident_weight.h); experts' planes stay as they are (decode gathers the chosen ones).
 std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs);
 

@@ -208,15 +208,14 @@ int main(int argc, char** argv) {
         continue;
       }
 #endif
-      xlacel_planar_matmul_workgroup(codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales,
-                                     0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
-                                     0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
-                                     y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
-                                     scale_bits,
+      xlacel_planar_matmul_workgroup(
+          codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
+          0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x,
+          0, 0, 0, y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias, scale_bits,
 #if defined(PLANAR_PAIRED_CODES)
-                                     (size_t)paired,
+          (size_t)paired,
 #endif
-                                     rows_per_workgroup, w);
+          rows_per_workgroup, w);
     }
     const double seconds = now() - start;
     if (seconds < best) best = seconds;
@@ -236,8 +235,8 @@ int main(int argc, char** argv) {
   printf(
       "%s%s%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  %.1f GFLOP/s  checksum "
       "%.6g  bits %016llx\n",
-      format, int8 ? "-int8" : "", paired ? "-paired" : "", n, k, rows, best * 1e6, bytes / best / 1e9,
-      (double)n * (double)k / best / 1e9, 2.0 * (double)n * (double)k * (double)rows / best / 1e9,
-      checksum, (unsigned long long)hash);
+      format, int8 ? "-int8" : "", paired ? "-paired" : "", n, k, rows, best * 1e6,
+      bytes / best / 1e9, (double)n * (double)k / best / 1e9,
+      2.0 * (double)n * (double)k * (double)rows / best / 1e9, checksum, (unsigned long long)hash);
   return 0;
 }

@@ -206,8 +206,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
         (!offsets || weight.offsets->element() == scale);
     const bool pairs_right = !weight.paired_rows || (weight.code_bits == 4 && k % 128 == 0);
     if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right || !highs_right ||
-        !pairs_right ||
-        x.shape()[1] != k || x.element() != ElementType::kF32 ||
+        !pairs_right || x.shape()[1] != k || x.element() != ElementType::kF32 ||
         weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
       throw Error(fmt::format(
           "planar kernel: cannot multiply {} by {}-bit codes {} (bias {}) with scales {}",
@@ -218,11 +217,10 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
     // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one.
     const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
-    const std::string name =
-        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}_{}", int8 ? "int8_" : "",
-                    rows, n, k, group, weight.code_bits, centred ? "_centred" : "",
-                    offsets ? "_offsets" : "", weight.paired_rows ? "_paired" : "",
-                    stablehlo::to_string(scale));
+    const std::string name = fmt::format(
+        "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}_{}", int8 ? "int8_" : "", rows, n, k,
+        group, weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "",
+        weight.paired_rows ? "_paired" : "", stablehlo::to_string(scale));
     std::vector<Value> operands = {weight.codes};
     if (weight.high_bits) operands.push_back(*weight.high_bits);
     operands.push_back(weight.scales);

@@ -247,8 +247,11 @@ INLINE struct Planes planes_row(struct Planes p, size_t row, size_t groups, size
                                 enum ScaleForm form, size_t high_bytes) {
   const size_t bytes = row * groups * scale_bytes(form);
   const size_t supers = row * groups / (SUPER_GROUP / group);
-  struct Planes out = {(const char*)p.scales + bytes, (const char*)p.offsets + bytes,
-                       p.super_scales, p.super_offsets, p.high_bits + row * high_bytes,
+  struct Planes out = {(const char*)p.scales + bytes,
+                       (const char*)p.offsets + bytes,
+                       p.super_scales,
+                       p.super_offsets,
+                       p.high_bits + row * high_bytes,
                        p.paired_codes};
   if (form == SCALES_TWO_LEVEL) {
     out.super_scales = p.super_scales + supers;
@@ -1269,8 +1272,8 @@ INLINE void copy_zero_padded(uint8_t* dst, const uint8_t* src, size_t count, siz
 
 // dst [0, size) = a weight row's code bytes [from, from + count) then zeros: a line at a time
 // where the rows go in pairs (their lines are whole, code_row), else as one run.
-INLINE void copy_code_tail(uint8_t* dst, const uint8_t* row, size_t from, size_t count,
-                           size_t size, int paired) {
+INLINE void copy_code_tail(uint8_t* dst, const uint8_t* row, size_t from, size_t count, size_t size,
+                           int paired) {
   if (!paired) {
     copy_zero_padded(dst, row + from, count, size);
     return;
@@ -1671,10 +1674,12 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   if (paired_codes && !pairs_codes(code_bits, k)) return;
   const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
-  const struct Planes planes = {
-      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset,
-      paired_codes != 0};
+  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
+                                (const char*)offsets + offsets_offset * bytes,
+                                supers + supers_offset,
+                                super_offsets + super_offsets_offset,
+                                highs + highs_offset,
+                                paired_codes != 0};
   x += x_offset, y += y_offset;
   const size_t panels_end = panel_rows_end(rows, first, last);
   if (panels_end > first) {
@@ -1695,16 +1700,13 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
 // --math fast: xlacel_planar_matmul_workgroup's product with x given quantized (int8_panels):
 // qx i8 [rows, K], xd f32 [rows, K / 32] and xs f32 [rows, K / 16] in the layouts above (runs,
 // then the tail), K = int8_width(k) (x padded with zero columns); k a multiple of 32.
-void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
-                                         MEMREF(const void, scales), MEMREF(const void, offsets),
-                                         MEMREF(const uint16_t, supers),
-                                         MEMREF(const uint16_t, super_offsets),
-                                         MEMREF(const int8_t, qx), MEMREF(const float, xd),
-                                         MEMREF(const float, xs), MEMREF(float, y), size_t rows,
-                                         size_t n, size_t k, size_t group, size_t has_offsets,
-                                         size_t code_bits, ptrdiff_t code_bias, size_t scale_bits,
-                                         size_t paired_codes, size_t rows_per_workgroup,
-                                         size_t workgroup) {
+void xlacel_planar_matmul_int8_workgroup(
+    MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs), MEMREF(const void, scales),
+    MEMREF(const void, offsets), MEMREF(const uint16_t, supers),
+    MEMREF(const uint16_t, super_offsets), MEMREF(const int8_t, qx), MEMREF(const float, xd),
+    MEMREF(const float, xs), MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
+    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias, size_t scale_bits,
+    size_t paired_codes, size_t rows_per_workgroup, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(xd);
@@ -1718,10 +1720,12 @@ void xlacel_planar_matmul_int8_workgroup(MEMREF(const uint8_t, codes), MEMREF(co
   if (paired_codes && !pairs_codes(code_bits, k)) return;
   if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
   const size_t bytes = scale_bytes(scale_form);
-  const struct Planes planes = {
-      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset,
-      paired_codes != 0};
+  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
+                                (const char*)offsets + offsets_offset * bytes,
+                                supers + supers_offset,
+                                super_offsets + super_offsets_offset,
+                                highs + highs_offset,
+                                paired_codes != 0};
   planar_int8_panels(form, has_offsets != 0, scale_form, codes + codes_offset, planes,
                      qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
                      first, last);
