@@ -43,12 +43,22 @@ enum CodeForm {
   NIBBLES_HIGH1_32,          // nibbles and a high bit, code = 5 bits (Q5_1, Q5_K)
   NIBBLES_HIGH1_32_CENTRED,  // as NIBBLES_HIGH1_32, less 16 (Q5_0)
   NIBBLES_HIGH2_16_CENTRED,  // nibbles and 2 high bits, less 32, groups of 16 (Q6_K)
+  // As NIBBLES_32 and NIBBLES_32_CENTRED, the rows in pairs (code_row): forms of their own, so
+  // that every specialisation addresses the codes with constants.
+  NIBBLES_32_PAIRED,
+  NIBBLES_32_CENTRED_PAIRED,
 };
+
+// Whether the form's rows go in pairs (code_row).
+INLINE int pairs_rows(enum CodeForm form) {
+  return form == NIBBLES_32_PAIRED || form == NIBBLES_32_CENTRED_PAIRED;
+}
 
 // What the centred forms take off their unsigned code (code = u - bias); 0 for the others.
 INLINE int code_bias(enum CodeForm form) {
   switch (form) {
     case NIBBLES_32_CENTRED:
+    case NIBBLES_32_CENTRED_PAIRED:
       return 8;
     case NIBBLES_HIGH1_32_CENTRED:
       return 16;
@@ -164,7 +174,7 @@ INLINE void widen16(__m128i codes, vec* out) {
 // Group g of a weight row's codes (`highs`: the row's high bits, for the forms with them), as
 // f32 vectors of consecutive elements.
 INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, enum CodeForm form,
-                        int paired, vec out[MAX_VECTORS_PER_GROUP]) {
+                        vec out[MAX_VECTORS_PER_GROUP]) {
   if (form == BYTES_32) {
     const size_t vectors = vectors_per_group(form);
     for (size_t v = 0; v < vectors; ++v)
@@ -181,7 +191,8 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     widen16(_mm_sub_epi8(code, _mm_set1_epi8((char)code_bias(form))), out);
     return;
   }
-  const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, paired)));
+  const __m128i packed =
+      _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, pairs_rows(form))));
   __m128i low = _mm_and_si128(packed, mask);                      // elements 0..15
   __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);  // elements 16..31
   if (high_bits_per_code(form) == 1) {
@@ -226,7 +237,6 @@ struct Planes {
   const uint16_t* super_scales;
   const uint16_t* super_offsets;
   const uint8_t* high_bits;  // the codes' bits above their nibble (forms with them)
-  int paired_codes;          // the codes go in row pairs (code_row)
 };
 
 INLINE size_t scale_bytes(enum ScaleForm form) {
@@ -247,12 +257,8 @@ INLINE struct Planes planes_row(struct Planes p, size_t row, size_t groups, size
                                 enum ScaleForm form, size_t high_bytes) {
   const size_t bytes = row * groups * scale_bytes(form);
   const size_t supers = row * groups / (SUPER_GROUP / group);
-  struct Planes out = {(const char*)p.scales + bytes,
-                       (const char*)p.offsets + bytes,
-                       p.super_scales,
-                       p.super_offsets,
-                       p.high_bits + row * high_bytes,
-                       p.paired_codes};
+  struct Planes out = {(const char*)p.scales + bytes, (const char*)p.offsets + bytes,
+                       p.super_scales, p.super_offsets, p.high_bits + row * high_bytes};
   if (form == SCALES_TWO_LEVEL) {
     out.super_scales = p.super_scales + supers;
     out.super_offsets = p.super_offsets + supers;
@@ -276,20 +282,20 @@ INLINE void group_factors(struct Planes p, size_t g, size_t group, enum ScaleFor
 // the same bits; one thread, 8192x2048, one row: Q4_0 ~1.4x, Q4_K ~1.2x. (A 32-entry table
 // for the 5-bit forms, vpermt2ps, measured slower than converting.)
 INLINE int reads_table(enum CodeForm form) {
-  return form == NIBBLES_32 || form == NIBBLES_32_CENTRED;
+  return form == NIBBLES_32 || form == NIBBLES_32_CENTRED || pairs_rows(form);
 }
 
 // Group g's 32 weights (two vectors) through its table.
-INLINE void table_weights(const uint8_t* codes, size_t g, int paired, enum CodeForm form, vec scale,
-                          vec offset, int has_offsets, enum ScaleForm scale_form, vec out[2]) {
+INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, vec scale, vec offset,
+                          int has_offsets, enum ScaleForm scale_form, vec out[2]) {
   const float bias = (float)-code_bias(form);
   const vec values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const vec table =
       dequantize(vec_add(values, vec_broadcast(bias)), scale, offset, has_offsets, scale_form);
   // Byte j holds element j in bits 3:0 and element j + 16 in bits 7:4: as dwords, the low
   // nibble indexes directly, the high one after a shift.
-  const __m512i packed =
-      _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, paired))));
+  const __m512i packed = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, pairs_rows(form)))));
   out[0] = _mm512_permutexvar_ps(packed, table);
   out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(packed, 4), table);
 }
@@ -458,12 +464,12 @@ INLINE void group_weights(const uint8_t* codes, struct Planes p, size_t g, enum 
   group_factors(p, g, vectors * LANES, scale_form, has_offsets, &scale, &offset);
 #if LANES == 16
   if (reads_table(form)) {
-    table_weights(codes, g, p.paired_codes, form, scale, offset, has_offsets, scale_form, out);
+    table_weights(codes, g, form, scale, offset, has_offsets, scale_form, out);
     return;
   }
 #endif
   vec code[MAX_VECTORS_PER_GROUP];
-  group_codes(codes, p.high_bits, g, form, p.paired_codes, code);
+  group_codes(codes, p.high_bits, g, form, code);
   for (size_t v = 0; v < vectors; ++v) {
     out[v] = dequantize(code[v], scale, offset, has_offsets, scale_form);
   }
@@ -518,7 +524,7 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
     for (; g + chunk_groups <= groups; g += chunk_groups) {
       vec w[CHUNK_VECTORS];
       const size_t c = g / chunk_groups;
-      stream_prefetch(codes[0] + code_byte(c * 64, p[0].paired_codes) + codes_ahead);
+      stream_prefetch(codes[0] + code_byte(c * 64, pairs_rows(form)) + codes_ahead);
       stream_prefetch(p[0].high_bits + c * 16 * high_bits_per_code(form) + highs_ahead);
       chunk_weights(codes[0], p[0], c, form, scale_form, has_offsets, w);
       for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
@@ -533,7 +539,7 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
     const size_t group_bytes = code_row_bytes(form, vectors * LANES);
     if (((g * group_bytes) & 63) == 0) {
       for (size_t i = 0; i < weights; ++i) {
-        stream_prefetch(codes[i] + code_byte(g * group_bytes, p[i].paired_codes) + codes_ahead);
+        stream_prefetch(codes[i] + code_byte(g * group_bytes, pairs_rows(form)) + codes_ahead);
       }
     }
     for (size_t u = 0; u < step; ++u) {
@@ -606,9 +612,9 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
   const size_t group = vectors_per_group(form) * LANES, groups = k / group;
   const struct Planes r = planes_row(p, row, groups, group, scale_form, high_bytes);
   if (!streams_codes) {
-    const uint8_t* c = code_row(codes, row, row_bytes, p.paired_codes);
+    const uint8_t* c = code_row(codes, row, row_bytes, pairs_rows(form));
     for (size_t b = 0; b < row_bytes; b += 64) {
-      _mm_prefetch((const char*)(c + code_byte(b, p.paired_codes)), _MM_HINT_T0);
+      _mm_prefetch((const char*)(c + code_byte(b, pairs_rows(form))), _MM_HINT_T0);
     }
     for (size_t b = 0; b < high_bytes; b += 64) {
       _mm_prefetch((const char*)r.high_bits + b, _MM_HINT_T0);
@@ -737,7 +743,7 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
   const uint8_t* c[MAX_WEIGHT_ROWS];
   struct Planes r[MAX_WEIGHT_ROWS];
   for (size_t i = 0; i < weights; ++i) {
-    c[i] = code_row(codes, row + i, row_bytes, p.paired_codes);
+    c[i] = code_row(codes, row + i, row_bytes, pairs_rows(form));
     r[i] = planes_row(p, row + i, groups, group, scale_form, high_row_bytes(form, k));
   }
   const int offsets_expanded = expands_offsets(form, has_offsets);
@@ -809,7 +815,7 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
       size_t first, size_t last) {                                                                 \
     const size_t row_bytes = code_row_bytes(FORM, k);                                              \
     const size_t weights = pass_weights(ROWS, FORM);                                               \
-    const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, p.paired_codes);                  \
+    const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, pairs_rows(FORM));                \
     vec lanes[LANES];                                                                              \
     size_t row = first, held = 0;                                                                  \
     for (; row + weights <= last; row += weights) {                                                \
@@ -835,7 +841,9 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
   FORM(NIBBLES_32_CENTRED, 0, ARG)       \
   FORM(NIBBLES_HIGH1_32, 1, ARG)         \
   FORM(NIBBLES_HIGH1_32_CENTRED, 0, ARG) \
-  FORM(NIBBLES_HIGH2_16_CENTRED, 0, ARG)
+  FORM(NIBBLES_HIGH2_16_CENTRED, 0, ARG) \
+  FORM(NIBBLES_32_PAIRED, 1, ARG)        \
+  FORM(NIBBLES_32_CENTRED_PAIRED, 0, ARG)
 #define SPECIALISE_FORM(FORM, OFFSETS, ROWS) SPECIALISE_SCALES(ROWS, FORM, OFFSETS)
 #define PASS_FORM_OF(FORM, OFFSETS, ROWS) PASS_FORM(ROWS, FORM, OFFSETS)
 // Every form's passes of ROWS rows, and one pass of ROWS rows whatever the weight's form.
@@ -1018,6 +1026,33 @@ struct WeightSource {
 // (row r at r * PANEL_COLUMNS), dequantized as everywhere above.
 INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first, size_t columns,
                        float* panel) {
+  if (pairs_rows(w.form)) {
+    // Rows in pairs (row even, BLOCK_W_ROWS even, whole lines): a pair's two rows a line (four
+    // groups) at a time, so that its codes are read in ascending order, as hardware prefetchers
+    // follow them; row by row (lines 0, 2, 4, 6, then 1, 3, 5, 7) one thread, 64 x rows, Q4_0
+    // 8192x2048 ran ~8% slower than the same codes row after row.
+    const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
+    for (size_t r = 0; r < BLOCK_W_ROWS; r += 2) {
+      const uint8_t* codes[2];
+      struct Planes planes[2];
+      for (size_t i = 0; i < 2; ++i) {
+        codes[i] = code_row(w.codes, row + r + i, code_row_bytes(w.form, k), 1);
+        planes[i] = planes_row(w.planes, row + r + i, groups, group, w.scales, 0);
+      }
+      for (size_t g = first / group; g < (first + columns) / group; g += 4) {
+        for (size_t i = 0; i < 2; ++i) {
+          float* out = panel + (r + i) * PANEL_COLUMNS + (g * group - first);
+          for (size_t u = 0; u < 4; ++u) {
+            vec weights[MAX_VECTORS_PER_GROUP];
+            group_weights(codes[i], planes[i], g + u, w.form, w.scales, w.has_offsets, weights);
+            for (size_t v = 0; v < group / LANES; ++v)
+              vec_store(out + u * group + v * LANES, weights[v]);
+          }
+        }
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r < BLOCK_W_ROWS; ++r) {
     float* out = panel + r * PANEL_COLUMNS;
     if (w.wide != NULL) {
@@ -1028,7 +1063,7 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
     const size_t vectors = vectors_per_group(w.form);
     const size_t group = vectors * LANES, groups = k / group;
     const uint8_t* codes =
-        code_row(w.codes, row + r, code_row_bytes(w.form, k), w.planes.paired_codes);
+        code_row(w.codes, row + r, code_row_bytes(w.form, k), pairs_rows(w.form));
     const struct Planes planes =
         planes_row(w.planes, row + r, groups, group, w.scales, high_row_bytes(w.form, k));
     size_t g = first / group;
@@ -1161,13 +1196,13 @@ static void planar_panels(enum CodeForm form, int has_offsets, enum ScaleForm sc
 static void wide_panels_bf160(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
   const struct WeightSource w = {
-      NULL, {NULL, NULL, NULL, NULL, NULL, 0}, values, BYTES_32, 0, SCALES_F32, 0};
+      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 0};
   panels(w, x, y, rows, n, k, first, last);
 }
 static void wide_panels_bf161(const uint16_t* values, const float* x, float* y, size_t rows,
                               size_t n, size_t k, size_t first, size_t last) {
   const struct WeightSource w = {
-      NULL, {NULL, NULL, NULL, NULL, NULL, 0}, values, BYTES_32, 0, SCALES_F32, 1};
+      NULL, {NULL, NULL, NULL, NULL, NULL}, values, BYTES_32, 0, SCALES_F32, 1};
   panels(w, x, y, rows, n, k, first, last);
 }
 
@@ -1327,8 +1362,8 @@ INLINE void fill_int8_panel(struct WeightSource w, size_t k, size_t row, size_t 
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, groups, group, w.scales, high_row_bytes(w.form, k));
-    run_codes(code_row(w.codes, r, code_row_bytes(w.form, k), p.paired_codes), p.high_bits, b,
-              w.form, p.paired_codes, panel->codes[j]);
+    run_codes(code_row(w.codes, r, code_row_bytes(w.form, k), pairs_rows(w.form)), p.high_bits, b,
+              w.form, pairs_rows(w.form), panel->codes[j]);
     float s[32], o[32];
     run_factors(w, p, g0, run_groups, s, o);
     if (run_groups == 16) {
@@ -1372,9 +1407,9 @@ INLINE void fill_int8_tail(struct WeightSource w, size_t k, size_t row, size_t l
     const size_t r = row + j < last ? row + j : last - 1;
     const struct Planes p =
         planes_row(w.planes, r, row_groups, group, w.scales, high_row_bytes(w.form, k));
-    copy_code_tail(codes, code_row(w.codes, r, code_row_bytes(w.form, k), p.paired_codes),
+    copy_code_tail(codes, code_row(w.codes, r, code_row_bytes(w.form, k), pairs_rows(w.form)),
                    code_row_bytes(w.form, first), code_row_bytes(w.form, columns),
-                   code_row_bytes(w.form, INT8_COLUMNS), p.paired_codes);
+                   code_row_bytes(w.form, INT8_COLUMNS), pairs_rows(w.form));
     if (high_bits_per_code(w.form) != 0) {
       copy_zero_padded(highs, p.high_bits + high_row_bytes(w.form, first),
                        high_row_bytes(w.form, columns), high_row_bytes(w.form, INT8_COLUMNS));
@@ -1611,7 +1646,8 @@ INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
 // The code and scale forms of an entry point's arguments; 0 where the emitter emits no such
 // weight.
 static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                    size_t scale_bits, enum CodeForm* form, enum ScaleForm* scale_form) {
+                    size_t scale_bits, size_t paired_codes, size_t k, enum CodeForm* form,
+                    enum ScaleForm* scale_form) {
   if (code_bits == 8 && group == 32 && code_bias == 0 && !has_offsets) {
     *form = BYTES_32;
   } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
@@ -1627,6 +1663,11 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
   } else {
     return 0;
   }
+  if (paired_codes) {
+    // Nibbles without high bits, in rows of whole 64-byte lines.
+    if (k % 128 != 0 || (*form != NIBBLES_32 && *form != NIBBLES_32_CENTRED)) return 0;
+    *form = *form == NIBBLES_32 ? NIBBLES_32_PAIRED : NIBBLES_32_CENTRED_PAIRED;
+  }
   if (scale_bits == 32) {
     *scale_form = SCALES_F32;
   } else if (scale_bits == 16) {
@@ -1637,12 +1678,6 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
     return 0;
   }
   return 1;
-}
-
-// Whether codes of `code_bits` in rows of k columns may go in row pairs (code_row): nibbles
-// without high bits, in whole 64-byte lines.
-static int pairs_codes(size_t code_bits, size_t k) {
-  return code_bits == 4 && k % 128 == 0;
 }
 
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
@@ -1670,16 +1705,15 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   if (last > n) last = n;
   enum CodeForm form;
   enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
-  if (paired_codes && !pairs_codes(code_bits, k)) return;
+  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, paired_codes, k, &form,
+                &scale_form)) {
+    return;
+  }
   const size_t bytes = scale_bytes(scale_form);
   codes += codes_offset;
-  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
-                                (const char*)offsets + offsets_offset * bytes,
-                                supers + supers_offset,
-                                super_offsets + super_offsets_offset,
-                                highs + highs_offset,
-                                paired_codes != 0};
+  const struct Planes planes = {
+      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
   x += x_offset, y += y_offset;
   const size_t panels_end = panel_rows_end(rows, first, last);
   if (panels_end > first) {
@@ -1716,16 +1750,15 @@ void xlacel_planar_matmul_int8_workgroup(
   if (last > n) last = n;
   enum CodeForm form;
   enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, &form, &scale_form)) return;
-  if (paired_codes && !pairs_codes(code_bits, k)) return;
+  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, paired_codes, k, &form,
+                &scale_form)) {
+    return;
+  }
   if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
   const size_t bytes = scale_bytes(scale_form);
-  const struct Planes planes = {(const char*)scales + scales_offset * bytes,
-                                (const char*)offsets + offsets_offset * bytes,
-                                supers + supers_offset,
-                                super_offsets + super_offsets_offset,
-                                highs + highs_offset,
-                                paired_codes != 0};
+  const struct Planes planes = {
+      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
   planar_int8_panels(form, has_offsets != 0, scale_form, codes + codes_offset, planes,
                      qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
                      first, last);
