@@ -132,10 +132,10 @@ models::Weight planar_arguments(stablehlo::Function& f, const PlanarBlocks& plan
 }
 
 // A module over one planar weight of `rows` x `cols`: results dequantized(w) f32 [rows, cols],
-// linear(x, w) f32 [1, rows] for x f32 [1, cols], and take_rows(w, ids) f32 [2, cols] for ids
-// i32 [ids] (planes_of's `paired` as given).
-std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols,
-                          bool paired = false, int64_t ids = 2) {
+// linear(x, w) f32 [1, rows] for x f32 [1, cols], and take_rows(w, ids) f32 [ids, cols] for
+// ids i32 [ids] (planes_of's `paired` as given).
+std::string planar_module(const PlanarBlocks& planar, int64_t rows, int64_t cols, bool paired,
+                          int64_t ids) {
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
   models::Weight weight = planar_arguments(f, planar, rows, cols, paired);
@@ -181,6 +181,32 @@ std::unique_ptr<device::Executable> load_module(device::Device& device, const st
   return std::move(device.load(std::span(&source, 1), loads).at(0));
 }
 
+// planar_module's results for one weight (codes in row pairs where `paired`), x f32 [1, cols]
+// and `ids`, compiled as `name` and run: the dequantized values [rows, cols], the product [rows]
+// and the looked-up rows [ids, cols].
+struct PlanarResults {
+  std::vector<float> values, product, taken;
+};
+void run_planar_module(device::Device& device, const std::string& name, const PlanarBlocks& planar,
+                       int64_t rows, int64_t cols, const std::vector<float>& x,
+                       const std::vector<int32_t>& ids, bool paired, PlanarResults& out) {
+  const auto count = static_cast<int64_t>(ids.size());
+  auto executable = load_module(device, name, planar_module(planar, rows, cols, paired, count));
+  std::vector<device::BufferPtr> buffers = upload_planes(device, planar, rows, cols, paired);
+  buffers.push_back(device.upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
+  buffers.push_back(device.upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{count}));
+  std::vector<device::Buffer*> arguments;
+  for (auto& buffer : buffers) arguments.push_back(buffer.get());
+  std::vector<device::BufferPtr> results = device.execute(*executable, arguments);
+  ASSERT_EQ(results.size(), 3u);
+  out.values.resize(static_cast<std::size_t>(rows * cols));
+  out.product.resize(static_cast<std::size_t>(rows));
+  out.taken.resize(static_cast<std::size_t>(count * cols));
+  device.read(*results[0], std::as_writable_bytes(std::span(out.values)));
+  device.read(*results[1], std::as_writable_bytes(std::span(out.product)));
+  device.read(*results[2], std::as_writable_bytes(std::span(out.taken)));
+}
+
 TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
   auto device = open_device();
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
@@ -191,25 +217,14 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
     const PlanarBlocks planar =
         to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()));
     const std::vector<float> expected = to_f32(*gguf.find_tensor(tensor.name + ".expected"));
-    auto executable = load_module(*device, format, planar_module(planar, rows, cols));
-
     std::vector<float> x(static_cast<std::size_t>(cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
     const std::vector<int32_t> ids = {1, 0};
-    std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
-    buffers.push_back(
-        device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
-    buffers.push_back(device->upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{2}));
-    std::vector<device::Buffer*> arguments;
-    for (auto& buffer : buffers) arguments.push_back(buffer.get());
-    std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-    ASSERT_EQ(results.size(), 3u);
-
-    std::vector<float> values(expected.size()), product(static_cast<std::size_t>(rows)),
-        taken(static_cast<std::size_t>(2 * cols));
-    device->read(*results[0], std::as_writable_bytes(std::span(values)));
-    device->read(*results[1], std::as_writable_bytes(std::span(product)));
-    device->read(*results[2], std::as_writable_bytes(std::span(taken)));
+    PlanarResults run;
+    ASSERT_NO_FATAL_FAILURE(
+        run_planar_module(*device, format, planar, rows, cols, x, ids, false, run));
+    const std::vector<float>&values = run.values, &product = run.product, &taken = run.taken;
+    ASSERT_EQ(values.size(), expected.size()) << format;
     for (std::size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(std::memcmp(&values[i], &expected[i], 4), 0)
           << GetParam() << " " << format << " element " << i << ": " << values[i] << " vs "
@@ -489,20 +504,11 @@ TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
       const std::string name = format + "-" + std::to_string(cols) + "-paired";
 
       const std::vector<int32_t> ids = {25, 0, 7, 6};
-      auto executable = load_module(*device, name, planar_module(planar, rows, cols, true, 4));
-      std::vector<float> x(static_cast<std::size_t>(cols), 0.5f);
-      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols, true);
-      buffers.push_back(
-          device->upload(bytes_of(x), ElementType::kF32, std::vector<int64_t>{1, cols}));
-      buffers.push_back(device->upload(bytes_of(ids), ElementType::kI32, std::vector<int64_t>{4}));
-      std::vector<device::Buffer*> arguments;
-      for (auto& buffer : buffers) arguments.push_back(buffer.get());
-      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-      ASSERT_EQ(results.size(), 3u);
-      std::vector<float> values(expected.size()),
-          taken(ids.size() * static_cast<std::size_t>(cols));
-      device->read(*results[0], std::as_writable_bytes(std::span(values)));
-      device->read(*results[2], std::as_writable_bytes(std::span(taken)));
+      const std::vector<float> x(static_cast<std::size_t>(cols), 0.5f);
+      PlanarResults run;
+      ASSERT_NO_FATAL_FAILURE(
+          run_planar_module(*device, name, planar, rows, cols, x, ids, true, run));
+      const std::vector<float>&values = run.values, &taken = run.taken;
       EXPECT_EQ(std::memcmp(values.data(), expected.data(), values.size() * 4), 0)
           << GetParam() << " " << name << ": dequantized";
       for (std::size_t k = 0; k < ids.size(); ++k) {

@@ -1024,6 +1024,19 @@ struct WeightSource {
 
 // Weight rows [row, row + BLOCK_W_ROWS), columns [first, first + columns) as f32 into panel
 // (row r at r * PANEL_COLUMNS), dequantized as everywhere above.
+// Groups [g, end) of one weight row of planes (its codes and planes from the row on),
+// dequantized into out (where group g goes).
+INLINE void fill_groups(struct WeightSource w, const uint8_t* codes, struct Planes planes, size_t g,
+                        size_t end, float* out) {
+  const size_t vectors = vectors_per_group(w.form);
+  for (size_t at = g; at < end; ++at) {
+    vec weights[MAX_VECTORS_PER_GROUP];
+    group_weights(codes, planes, at, w.form, w.scales, w.has_offsets, weights);
+    for (size_t v = 0; v < vectors; ++v)
+      vec_store(out + ((at - g) * vectors + v) * LANES, weights[v]);
+  }
+}
+
 INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first, size_t columns,
                        float* panel) {
   if (pairs_rows(w.form)) {
@@ -1041,13 +1054,8 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
       }
       for (size_t g = first / group; g < (first + columns) / group; g += 4) {
         for (size_t i = 0; i < 2; ++i) {
-          float* out = panel + (r + i) * PANEL_COLUMNS + (g * group - first);
-          for (size_t u = 0; u < 4; ++u) {
-            vec weights[MAX_VECTORS_PER_GROUP];
-            group_weights(codes[i], planes[i], g + u, w.form, w.scales, w.has_offsets, weights);
-            for (size_t v = 0; v < group / LANES; ++v)
-              vec_store(out + u * group + v * LANES, weights[v]);
-          }
+          fill_groups(w, codes[i], planes[i], g, g + 4,
+                      panel + (r + i) * PANEL_COLUMNS + (g * group - first));
         }
       }
     }
@@ -1078,12 +1086,7 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
       }
     }
 #endif
-    for (; g < (first + columns) / group; ++g) {
-      vec weights[MAX_VECTORS_PER_GROUP];
-      group_weights(codes, planes, g, w.form, w.scales, w.has_offsets, weights);
-      for (size_t v = 0; v < vectors; ++v)
-        vec_store(out + (g * group - first) + v * LANES, weights[v]);
-    }
+    fill_groups(w, codes, planes, g, (first + columns) / group, out + (g * group - first));
   }
 }
 
