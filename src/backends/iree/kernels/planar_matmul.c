@@ -301,6 +301,10 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 }
 #endif
 
+// Most columns of a one-x-row Q6_K product taken in quad order (quad_order): its x row is
+// reordered into a copy on the stack (32 KiB).
+#define MAX_QUAD_K 8192
+
 #if LANES == 16
 // Codes with high bits (Q5_0, Q5_1, Q5_K, Q6_K) 128 elements (four 32-element blocks) at a
 // time: the blocks' nibbles (one 64-byte load) and high bits joined with whole-vector
@@ -426,6 +430,67 @@ INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum Sc
   }
 }
 
+// Q6_K's one-x-row chunks in quad order: vector 4h + m holds elements 32b + 16h + 4m + i of the
+// chunk at lane 4b + i (b, i < 4), so a vector's lanes come from four groups (2b + h), and half h's
+// four vectors share one scale vector and one minus vector, permuted from the chunk's eight scales.
+// The x row is read in the same order (quad_order_x). Consecutive order takes two broadcast
+// loads per 16 weights (the group's scale and minus) beside the x load;
+INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
+  return form == NIBBLES_HIGH2_16_CENTRED && scale_form == SCALES_EXPANDED && k <= MAX_QUAD_K;
+}
+
+// Chunk c in quad order (quad_order), dequantized as magic_weights does.
+INLINE void quad_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
+                         vec out[CHUNK_VECTORS]) {
+  __m512i first, second;
+  chunk_codes(codes, p.high_bits, c, form, 1, &first, &second);
+  const __m512 scales =
+      _mm512_castps256_ps512(_mm256_loadu_ps((const float*)p.scales + c * CHUNK_VECTORS));
+  const __m512i exponent = _mm512_set1_epi32(0x43000000);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const vec scale =
+        _mm512_permutexvar_ps(_mm512_setr_epi32(h, h, h, h, 2 + h, 2 + h, 2 + h, 2 + h, 4 + h,
+                                                4 + h, 4 + h, 4 + h, 6 + h, 6 + h, 6 + h, 6 + h),
+                              scales);
+    const vec minus = vec_mul(scale, vec_broadcast(-magic_bias(form)));
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      // Byte 2 of dword 4b + i from byte 16b + 4m + i of the half's codes.
+      const int b = 4 * m;
+      const __m512i index = _mm512_setr_epi32(
+          b << 16, (b + 1) << 16, (b + 2) << 16, (b + 3) << 16, (b + 16) << 16, (b + 17) << 16,
+          (b + 18) << 16, (b + 19) << 16, (b + 32) << 16, (b + 33) << 16, (b + 34) << 16,
+          (b + 35) << 16, (b + 48) << 16, (b + 49) << 16, (b + 50) << 16, (b + 51) << 16);
+      const __m512i bits =
+          permute_bytes_into(exponent, 0x4444444444444444ull, index, h ? second : first);
+      out[4 * h + m] = vec_fmadd(scale, _mm512_castsi512_ps(bits), minus);
+    }
+  }
+}
+
+// x's chunks in quad order (quad_order) into out, the columns past the last chunk as they are.
+INLINE void quad_order_x(const float* x, size_t k, float* out) {
+  size_t c = 0;
+  for (; c + CHUNK_ELEMENTS <= k; c += CHUNK_ELEMENTS) {
+    // Vector 4h + m's 128-bit lane b is lane m of input vector 2b + h: a 4x4 transpose of
+    // 128-bit lanes per half.
+    for (int h = 0; h < 2; ++h) {
+      const __m512 v0 = vec_load(x + c + (0 + h) * 16), v1 = vec_load(x + c + (2 + h) * 16);
+      const __m512 v2 = vec_load(x + c + (4 + h) * 16), v3 = vec_load(x + c + (6 + h) * 16);
+      const __m512 t0 = _mm512_shuffle_f32x4(v0, v1, 0x44);  // v0.0 v0.1 v1.0 v1.1
+      const __m512 t1 = _mm512_shuffle_f32x4(v0, v1, 0xee);  // v0.2 v0.3 v1.2 v1.3
+      const __m512 t2 = _mm512_shuffle_f32x4(v2, v3, 0x44);
+      const __m512 t3 = _mm512_shuffle_f32x4(v2, v3, 0xee);
+      vec_store(out + c + (4 * h + 0) * 16, _mm512_shuffle_f32x4(t0, t2, 0x88));  // lanes 0
+      vec_store(out + c + (4 * h + 1) * 16, _mm512_shuffle_f32x4(t0, t2, 0xdd));  // lanes 1
+      vec_store(out + c + (4 * h + 2) * 16, _mm512_shuffle_f32x4(t1, t3, 0x88));
+      vec_store(out + c + (4 * h + 3) * 16, _mm512_shuffle_f32x4(t1, t3, 0xdd));
+    }
+  }
+  for (; c < k; ++c) out[c] = x[c];
+}
+
 // Chunk c of a weight row as f32 vectors of consecutive elements, dequantized as group_weights
 // does.
 INLINE void chunk_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
@@ -451,6 +516,14 @@ INLINE void chunk_weights(const uint8_t* codes, struct Planes p, size_t c, enum 
     const vec code = widen(_mm_load_si128((const __m128i*)(bytes[v % 2] + (v / 2) * 16)));
     out[v] = dequantize(code, scale, offset, has_offsets, scale_form);
   }
+}
+#else
+INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
+  (void)form, (void)scale_form, (void)k;
+  return 0;
+}
+INLINE void quad_order_x(const float* x, size_t k, float* out) {
+  (void)x, (void)k, (void)out;
 }
 #endif
 
@@ -495,6 +568,35 @@ INLINE void group_times_one(const uint8_t* const* codes, const struct Planes* p,
   }
 }
 
+#if LANES == 16
+// A one-x-row pass's chunks (reads_chunks) of one weight row into acc[u % 4] (vector u),
+// consecutive or in quad order (quad_order); returns the groups they span.
+INLINE size_t chunks_times_one(const uint8_t* codes, struct Planes p, enum CodeForm form,
+                               enum ScaleForm scale_form, int has_offsets, const float* x,
+                               size_t groups, size_t ahead, int quad, vec acc[4]) {
+  const size_t vectors = vectors_per_group(form), k = groups * vectors * LANES;
+  const size_t codes_ahead = ahead * code_row_bytes(form, k);
+  const size_t highs_ahead = ahead * high_row_bytes(form, k);
+  const size_t chunk_groups = CHUNK_VECTORS / vectors;
+  size_t g = 0;
+  for (; g + chunk_groups <= groups; g += chunk_groups) {
+    vec w[CHUNK_VECTORS];
+    const size_t c = g / chunk_groups;
+    stream_prefetch(codes + code_byte(c * 64, pairs_rows(form)) + codes_ahead);
+    stream_prefetch(p.high_bits + c * 16 * high_bits_per_code(form) + highs_ahead);
+    if (quad) {
+      quad_weights(codes, p, c, form, w);
+    } else {
+      chunk_weights(codes, p, c, form, scale_form, has_offsets, w);
+    }
+    for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
+      acc[v % 4] = vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[v % 4]);
+    }
+  }
+  return g;
+}
+#endif
+
 // `weights` weight rows times one activation row, into out[i]: four independent accumulators per
 // weight row (a chain of dependent FMAs would wait on their latency), so groups of fewer than four
 // vectors go two or four at a time; out[i] holds their sum, its lanes left for the caller to sum
@@ -517,20 +619,15 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form) && weights == 1) {
-    const size_t highs_ahead = ahead * high_row_bytes(form, k);
     // Vector u of the row into acc[u % 4], as the loop below, which takes more weight rows (the
-    // same values: pass_weights gives these forms one row).
-    const size_t chunk_groups = CHUNK_VECTORS / vectors;
-    for (; g + chunk_groups <= groups; g += chunk_groups) {
-      vec w[CHUNK_VECTORS];
-      const size_t c = g / chunk_groups;
-      stream_prefetch(codes[0] + code_byte(c * 64, pairs_rows(form)) + codes_ahead);
-      stream_prefetch(p[0].high_bits + c * 16 * high_bits_per_code(form) + highs_ahead);
-      chunk_weights(codes[0], p[0], c, form, scale_form, has_offsets, w);
-      for (size_t v = 0; v < CHUNK_VECTORS; ++v) {
-        acc[0][v % 4] =
-            vec_fmadd(w[v], vec_load(x + g * vectors * LANES + v * LANES), acc[0][v % 4]);
-      }
+    // same values: pass_weights gives these forms one row). Each order's loop apart: clang keeps
+    // a test of k inside one loop.
+    if (quad_order(form, scale_form, k)) {
+      g = chunks_times_one(codes[0], p[0], form, scale_form, has_offsets, x, groups, ahead, 1,
+                           acc[0]);
+    } else {
+      g = chunks_times_one(codes[0], p[0], form, scale_form, has_offsets, x, groups, ahead, 0,
+                           acc[0]);
     }
   }
 #endif
@@ -746,7 +843,9 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
     c[i] = code_row(codes, row + i, row_bytes, pairs_rows(form));
     r[i] = planes_row(p, row + i, groups, group, scale_form, high_row_bytes(form, k));
   }
-  const int offsets_expanded = expands_offsets(form, has_offsets);
+  // Quad order forms its minus values from the scales as it goes.
+  const int offsets_expanded =
+      expands_offsets(form, has_offsets) && !(rows == 1 && quad_order(form, SCALES_EXPANDED, k));
   if (scale_form != SCALES_F32 && weights * groups <= MAX_ROW_GROUPS) {
     float scales[MAX_ROW_GROUPS], offsets[MAX_ROW_GROUPS];
     for (size_t i = 0; i < weights; ++i) {
@@ -817,6 +916,11 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
     const size_t weights = pass_weights(ROWS, FORM);                                               \
     const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, pairs_rows(FORM));                \
     vec lanes[LANES];                                                                              \
+    float x_quad[LANES == 16 && ROWS == 1 && FORM == NIBBLES_HIGH2_16_CENTRED ? MAX_QUAD_K : 1];   \
+    if (ROWS == 1 && quad_order(FORM, SCALES == SCALES_F32 ? SCALES_F32 : SCALES_EXPANDED, k)) {   \
+      quad_order_x(x, k, x_quad);                                                                  \
+      x = x_quad;                                                                                  \
+    }                                                                                              \
     size_t row = first, held = 0;                                                                  \
     for (; row + weights <= last; row += weights) {                                                \
       weight_rows(codes, p, x, y, n, k, row, weights, ahead, ROWS, FORM, OFFSETS, SCALES,          \
