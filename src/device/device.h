@@ -37,7 +37,8 @@ std::size_t dense_byte_size(stablehlo::ElementType element, std::span<const int6
 // options struct (backends/iree/iree_device.h, backends/pjrt/pjrt_device.h).
 struct DeviceOptions {
   DeviceKind kind = DeviceKind::kCpu;
-  int threads = 0;  // CPU runtimes: worker threads (0: the runtime's default)
+  // CPU runtimes' worker threads (0: IREE one per hardware thread, XLA its default).
+  int threads = 0;
   std::filesystem::path compile_cache_dir;  // empty: CompileCache::default_directory()
   // Devices one graph is partitioned over (tensor parallelism): the runtime's own partitioner
   // splits each graph by the shardings its arguments carry (XLA: the SPMD partitioner). 1: one
