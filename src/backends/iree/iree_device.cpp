@@ -219,7 +219,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   const py::object& module = runner_module();
   py::gil_scoped_acquire gil;
   try {
-    device_ = module.attr("Device")(driver, options_.kind == DeviceKind::kCpu ? workers : 0);
+    device_ = module.attr("Device")(driver, options_.threads, workers);
   } catch (const py::error_already_set& e) {
     fail(label_, "cannot open IREE device '{}': {}", driver, one_line(e));
   }

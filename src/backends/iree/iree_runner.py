@@ -38,12 +38,15 @@ def _element(name):
                          f"(supported: {', '.join(_ELEMENTS)})") from None
 
 
-def _set_local_task_workers(threads):
+def _set_local_task_workers(threads, default_threads):
+    # IREE's flags are set once per process: the first CPU device sets the count (its threads,
+    # else default_threads), and later ones must ask for the same or for the default.
     global _local_task_workers
     if _local_task_workers is None:
-        if threads > 0:
-            rt.flags.parse_flags(f"--task_topology_group_count={threads}")
-        _local_task_workers = threads
+        count = threads or default_threads
+        if count > 0:
+            rt.flags.parse_flags(f"--task_topology_group_count={count}")
+        _local_task_workers = count
     elif threads not in (0, _local_task_workers):
         have = _local_task_workers or "IREE's default number of"
         raise ValueError(f"cannot use {threads} threads: IREE's local-task driver already runs "
@@ -69,9 +72,9 @@ class Entry:
 
 
 class Device:
-    def __init__(self, driver, threads):
+    def __init__(self, driver, threads, default_threads):
         if driver == "local-task":
-            _set_local_task_workers(threads)
+            _set_local_task_workers(threads, default_threads)
         self.config = rt.Config(driver)  # opens the device: a missing GPU fails here
         self.device = self.config.device
         self.instance = self.config.vm_instance
