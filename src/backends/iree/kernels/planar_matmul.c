@@ -433,8 +433,11 @@ INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum Sc
 // Q6_K's one-x-row chunks in quad order: vector 4h + m holds elements 32b + 16h + 4m + i of the
 // chunk at lane 4b + i (b, i < 4), so a vector's lanes come from four groups (2b + h), and half h's
 // four vectors share one scale vector and one minus vector, permuted from the chunk's eight scales.
-// The x row is read in the same order (quad_order_x). Consecutive order takes two broadcast
-// loads per 16 weights (the group's scale and minus) beside the x load;
+// The x row is read in the same order (quad_order_x, once per call). Consecutive order takes two
+// broadcast loads per 16 weights (the group's scale and minus) beside the x load, and loads, not
+// arithmetic, bounded it. The weights are the same; only the order of the row's sum changes. One
+// thread, one row, in cache: Q6_K 2048x8192 ~570 -> ~517 us, 128256x2048 (1B's lm_head) from
+// memory 9.4 -> 8.6 ms; 1B Q4_K_M decode step (IREE, 2 workers, alternating) 19.0 -> 18.55 ms.
 INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
   return form == NIBBLES_HIGH2_16_CENTRED && scale_form == SCALES_EXPANDED && k <= MAX_QUAD_K;
 }
@@ -619,9 +622,9 @@ INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, 
   size_t g = 0;
 #if LANES == 16
   if (reads_chunks(form) && weights == 1) {
-    // Vector u of the row into acc[u % 4], as the loop below, which takes more weight rows (the
-    // same values: pass_weights gives these forms one row). Each order's loop apart: clang keeps
-    // a test of k inside one loop.
+    // Vector u of the row into acc[u % 4], as the loop below, which takes more weight rows (in
+    // consecutive order the same values: pass_weights gives these forms one row). Each order's
+    // loop apart: clang keeps a test of k inside one loop.
     if (quad_order(form, scale_form, k)) {
       g = chunks_times_one(codes[0], p[0], form, scale_form, has_offsets, x, groups, ahead, 1,
                            acc[0]);
