@@ -43,14 +43,12 @@ def _set_local_task_workers(threads, default_threads):
     # else default_threads), and later ones must ask for the same or for the default.
     global _local_task_workers
     if _local_task_workers is None:
-        count = threads or default_threads
-        if count > 0:
-            rt.flags.parse_flags(f"--task_topology_group_count={count}")
-        _local_task_workers = count
+        _local_task_workers = threads or default_threads
+        rt.flags.parse_flags(f"--task_topology_group_count={_local_task_workers}")
     elif threads not in (0, _local_task_workers):
-        have = _local_task_workers or "IREE's default number of"
         raise ValueError(f"cannot use {threads} threads: IREE's local-task driver already runs "
-                         f"{have} worker threads in this process (set once per process)")
+                         f"{_local_task_workers} worker threads in this process (set once per "
+                         "process)")
 
 
 def _result_count(function):

@@ -438,8 +438,12 @@ INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum Sc
 // arithmetic, bounded it. The weights are the same; only the order of the row's sum changes. One
 // thread, one row, in cache: Q6_K 2048x8192 ~570 -> ~517 us, 128256x2048 (1B's lm_head) from
 // memory 9.4 -> 8.6 ms; 1B Q4_K_M decode step (IREE, 2 workers, alternating) 19.0 -> 18.55 ms.
+//
+// Whether a one-x-row pass takes quad order, given the weight's scale form or, in the pass, the
+// expanded one: Q6_K rows of at most MAX_QUAD_K columns, whose factors weight_rows always expands
+// (below MAX_ROW_GROUPS) unless they are f32.
 INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
-  return form == NIBBLES_HIGH2_16_CENTRED && scale_form == SCALES_EXPANDED && k <= MAX_QUAD_K;
+  return form == NIBBLES_HIGH2_16_CENTRED && scale_form != SCALES_F32 && k <= MAX_QUAD_K;
 }
 
 // Chunk c in quad order (quad_order), dequantized as magic_weights does.
@@ -735,6 +739,8 @@ INLINE void prefetch_row(const uint8_t* codes, struct Planes p, int has_offsets,
 // Most groups the factors of the weight rows a pass takes at a time are expanded for
 // (expand_row_factors): 8 KiB of stack per plane; longer rows read their planes as they are.
 #define MAX_ROW_GROUPS 2048
+// Quad order reads expanded scales (quad_order): its rows' groups must fit.
+_Static_assert(MAX_QUAD_K / 16 <= MAX_ROW_GROUPS, "quad order needs its rows' factors expanded");
 
 // One row's scale or offset plane (`groups` groups of `group`) as f32 into out: f16 values
 // widened, or two-level ones multiplied out, 8 at a time (the same values plane_value gives one
@@ -848,7 +854,7 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
   }
   // Quad order forms its minus values from the scales as it goes.
   const int offsets_expanded =
-      expands_offsets(form, has_offsets) && !(rows == 1 && quad_order(form, SCALES_EXPANDED, k));
+      expands_offsets(form, has_offsets) && !(rows == 1 && quad_order(form, scale_form, k));
   if (scale_form != SCALES_F32 && weights * groups <= MAX_ROW_GROUPS) {
     float scales[MAX_ROW_GROUPS], offsets[MAX_ROW_GROUPS];
     for (size_t i = 0; i < weights; ++i) {
@@ -920,7 +926,7 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
     const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, pairs_rows(FORM));                \
     vec lanes[LANES];                                                                              \
     float x_quad[LANES == 16 && ROWS == 1 && FORM == NIBBLES_HIGH2_16_CENTRED ? MAX_QUAD_K : 1];   \
-    if (ROWS == 1 && quad_order(FORM, SCALES == SCALES_F32 ? SCALES_F32 : SCALES_EXPANDED, k)) {   \
+    if (ROWS == 1 && quad_order(FORM, SCALES, k)) {                                                \
       quad_order_x(x, k, x_quad);                                                                  \
       x = x_quad;                                                                                  \
     }                                                                                              \
