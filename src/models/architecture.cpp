@@ -28,6 +28,13 @@ const std::vector<const Architecture*>& registry() {
 
 }  // namespace
 
+std::vector<WeightSpec> Architecture::weight_arguments(const ModelConfig& config,
+                                                       WeightType weights,
+                                                       bool paired_nibbles) const {
+  std::vector<WeightSpec> specs = weight_specs(config, weights);
+  return paired_nibbles ? paired_nibble_specs(std::move(specs)) : specs;
+}
+
 const Architecture& architecture_for(const ModelConfig& config, std::string_view where) {
   for (const Architecture* architecture : registry()) {
     for (const std::string& type : architecture->model_types()) {

@@ -24,6 +24,11 @@ class Architecture {
   // Every weight argument, in argument order (resident on the device).
   virtual std::vector<WeightSpec> weight_specs(const ModelConfig& config,
                                                WeightType weights) const = 0;
+  // The weight arguments of graphs built with `paired_nibbles` (GraphOptions): weight_specs, with
+  // 4-bit codes in row pairs where they can be (paired_nibble_specs). The loader uploads what
+  // the graph declares from this one list.
+  std::vector<WeightSpec> weight_arguments(const ModelConfig& config, WeightType weights,
+                                           bool paired_nibbles) const;
   // The KV-cache tensors for `slots` sequences of `capacity` positions, in argument order:
   // [slots, kv_heads, rows, head_dim], where rows below `capacity` make a ring holding position p
   // at row p mod rows (models/cache_access.h).

@@ -53,9 +53,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
             cache_specs(config, options.weights, options.slots, options.capacity),
             {}};
   }
-  std::vector<WeightSpec> weights = weight_specs(config, options.weights);
-  if (options.paired_nibbles) weights = paired_nibble_specs(std::move(weights));
-  return {graph_inputs(options), std::move(weights),
+  return {graph_inputs(options), weight_arguments(config, options.weights, options.paired_nibbles),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config.vocab_size)};
 }

@@ -301,8 +301,8 @@ HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec) {
 void for_each_weight(const ModelFiles& files, WeightType type, bool paired_nibbles,
                      const std::function<void(const HostTensor&)>& callback) {
   const Architecture& architecture = architecture_for(files.config(), files.path());
-  std::vector<WeightSpec> specs = architecture.weight_specs(files.config(), type);
-  if (paired_nibbles) specs = paired_nibble_specs(std::move(specs));
+  const std::vector<WeightSpec> specs =
+      architecture.weight_arguments(files.config(), type, paired_nibbles);
   for (std::size_t i = 0; i < specs.size();) {
     if (specs[i].part != WeightPart::kCodes) {
       const HostTensor tensor = prepare_weight(files, specs[i++]);

@@ -304,6 +304,16 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 // Most columns of a one-x-row Q6_K product taken in quad order (quad_order): its x row is
 // reordered into a copy on the stack (32 KiB).
 #define MAX_QUAD_K 8192
+// Codes whose one-x-row passes may take quad order: Q6_K's, with 16-lane vectors. A constant
+// expression, so that other passes set aside no room for x.
+#define QUAD_FORM(FORM) (LANES == 16 && (FORM) == NIBBLES_HIGH2_16_CENTRED)
+
+// Whether a one-x-row pass takes quad order (quad_weights), given the weight's scale form or, in
+// the pass, the expanded one: Q6_K rows of at most MAX_QUAD_K columns, whose factors weight_rows
+// always expands (below MAX_ROW_GROUPS) unless they are f32.
+INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
+  return QUAD_FORM(form) && scale_form != SCALES_F32 && k <= MAX_QUAD_K;
+}
 
 #if LANES == 16
 // Codes with high bits (Q5_0, Q5_1, Q5_K, Q6_K) 128 elements (four 32-element blocks) at a
@@ -438,13 +448,6 @@ INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum Sc
 // arithmetic, bounded it. The weights are the same; only the order of the row's sum changes. One
 // thread, one row, in cache: Q6_K 2048x8192 ~570 -> ~517 us, 128256x2048 (1B's lm_head) from
 // memory 9.4 -> 8.6 ms; 1B Q4_K_M decode step (IREE, 2 workers, alternating) 19.0 -> 18.55 ms.
-//
-// Whether a one-x-row pass takes quad order, given the weight's scale form or, in the pass, the
-// expanded one: Q6_K rows of at most MAX_QUAD_K columns, whose factors weight_rows always expands
-// (below MAX_ROW_GROUPS) unless they are f32.
-INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
-  return form == NIBBLES_HIGH2_16_CENTRED && scale_form != SCALES_F32 && k <= MAX_QUAD_K;
-}
 
 // Chunk c in quad order (quad_order), dequantized as magic_weights does.
 INLINE void quad_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
@@ -525,10 +528,6 @@ INLINE void chunk_weights(const uint8_t* codes, struct Planes p, size_t c, enum 
   }
 }
 #else
-INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
-  (void)form, (void)scale_form, (void)k;
-  return 0;
-}
 INLINE void quad_order_x(const float* x, size_t k, float* out) {
   (void)x, (void)k, (void)out;
 }
@@ -925,7 +924,7 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
     const size_t weights = pass_weights(ROWS, FORM);                                               \
     const size_t ahead = prefetch_rows(ROWS, weights, row_bytes, pairs_rows(FORM));                \
     vec lanes[LANES];                                                                              \
-    float x_quad[LANES == 16 && ROWS == 1 && FORM == NIBBLES_HIGH2_16_CENTRED ? MAX_QUAD_K : 1];   \
+    float x_quad[ROWS == 1 && QUAD_FORM(FORM) ? MAX_QUAD_K : 1];                                   \
     if (ROWS == 1 && quad_order(FORM, SCALES, k)) {                                                \
       quad_order_x(x, k, x_quad);                                                                  \
       x = x_quad;                                                                                  \
