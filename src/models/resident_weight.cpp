@@ -271,11 +271,13 @@ Value take_rows(const Weight& weight, Value ids) {
     looked_up.super_offsets = taken(weight.super_offsets);
     rows = dequantized(looked_up);
   }
-  // The looked-up rows are computed on their own. IREE llvm-cpu would otherwise fuse the gather
-  // into its consumer, and where that reduces over the row (the first RMSNorm) it stages the
-  // gathered rows of a tile whole on the stack: 4 to 8 rows x cols f32, 64 KiB at hidden 2048
-  // (Llama-3.2-1B prefill), over its 32 KiB limit from hidden 1024 on with 32 or more rows.
-  return optimization_barrier(rows);
+  // Several looked-up rows are computed on their own. IREE llvm-cpu would otherwise fuse the
+  // gather into its consumer, and where that reduces over the row (the first RMSNorm) it stages
+  // the gathered rows of a tile whole on the stack: 4 to 8 rows x cols f32, 64 KiB at hidden 2048
+  // (Llama-3.2-1B prefill), over its 32 KiB limit from hidden 1024 on with 32 or more rows. One
+  // row (a decode step of one sequence) stages one row, and goes without: IREE waits on the host
+  // for the values a barrier holds, splitting the call in two submissions (~0.1 ms a step).
+  return ids.shape()[0] > 1 ? optimization_barrier(rows) : rows;
 }
 
 }  // namespace xlacel::models
