@@ -32,7 +32,8 @@ std::vector<WeightSpec> Architecture::weight_arguments(const ModelConfig& config
                                                        WeightType weights,
                                                        bool paired_nibbles) const {
   std::vector<WeightSpec> specs = weight_specs(config, weights);
-  return paired_nibbles ? paired_nibble_specs(std::move(specs)) : specs;
+  if (paired_nibbles) specs = paired_nibble_specs(std::move(specs));
+  return specs;
 }
 
 const Architecture& architecture_for(const ModelConfig& config, std::string_view where) {
