@@ -143,7 +143,7 @@ void compile_all(device::Device& device, const ModelConfig& config,
   std::vector<device::GraphSource> sources;
   for (const models::GraphOptions& graph : options) {
     const std::string name = models::graph_name(graph);
-    sources.push_back({name, architecture.emit(config, graph), models::module_name(graph.kind),
+    sources.push_back({name, architecture.emit(config, graph).mlir, models::module_name(graph.kind),
                        fmt::format("llama-3.2-1b-{}.{}.mlir", label, name)});
   }
   std::vector<device::GraphLoad> loads;

@@ -146,7 +146,7 @@ const Architecture& llama() {
 }
 
 std::string emit(const ModelConfig& c, const GraphOptions& options) {
-  return architecture_for(c).emit(c, options);
+  return architecture_for(c).emit(c, options).mlir;
 }
 
 TEST(Architecture, RegistryKnowsEveryFamily) {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "stablehlo/ops.h"
 
@@ -516,6 +518,29 @@ TEST(StablehloInference, Conditional) {
   EXPECT_NE(text.find("\"stablehlo.add\"(%4, %x)"), std::string::npos) << text;
   EXPECT_EQ(text.find("^bb0"), std::string::npos) << text;
   EXPECT_NE(text.find("}) : (tensor<i1>) -> tensor<2x3xf32>"), std::string::npos) << text;
+}
+
+// arguments_only_foreign_ops_read: the arguments whose every use, in branches too, is an
+// operand of a foreign op (a hand-written kernel's dispatch); none returned.
+TEST(StablehloForeign, ArgumentsOnlyForeignOpsRead) {
+  Function f("f");
+  auto vector = [&](const char* name) { return f.argument(name, f32({4})); };
+  Value kernel_only = vector("kernel_only"), also_added = vector("also_added");
+  Value in_branch = vector("in_branch"), added_in_branch = vector("added_in_branch");
+  Value returned = vector("returned");
+  vector("unused");
+  Value p = f.argument("p", i1({}));
+  auto kernel = [](std::vector<Value> operands) {
+    return foreign_op("flow.dispatch", std::move(operands), {}, f32({4}));
+  };
+  Value sum = also_added + kernel({kernel_only, also_added});
+  auto then_branch = [&](Block& branch) -> std::vector<Value> {
+    return {kernel({branch.capture(in_branch)}) + branch.capture(added_in_branch)};
+  };
+  auto else_branch = [&](Block& branch) -> std::vector<Value> { return {branch.capture(sum)}; };
+  f.finish({conditional(p, then_branch, else_branch)[0], returned});
+  EXPECT_EQ(arguments_only_foreign_ops_read(f),
+            (std::set<std::string>{"in_branch", "kernel_only", "unused"}));
 }
 
 TEST(StablehloErrors, Conditional) {

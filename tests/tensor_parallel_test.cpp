@@ -157,11 +157,11 @@ TEST(TensorParallelGraph, EmittedGraphCarriesShardyAnnotations) {
   REQUIRE_TINY();
   const ModelConfig config = ModelFiles::open(kTinyDir.string()).config();
   GraphOptions options{GraphKind::kDecode, 2, 64, WeightType::kF32, 2};
-  const std::string single = architecture_for(config).emit(config, options);
+  const std::string single = architecture_for(config).emit(config, options).mlir;
   EXPECT_EQ(single.find("sdy."), std::string::npos);
   options.tensor_parallel = 2;
   EXPECT_EQ(graph_name(options), "decode-b2-s2-c64-f32-tp2");
-  const std::string text = architecture_for(config).emit(config, options);
+  const std::string text = architecture_for(config).emit(config, options).mlir;
   EXPECT_NE(text.find("mhlo.num_partitions = 2 : i32"), std::string::npos);
   EXPECT_NE(text.find("sdy.mesh @mesh = <[\"tp\"=2]>"), std::string::npos);
   EXPECT_NE(text.find("%l0_q_proj: tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, "
@@ -238,7 +238,7 @@ TEST(TensorParallelGraph, DecodeStepHasTwoAllReducesPerLayer) {
       pjrt::Client client(plugin, devices, static_cast<std::size_t>(parts));
       GraphOptions options{GraphKind::kDecode, 4, 256, WeightType::kF32, 4};
       options.tensor_parallel = parts;
-      const std::string mlir = architecture_for(config).emit(config, options);
+      const std::string mlir = architecture_for(config).emit(config, options).mlir;
       pjrt::LoadedExecutable executable =
           client.compile(mlir, pjrt::partitioned_compile_options({}, parts));
       EXPECT_EQ(executable.addressable_devices(), client.devices());

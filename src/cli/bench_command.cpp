@@ -333,6 +333,7 @@ void run_bench(const BenchCommandOptions& options) {
         {"compile_cached", graphs_json(report)},
         {"weights_upload_seconds", report.weights_seconds},
         {"weight_bytes", report.weight_bytes},
+        {"file_bytes_in_place", report.file_bytes_in_place},
         {"kv_cache_bytes", report.cache_bytes},
         {"tensor_parallel", options.runtime.tensor_parallel},
         {"weight_bytes_per_device", report.weight_bytes_per_device},
@@ -356,8 +357,11 @@ void run_bench(const BenchCommandOptions& options) {
       caps.prefill_bucket, caps.slots);
   if (cold_report) fmt::print("compile (cold):   {}\n", graphs_text(*cold_report));
   fmt::print("compile (cached): {}\n", graphs_text(report));
-  fmt::print("weights: {:.1f} MiB uploaded in {:.2f} s; KV cache {:.1f} MiB\n",
-             mib(report.weight_bytes), report.weights_seconds, mib(report.cache_bytes));
+  fmt::print(
+      "weights: {:.1f} MiB uploaded in {:.2f} s ({:.1f} MiB of the file used in place); KV "
+      "cache {:.1f} MiB\n",
+      mib(report.weight_bytes), report.weights_seconds, mib(report.file_bytes_in_place),
+      mib(report.cache_bytes));
   if (options.runtime.tensor_parallel > 1) {
     fmt::print(
         "tensor parallel over {} devices: each holds weights {:.1f} MiB, KV cache {:.1f} MiB\n",

@@ -52,7 +52,7 @@ void run_compile(const CompileOptions& options) {
   } else {
     models::GraphOptions graph = graph_options(options.graph);
     ModelFiles model = open_model(options.graph.model);
-    mlir = models::architecture_for(model.config(), model.path()).emit(model.config(), graph);
+    mlir = models::architecture_for(model.config(), model.path()).emit(model.config(), graph).mlir;
     // Named like a file, as diagnostics print it: "<model>.<graph>.mlir:LINE:COL: error: ...".
     source = fmt::format("{}.{}.mlir", model.name(), models::graph_name(graph));
   }

@@ -30,7 +30,7 @@ void run_emit(const EmitOptions& options) {
   models::check_tensor_parallel(model.config(), options.tensor_parallel, "--tensor-parallel");
   graph.tensor_parallel = options.tensor_parallel;
   std::string text =
-      models::architecture_for(model.config(), model.path()).emit(model.config(), graph);
+      models::architecture_for(model.config(), model.path()).emit(model.config(), graph).mlir;
   if (options.output.empty() || options.output == "-") {
     fmt::print("{}", text);
     return;

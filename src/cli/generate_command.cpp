@@ -41,11 +41,10 @@ struct GenerateCommandOptions {
 };
 
 nlohmann::json load_json(const executor::LoadReport& report) {
-  return {{"graphs", graphs_json(report)},
-          {"weights_seconds", report.weights_seconds},
-          {"weight_bytes", report.weight_bytes},
-          {"cache_bytes", report.cache_bytes},
-          {"total_seconds", report.total_seconds}};
+  return {
+      {"graphs", graphs_json(report)},       {"weights_seconds", report.weights_seconds},
+      {"weight_bytes", report.weight_bytes}, {"file_bytes_in_place", report.file_bytes_in_place},
+      {"cache_bytes", report.cache_bytes},   {"total_seconds", report.total_seconds}};
 }
 
 // "1 2 3" or "1,2,3": ids inside the vocabulary, at least one.

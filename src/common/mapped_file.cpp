@@ -38,11 +38,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);
 }
 
+bool MappedFile::holds(std::span<const std::byte> range) const {
+  const auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  return data_ != nullptr && begin >= base && begin + range.size() <= base + size_;
+}
+
 void MappedFile::release(std::span<const std::byte> range) const {
+  if (!holds(range)) return;
   const auto begin = reinterpret_cast<uintptr_t>(range.data());
   const auto end = begin + range.size();
-  const auto base = reinterpret_cast<uintptr_t>(data_);
-  if (data_ == nullptr || begin < base || end > base + size_) return;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   // Advice only: a failure leaves the pages resident, which is what not asking does.

@@ -18,6 +18,8 @@ class MappedFile {
   const std::string& path() const { return path_; }
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   std::size_t size() const { return size_; }
+  // Whether `range` lies within this mapping.
+  bool holds(std::span<const std::byte> range) const;
   // Drops the whole pages of `range` (bytes of this mapping; others are ignored) from the
   // process's resident set, once their contents are copied where they are used: a later read
   // brings them back from the page cache. Keeps a loaded model's RSS near its device copy.

@@ -79,6 +79,13 @@ struct GraphLoad {
   double compile_seconds = 0;  // the compiler's own time (on a cache hit: as recorded then)
 };
 
+// What reads a buffer in the graphs that take it.
+enum class Readers {
+  kCompiledCode,  // code the runtime's compiler generated (among others), which may assume an
+                  // aligned buffer
+  kKernelsOnly,   // only the runtime's hand-written kernels (models::EmittedGraph)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -120,12 +127,18 @@ class Device {
                            std::span<const int64_t> shape) = 0;
   // As upload(), for bytes that stay valid and unchanged while `keeper` lives: a runtime that
   // computes in host memory may use them where they are instead of copying them (IREE's CPU
-  // device does, for bytes aligned as its compiled code assumes); others copy.
+  // device does: computes_in_place); others copy.
   virtual BufferPtr upload_in_place(std::span<const std::byte> bytes,
                                     stablehlo::ElementType element, std::span<const int64_t> shape,
-                                    std::shared_ptr<const void> keeper) {
-    (void)keeper;
+                                    std::shared_ptr<const void> keeper, Readers readers) {
+    (void)keeper, (void)readers;
     return upload(bytes, element, shape);
+  }
+  // Whether upload_in_place uses these bytes, read by `readers`, where they are (given a keeper)
+  // rather than copying them.
+  virtual bool computes_in_place(std::span<const std::byte> bytes, Readers readers) const {
+    (void)bytes, (void)readers;
+    return false;
   }
   // A zero-filled device buffer.
   virtual BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) = 0;

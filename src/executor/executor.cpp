@@ -117,13 +117,23 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
     models::for_each_weight(model_, type, paired_nibbles(), [&](const models::HostTensor& tensor) {
       if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
       const device::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
-      // Bytes prepared for the graph (not the file's, whose pages are released) may stay where
-      // they are: the device keeps their owner instead of a copy.
-      weights_[tensor.spec.name] = parts == 1 && tensor.owner != nullptr
-                                       ? device_->upload_in_place(tensor.bytes, tensor.spec.element,
-                                                                  tensor.spec.shape, tensor.owner)
-                                       : device_->upload_sharded(tensor.bytes, tensor.spec.element,
-                                                                 tensor.spec.shape, sharding);
+      // Bytes prepared for the graph, or the file's own, may stay where they are: the device
+      // keeps their owner instead of a copy. File bytes it copies leave the resident set.
+      const device::Readers readers = read_by_compiled_code_.count(tensor.spec.name) != 0
+                                          ? device::Readers::kCompiledCode
+                                          : device::Readers::kKernelsOnly;
+      const bool in_place = parts == 1 && tensor.owner != nullptr &&
+                            device_->computes_in_place(tensor.bytes, readers);
+      weights_[tensor.spec.name] =
+          in_place ? device_->upload_in_place(tensor.bytes, tensor.spec.element, tensor.spec.shape,
+                                              tensor.owner, readers)
+                   : device_->upload_sharded(tensor.bytes, tensor.spec.element, tensor.spec.shape,
+                                             sharding);
+      if (!in_place && tensor.file) model_.release(*tensor.file);
+      if (in_place && tensor.file) report_.file_bytes_in_place += tensor.bytes.size();
+      if (in_place && readers == device::Readers::kKernelsOnly) {
+        kept_for_kernels_.insert(tensor.spec.name);
+      }
       report_.weight_bytes += tensor.bytes.size();
       report_.weight_bytes_per_device += models::device_bytes(tensor.bytes.size(), sharding, parts);
     });
@@ -150,10 +160,15 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
                               static_cast<double>(report_.weight_bytes_per_device) / (1 << 20),
                               static_cast<double>(report_.cache_bytes_per_device) / (1 << 20))
                 : std::string();
+  const std::string in_place =
+      report_.file_bytes_in_place > 0
+          ? fmt::format(", {:.1f} MiB of it the file's own bytes, used in place",
+                        static_cast<double>(report_.file_bytes_in_place) / (1 << 20))
+          : std::string();
   progress(fmt::format(
-      "{}: weights uploaded ({:.1f} MiB, {:.2f} s); KV cache {} slot{} x {} "
+      "{}: weights uploaded ({:.1f} MiB{}, {:.2f} s); KV cache {} slot{} x {} "
       "positions{} ({:.1f} MiB){}",
-      capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20),
+      capabilities_.runtime, static_cast<double>(report_.weight_bytes) / (1 << 20), in_place,
       report_.weights_seconds, options_.slots, options_.slots == 1 ? "" : "s", options_.capacity,
       ring, static_cast<double>(report_.cache_bytes) / (1 << 20), per_device));
   report_.total_seconds = seconds_since(start);
@@ -250,6 +265,7 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
   const ModelConfig& config = model_.config();
   std::vector<device::GraphSource> sources;
   std::vector<models::GraphOptions> wanted;
+  std::vector<std::set<std::string>> kernel_only;
   for (const models::GraphOptions& options : graphs) {
     const std::string name = models::graph_name(options);
     if (graphs_.count(name) != 0) continue;
@@ -265,14 +281,26 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
                                   : device_->planar_kernel();
     }
     emitted.attention_kernel = device_->attention_kernel();
-    sources.push_back({name, architecture_.emit(config, emitted), models::module_name(options.kind),
+    models::EmittedGraph graph = architecture_.emit(config, emitted);
+    sources.push_back({name, std::move(graph.mlir), models::module_name(options.kind),
                        fmt::format("{}.{}.mlir", model_.name(), name)});
+    kernel_only.push_back(std::move(graph.kernel_only_arguments));
   }
   if (sources.empty()) return;
   std::vector<device::GraphLoad> loads;
   std::vector<std::unique_ptr<device::Executable>> executables = device_->load(sources, loads);
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     models::GraphSignature signature = architecture_.signature(config, wanted[i]);
+    for (const models::WeightSpec& spec : signature.weights) {
+      if (kernel_only[i].count(spec.name) != 0) continue;
+      // Weights are uploaded once, after the first graphs: one kept at an address that only
+      // kernels take must not reach a later graph's compiled code.
+      if (kept_for_kernels_.count(spec.name) != 0) {
+        fail(sources[i].source, "compiled code reads weight '{}', which is kept for kernels only",
+             spec.name);
+      }
+      read_by_compiled_code_.insert(spec.name);
+    }
     const std::size_t expected = signature.outputs.size() + signature.caches.size();
     if (executables[i]->num_results() != expected) {
       fail(sources[i].source, "the executable has {} results, the signature {}",

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,7 @@ struct LoadReport {
   std::vector<device::GraphLoad> graphs;  // every graph loaded so far, in order
   double weights_seconds = 0;             // prepare + upload
   uint64_t weight_bytes = 0;              // bytes of all weights as uploaded
+  uint64_t file_bytes_in_place = 0;       // of which the model file's own, used where mapped
   uint64_t cache_bytes = 0;               // bytes of the KV cache (all slots)
   // What each device holds of them (tensor parallelism: its slices, and the replicated tensors
   // whole); the totals on one device.
@@ -152,9 +154,12 @@ class Executor final : public ModelRunner {
   std::vector<models::WeightType> resident_weight_types() const;
 
   std::map<std::string, device::BufferPtr> weights_;  // by weight name
-  std::map<std::string, device::BufferPtr> caches_;   // by cache name
-  std::map<std::string, Graph> graphs_;               // by graph_name()
-  std::vector<device::Buffer*> arguments_;            // reused by every call
+  // Weights that compiled code reads in some graph prepared so far, and those uploaded in place
+  // for kernels only (device::Readers).
+  std::set<std::string> read_by_compiled_code_, kept_for_kernels_;
+  std::map<std::string, device::BufferPtr> caches_;  // by cache name
+  std::map<std::string, Graph> graphs_;              // by graph_name()
+  std::vector<device::Buffer*> arguments_;           // reused by every call
 };
 
 }  // namespace xlacel::executor

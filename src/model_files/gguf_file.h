@@ -78,8 +78,9 @@ class GgufFile {
   // Tensor view with HF-order shape (outermost first, i.e. ggml_shape reversed).
   TensorView tensor(const GgufTensorInfo& info) const;
   std::optional<TensorView> find_tensor(const std::string& name) const;
-  // See MappedFile::release.
+  // See MappedFile::release and holds.
   void release(const TensorView& tensor) const { file_->release(tensor.data); }
+  bool holds(const TensorView& tensor) const { return file_->holds(tensor.data); }
 
  private:
   std::unique_ptr<MappedFile> file_;

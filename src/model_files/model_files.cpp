@@ -177,6 +177,14 @@ void ModelFiles::release(const TensorView& tensor) const {
   for (const auto& shard : shards_) shard->release(tensor);
 }
 
+std::shared_ptr<const void> ModelFiles::holder(const TensorView& tensor) const {
+  if (gguf_ && gguf_->holds(tensor)) return gguf_;
+  for (const auto& shard : shards_) {
+    if (shard->holds(tensor)) return shard;
+  }
+  return nullptr;
+}
+
 std::optional<TensorView> ModelFiles::find_tensor(const std::string& name) const {
   for (const TensorView& tensor : tensors_) {
     if (tensor.name == name) return tensor;

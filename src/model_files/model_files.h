@@ -38,6 +38,9 @@ class ModelFiles {
   // Drops a tensor's file pages from the resident set once it has been copied (uploaded or
   // converted): MappedFile::release.
   void release(const TensorView& tensor) const;
+  // The open file whose mapping holds a tensor's bytes (null for bytes of no file of this
+  // model): while it lives, they stay mapped, so a device may compute on them in place.
+  std::shared_ptr<const void> holder(const TensorView& tensor) const;
 
   // Tokenizer inputs: the GGUF file itself, or the path of tokenizer.json (empty if absent).
   const GgufFile* gguf() const { return gguf_.get(); }

@@ -17,8 +17,9 @@ class SafetensorsFile {
 
   const std::string& path() const { return file_->path(); }
   const std::vector<TensorView>& tensors() const { return tensors_; }
-  // See MappedFile::release.
+  // See MappedFile::release and holds.
   void release(const TensorView& tensor) const { file_->release(tensor.data); }
+  bool holds(const TensorView& tensor) const { return file_->holds(tensor.data); }
 
  private:
   std::unique_ptr<MappedFile> file_;

@@ -8,8 +8,16 @@
 #include "common/error.h"
 #include "models/families.h"
 #include "models/llama_architecture.h"
+#include "stablehlo/foreign.h"
+#include "stablehlo/module.h"
 
 namespace xlacel::models {
+
+EmittedGraph emitted_graph(const stablehlo::Module& module) {
+  const stablehlo::Function* main = module.find("main");
+  if (main == nullptr) throw Error(fmt::format("graph {}: no function main", module.name()));
+  return {module.to_text(), stablehlo::arguments_only_foreign_ops_read(*main)};
+}
 
 namespace {
 

@@ -3,6 +3,7 @@
 // through one Architecture. Adding a family = one file that defines an Architecture and one line
 // in the registry (architecture.cpp). Nothing outside src/models knows a family's weights, cache
 // layout or graphs.
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +13,23 @@
 #include "models/graph_signature.h"
 #include "models/weight_layout.h"
 
+namespace xlacel::stablehlo {
+class Module;
+}
+
 namespace xlacel::models {
+
+// One graph as emitted.
+struct EmittedGraph {
+  std::string mlir;  // the StableHLO text
+  // The arguments of `main` that only the runtime's hand-written kernels read
+  // (stablehlo::arguments_only_foreign_ops_read): a device may keep such a weight at any address,
+  // where its compiled code assumes aligned buffers (device::Device::computes_in_place).
+  std::set<std::string> kernel_only_arguments;
+};
+
+// `module`'s text, and what only kernels read of its function `main`.
+EmittedGraph emitted_graph(const stablehlo::Module& module);
 
 class Architecture {
  public:
@@ -38,9 +55,9 @@ class Architecture {
   // naming the problem for options the config cannot honour (check_graph_options).
   virtual GraphSignature signature(const ModelConfig& config,
                                    const GraphOptions& options) const = 0;
-  // The StableHLO text of one graph; Error naming the problem for options the config cannot
-  // honour (bucket > capacity, capacity > max positions, decode bucket > slots, ...).
-  virtual std::string emit(const ModelConfig& config, const GraphOptions& options) const = 0;
+  // One graph; Error naming the problem for options the config cannot honour (bucket >
+  // capacity, capacity > max positions, decode bucket > slots, ...).
+  virtual EmittedGraph emit(const ModelConfig& config, const GraphOptions& options) const = 0;
 };
 
 // The architecture of config.architecture (its model_type); otherwise Error

@@ -26,7 +26,7 @@ class DecoderArchitecture final : public Architecture {
   std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights, int64_t slots,
                                       int64_t capacity) const override;
   GraphSignature signature(const ModelConfig& config, const GraphOptions& options) const override;
-  std::string emit(const ModelConfig& config, const GraphOptions& options) const override;
+  EmittedGraph emit(const ModelConfig& config, const GraphOptions& options) const override;
 
   DecoderFamily family(const ModelConfig& config) const { return family_(config); }
 

@@ -58,8 +58,8 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
           graph_outputs(options, config.vocab_size)};
 }
 
-std::string DecoderArchitecture::emit(const ModelConfig& config,
-                                      const GraphOptions& options) const {
+EmittedGraph DecoderArchitecture::emit(const ModelConfig& config,
+                                       const GraphOptions& options) const {
   if (options.kind == GraphKind::kCopySlot) {
     return emit_slot_copy(config, options, signature(config, options));
   }

@@ -25,8 +25,8 @@ TensorType type_of(const TensorSpec& spec) {
 
 }  // namespace
 
-std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
-                               const GraphOptions& options, const GraphSignature& signature) {
+EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
+                                const GraphOptions& options, const GraphSignature& signature) {
   const ModelConfig& c = config;
   const bool prefill = options.kind == GraphKind::kPrefill;
   Module module(module_name(options.kind));
@@ -253,7 +253,7 @@ std::string emit_decoder_graph(const ModelConfig& config, const DecoderFamily& f
   }
   f.finish(results);
   annotate_shardings(module, f, config, signature, options.tensor_parallel);
-  return module.to_text();
+  return emitted_graph(module);
 }
 
 }  // namespace xlacel::models

@@ -7,8 +7,8 @@ namespace xlacel::models {
 
 using namespace stablehlo;
 
-std::string emit_slot_copy(const ModelConfig& config, const GraphOptions& options,
-                           const GraphSignature& signature) {
+EmittedGraph emit_slot_copy(const ModelConfig& config, const GraphOptions& options,
+                            const GraphSignature& signature) {
   Module module(module_name(options.kind));
   Function& f = module.add_function("main");
   Block& b = f.body();
@@ -36,7 +36,7 @@ std::string emit_slot_copy(const ModelConfig& config, const GraphOptions& option
   }
   f.finish(copied);
   annotate_shardings(module, f, config, signature, options.tensor_parallel);
-  return module.to_text();
+  return emitted_graph(module);
 }
 
 }  // namespace xlacel::models

@@ -274,8 +274,8 @@ HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const Te
 // A weight the file stores in the graph's own element type (f32, bf16, f16): its bits as
 // stored, without a round trip through f32 (the 1B-shape BF16 GGUF's weights upload in 3.4-4.1 s
 // instead of 13-16: widening and narrowing ran on one core), and without a copy at all where no
-// rows move (the device copies the file's bytes). None for other weights (another type, a value
-// added, a computed weight).
+// rows move (the file's bytes, which the device uses in place or copies). None for other weights
+// (another type, a value added, a computed weight).
 std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec& spec) {
   const std::optional<DType> dtype = stored_dtype(spec.element);
   if (!dtype || spec.rope_inv_freq) return std::nullopt;
@@ -284,7 +284,7 @@ std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec
   if (tensor.dtype != *dtype) return std::nullopt;
   check_tensor_bytes(tensor);
   if (!takes_rows(files, spec) && permuted_heads(files, tensor) == 0) {
-    return HostTensor{spec, tensor.data, nullptr, tensor};
+    return HostTensor{spec, tensor.data, files.holder(tensor), tensor};
   }
   return *dtype == DType::kF32 ? copied_rows<uint32_t>(files, spec, tensor)
                                : copied_rows<uint16_t>(files, spec, tensor);
@@ -305,9 +305,7 @@ void for_each_weight(const ModelFiles& files, WeightType type, bool paired_nibbl
       architecture.weight_arguments(files.config(), type, paired_nibbles);
   for (std::size_t i = 0; i < specs.size();) {
     if (specs[i].part != WeightPart::kCodes) {
-      const HostTensor tensor = prepare_weight(files, specs[i++]);
-      callback(tensor);
-      if (tensor.file) files.release(*tensor.file);
+      callback(prepare_weight(files, specs[i++]));
       continue;
     }
     // A block-format weight: its codes spec and the plane specs that follow it.

@@ -21,11 +21,12 @@ namespace xlacel::models {
 struct HostTensor {
   WeightSpec spec;
   std::span<const std::byte> bytes;  // little-endian elements of spec.element, row-major
-  // What holds `bytes`: the values prepared for the graph (moved in, not copied), or null where
-  // they are the model file's own bytes (the file stores the weight as the graph takes it: no
-  // copy before the device's), and then `file` is that tensor, whose pages for_each_weight
-  // releases once the callback is done.
+  // What holds `bytes`: the values prepared for the graph (moved in, not copied), or the open
+  // model file where they are its own bytes (the file stores the weight as the graph takes it:
+  // nothing is copied before the device, which may compute on them in place).
   std::shared_ptr<const void> owner;
+  // Set where `bytes` are the file's: that tensor, whose pages a consumer that copies them
+  // releases afterwards (ModelFiles::release), so that they do not stay resident twice.
   std::optional<TensorView> file;
 };
 
@@ -37,8 +38,8 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 HostTensor prepare_weight(const ModelFiles& files, const WeightSpec& spec);
 
 // Streams every weight argument, in order, one at a time (peak memory: one tensor); the
-// callback copies what it keeps, and the file's pages a tensor was read from leave the
-// resident set once it returns. paired_nibbles: as GraphOptions::paired_nibbles.
+// callback copies what it keeps, or keeps the tensor's owner, and releases the pages of a
+// `file` tensor it copied. paired_nibbles: as GraphOptions::paired_nibbles.
 void for_each_weight(const ModelFiles& files, WeightType type, bool paired_nibbles,
                      const std::function<void(const HostTensor&)>& callback);
 

@@ -56,6 +56,7 @@ struct Operation {
   std::vector<Value> results;
   std::map<std::string, std::string> attributes;  // name -> attribute text
   std::vector<std::unique_ptr<Block>> regions;
+  bool foreign = false;  // made by foreign_op (foreign.h)
 };
 
 class Block {

@@ -142,8 +142,9 @@ class IreeDevice final : public device::Device {
   BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                    std::span<const int64_t> shape) override;
   BufferPtr upload_in_place(std::span<const std::byte> bytes, stablehlo::ElementType element,
-                            std::span<const int64_t> shape,
-                            std::shared_ptr<const void> keeper) override;
+                            std::span<const int64_t> shape, std::shared_ptr<const void> keeper,
+                            device::Readers readers) override;
+  bool computes_in_place(std::span<const std::byte> bytes, device::Readers readers) const override;
   BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
   std::vector<BufferPtr> execute(device::Executable& executable,
                                  std::span<device::Buffer* const> arguments) override;
@@ -351,14 +352,20 @@ BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::Elemen
 BufferPtr IreeDevice::upload_in_place(std::span<const std::byte> bytes,
                                       stablehlo::ElementType element,
                                       std::span<const int64_t> shape,
-                                      std::shared_ptr<const void> keeper) {
-  // Only the CPU computes in host memory, and its compiled code assumes aligned buffers.
-  const bool aligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % kBufferAlignment == 0;
-  if (options_.kind != DeviceKind::kCpu || keeper == nullptr || !aligned || bytes.empty()) {
-    return upload(bytes, element, shape);
-  }
+                                      std::shared_ptr<const void> keeper, device::Readers readers) {
+  if (keeper == nullptr || !computes_in_place(bytes, readers)) return upload(bytes, element, shape);
   check_upload_size(bytes, element, shape);
   return adopt(bytes, element, shape, std::move(keeper));
+}
+
+bool IreeDevice::computes_in_place(std::span<const std::byte> bytes,
+                                   device::Readers readers) const {
+  // Only the CPU computes in host memory. Its compiled code assumes 64-byte aligned buffers
+  // (llvm-cpu emits aligned AVX-512 loads: a GGUF tensor 32 bytes off faults); the hand-written
+  // kernels load at any address (kernels/kernel_vectors.h).
+  const bool aligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % kBufferAlignment == 0;
+  return options_.kind == DeviceKind::kCpu && !bytes.empty() &&
+         (aligned || readers == device::Readers::kKernelsOnly);
 }
 
 BufferPtr IreeDevice::adopt(std::span<const std::byte> bytes, stablehlo::ElementType element,
