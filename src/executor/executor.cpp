@@ -296,7 +296,9 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
       // Weights are uploaded once, after the first graphs: one kept at an address that only
       // kernels take must not reach a later graph's compiled code.
       if (kept_for_kernels_.count(spec.name) != 0) {
-        fail(sources[i].source, "compiled code reads weight '{}', which is kept for kernels only",
+        fail(sources[i].source,
+             "compiled code reads weight '{}', which is kept where the model file maps it for the "
+             "hand-written kernels only",
              spec.name);
       }
       read_by_compiled_code_.insert(spec.name);
