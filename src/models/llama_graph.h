@@ -10,8 +10,8 @@
 
 namespace xlacel::models {
 
-// The graph of `options`, whose `main` declares exactly `signature`'s
-// arguments and results (DecoderArchitecture::signature, which has checked the options).
+// The graph of `options`, whose `main` declares exactly `signature`'s arguments and results
+// (DecoderArchitecture::signature, which has checked the options).
 EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
                                 const GraphOptions& options, const GraphSignature& signature);
 

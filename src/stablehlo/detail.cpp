@@ -20,21 +20,33 @@ std::string types_of(std::span<const Value> values) {
   return join_types(types);
 }
 
-Value emit(Block& block, std::string name, std::vector<Value> operands,
-           std::map<std::string, std::string> attributes, TensorType result) {
+Operation operation(std::string name, std::vector<Value> operands,
+                    std::map<std::string, std::string> attributes) {
   Operation op;
   op.name = std::move(name);
   op.operands = std::move(operands);
   op.attributes = std::move(attributes);
-  return block.append(std::move(op), {std::move(result)}).front();
+  return op;
+}
+
+Value emit(Block& block, std::string name, std::vector<Value> operands,
+           std::map<std::string, std::string> attributes, TensorType result) {
+  return block
+      .append(operation(std::move(name), std::move(operands), std::move(attributes)),
+              {std::move(result)})
+      .front();
 }
 
 Value emit(std::string name, std::vector<Value> operands,
            std::map<std::string, std::string> attributes, TensorType result) {
-  if (operands.empty() || !operands.front().valid()) build_fail(name, "missing operand");
-  Block& block = operands.front().block();
-  return emit(block, std::move(name), std::move(operands), std::move(attributes),
+  return emit(operation(std::move(name), std::move(operands), std::move(attributes)),
               std::move(result));
+}
+
+Value emit(Operation op, TensorType result) {
+  if (op.operands.empty() || !op.operands.front().valid()) build_fail(op.name, "missing operand");
+  Block& block = op.operands.front().block();
+  return block.append(std::move(op), {std::move(result)}).front();
 }
 
 void check_axes(std::string_view op, std::string_view what, std::span<const int64_t> axes,

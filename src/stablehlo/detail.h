@@ -21,6 +21,11 @@ Value emit(Block& block, std::string name, std::vector<Value> operands,
            std::map<std::string, std::string> attributes, TensorType result);
 Value emit(std::string name, std::vector<Value> operands,
            std::map<std::string, std::string> attributes, TensorType result);
+// The same for an op already made (operation(), then its flags set).
+Value emit(Operation op, TensorType result);
+// An op of `name` with these operands and attributes, not yet in a block.
+Operation operation(std::string name, std::vector<Value> operands,
+                    std::map<std::string, std::string> attributes);
 
 // Throws unless every axis is in [0, rank) and no axis repeats; `what` names the attribute.
 void check_axes(std::string_view op, std::string_view what, std::span<const int64_t> axes,

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "stablehlo/types.h"
+#include "stablehlo/detail.h"
 
 namespace xlacel::stablehlo {
 
@@ -40,14 +40,9 @@ void find_other_uses(const Block& block, const std::map<int32_t, std::size_t>& a
 
 Value foreign_op(std::string name, std::vector<Value> operands,
                  std::map<std::string, std::string> attributes, TensorType result) {
-  if (operands.empty() || !operands.front().valid()) build_fail(name, "missing operand");
-  Operation op;
-  op.name = std::move(name);
-  op.operands = std::move(operands);
-  op.attributes = std::move(attributes);
+  Operation op = detail::operation(std::move(name), std::move(operands), std::move(attributes));
   op.foreign = true;
-  Block& block = op.operands.front().block();
-  return block.append(std::move(op), {std::move(result)}).front();
+  return detail::emit(std::move(op), std::move(result));
 }
 
 std::set<std::string> arguments_only_foreign_ops_read(const Function& function) {
