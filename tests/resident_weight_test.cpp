@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -545,48 +546,87 @@ TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
   EXPECT_EQ(checked, 3);  // q4_0 q4_1 q4_k
 }
 
+// What `read` gives, run on 16-bit float weight values [kWideRows, kWideCols] of `element` (f16 or
+// bf16) and `input` (f32 or i32, of `input_type`), once through the runtime's kernel and once
+// as pure StableHLO (the reference): both f32 results, of `count` values each. `name` names the
+// compiled module.
+constexpr int64_t kWideRows = 40, kWideCols = 96;
+struct ThroughKernelAndGraph {
+  std::vector<float> by_kernel, by_graph;
+};
+ThroughKernelAndGraph run_wide_weight(
+    device::Device& device, const device::PlanarKernel& kernel, const std::string& name,
+    ElementType element, const TensorType& input_type, std::span<const std::byte> input,
+    std::size_t count, const std::function<Value(const models::Weight&, Value)>& read) {
+  std::vector<uint16_t> values(static_cast<std::size_t>(kWideRows * kWideCols));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float v = std::cos(0.11f * static_cast<float>(i)) * 0.5f;
+    values[i] = element == ElementType::kF16 ? float_to_half(v) : float_to_bfloat16(v);
+  }
+  stablehlo::Module module("resident_weight_test");
+  stablehlo::Function& f = module.add_function("main");
+  models::Weight reference(f.argument("w", TensorType(element, {kWideRows, kWideCols})));
+  reference.widen = true;
+  models::Weight through_kernel = reference;
+  through_kernel.kernel = &kernel;
+  Value in = f.argument("in", input_type);
+  f.finish({read(through_kernel, in), read(reference, in)});
+  auto executable = load_module(device, name, module.to_text());
+  std::vector<device::BufferPtr> buffers;
+  buffers.push_back(
+      device.upload(bytes_of(values), element, std::vector<int64_t>{kWideRows, kWideCols}));
+  buffers.push_back(device.upload(input, input_type.element(), input_type.shape()));
+  std::vector<device::Buffer*> arguments = {buffers[0].get(), buffers[1].get()};
+  std::vector<device::BufferPtr> results = device.execute(*executable, arguments);
+  ThroughKernelAndGraph out{std::vector<float>(count), std::vector<float>(count)};
+  device.read(*results.at(0), std::as_writable_bytes(std::span(out.by_kernel)));
+  device.read(*results.at(1), std::as_writable_bytes(std::span(out.by_graph)));
+  return out;
+}
+
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
   auto device = open_device();
   const device::PlanarKernel* kernel = device->planar_kernel();
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
-  const int64_t rows = 40, cols = 96;
   for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
-    std::vector<uint16_t> values(static_cast<std::size_t>(rows * cols));
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const float v = std::cos(0.11f * static_cast<float>(i)) * 0.5f;
-      values[i] = element == ElementType::kF16 ? float_to_half(v) : float_to_bfloat16(v);
-    }
     for (int64_t x_rows : {1, 13}) {
-      ASSERT_TRUE(kernel->handles_wide(x_rows, element, cols));
-      stablehlo::Module module("resident_weight_test");
-      stablehlo::Function& f = module.add_function("main");
-      Value w = f.argument("w", TensorType(element, {rows, cols}));
-      Value x = f.argument("x", TensorType(ElementType::kF32, {x_rows, cols}));
-      models::Weight reference(w);
-      reference.widen = true;
-      models::Weight through_kernel = reference;
-      through_kernel.kernel = kernel;
-      f.finish({models::linear(x, through_kernel), models::linear(x, reference)});
+      ASSERT_TRUE(kernel->handles_wide(x_rows, element, kWideCols));
+      std::vector<float> xs(static_cast<std::size_t>(x_rows * kWideCols));
+      for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
       const std::string name =
           std::string(stablehlo::to_string(element)) + "-" + std::to_string(x_rows);
-      auto executable = load_module(*device, name, module.to_text());
-      std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
-      for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
-      std::vector<device::BufferPtr> buffers;
-      buffers.push_back(
-          device->upload(bytes_of(values), element, std::vector<int64_t>{rows, cols}));
-      buffers.push_back(
-          device->upload(bytes_of(xs), ElementType::kF32, std::vector<int64_t>{x_rows, cols}));
-      std::vector<device::Buffer*> arguments = {buffers[0].get(), buffers[1].get()};
-      std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-      ASSERT_EQ(results.size(), 2u);
-      std::vector<float> by_kernel(static_cast<std::size_t>(x_rows * rows)),
-          by_graph(by_kernel.size());
-      device->read(*results[0], std::as_writable_bytes(std::span(by_kernel)));
-      device->read(*results[1], std::as_writable_bytes(std::span(by_graph)));
+      const auto [by_kernel, by_graph] = run_wide_weight(
+          *device, *kernel, name, element, TensorType(ElementType::kF32, {x_rows, kWideCols}),
+          bytes_of(xs), static_cast<std::size_t>(x_rows * kWideRows),
+          [](const models::Weight& w, Value x) { return models::linear(x, w); });
       for (std::size_t i = 0; i < by_kernel.size(); ++i) {
         EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5) << GetParam() << " " << name << " " << i;
       }
+    }
+  }
+}
+
+// The kernel's lookup of rows of 16-bit floats (an embedding) equals the StableHLO gather's bit
+// for bit, ids out of range (clamped to the nearest row) and repeated ones included, for one row
+// (decode) and many (prefill).
+TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
+  auto device = open_device();
+  const device::PlanarKernel* kernel = device->planar_kernel();
+  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+  std::vector<int32_t> many = {0, 39, 3, 3, -5, 40, 1000};
+  for (int32_t id = 5; many.size() < 33; ++id) many.push_back(id);
+  for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
+    for (const std::vector<int32_t>& ids : {std::vector<int32_t>{7}, many}) {
+      const auto count = static_cast<int64_t>(ids.size());
+      ASSERT_TRUE(kernel->handles_wide(count, element, kWideCols));
+      const std::string name =
+          std::string(stablehlo::to_string(element)) + "-take-" + std::to_string(count);
+      const auto [by_kernel, by_graph] = run_wide_weight(
+          *device, *kernel, name, element, TensorType(ElementType::kI32, {count}), bytes_of(ids),
+          static_cast<std::size_t>(count * kWideCols),
+          [](const models::Weight& w, Value looked_up) { return models::take_rows(w, looked_up); });
+      EXPECT_EQ(std::memcmp(by_kernel.data(), by_graph.data(), by_kernel.size() * sizeof(float)), 0)
+          << GetParam() << " " << name;
     }
   }
 }

@@ -50,6 +50,10 @@ class PlanarKernel {
   // x f32 [T, K] times values [N, K] transposed -> f32 [T, N], each value widened exactly to f32.
   virtual bool handles_wide(int64_t rows, stablehlo::ElementType element, int64_t k) const = 0;
   virtual stablehlo::Value multiply_wide(stablehlo::Value x, stablehlo::Value values) const = 0;
+  // Rows `ids` (i32 [T]) of such values [N, K], each value widened exactly to f32 -> f32 [T, K]
+  // (an embedding lookup), where handles_wide(T, element, K); an id outside [0, N) takes the
+  // nearest row, as StableHLO's gather does.
+  virtual stablehlo::Value take_wide_rows(stablehlo::Value values, stablehlo::Value ids) const = 0;
 };
 
 }  // namespace xlacel::device

@@ -65,19 +65,13 @@ bool kernel_takes(Value x, const Weight& weight) {
                                 weight.code_bits);
 }
 
-// Whether it takes this product of x with a weight kept as 16-bit floats.
-bool wide_kernel_takes(Value x, const Weight& weight) {
-  return !weight.planar() && weight.widen && weight.kernel != nullptr &&
-         weight.values.shape().size() == 2 &&
-         weight.kernel->handles_wide(x.shape()[0], weight.values.element(), weight.cols());
-}
-
 }  // namespace
 
 Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
   const DotDimensions dims{.lhs_contracting = {1}, .rhs_contracting = {1}};
   Value y = kernel_takes(x, weight) ? weight.kernel->multiply(to_f32(x), planar_operands(weight))
-            : wide_kernel_takes(x, weight) ? weight.kernel->multiply_wide(to_f32(x), weight.values)
+            : wide_kernel_takes(weight, x.shape()[0])
+                ? weight.kernel->multiply_wide(to_f32(x), weight.values)
             : weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
             : weight.planar() || weight.widen ? dot_f32(x, dequantized(weight), dims)
                                               : dot_f32(x, weight.values, dims);

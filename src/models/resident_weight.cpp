@@ -255,7 +255,17 @@ Value dequantized(const Weight& weight) {
   return convert(weight.values, ElementType::kF32);
 }
 
+bool wide_kernel_takes(const Weight& weight, int64_t rows) {
+  return !weight.planar() && weight.widen && weight.kernel != nullptr &&
+         weight.values.shape().size() == 2 &&
+         weight.kernel->handles_wide(rows, weight.values.element(), weight.cols());
+}
+
 Value take_rows(const Weight& weight, Value ids) {
+  // The kernel reads the values at any address: a model file's embedding is used where it is
+  // mapped (device::Readers).
+  if (wide_kernel_takes(weight, ids.shape()[0]))
+    return weight.kernel->take_wide_rows(weight.values, ids);
   Value rows;
   if (!weight.planar()) {
     rows = dequantized(Weight(take(weight.values, ids)));

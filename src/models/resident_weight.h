@@ -84,8 +84,12 @@ device::PlanarOperands planar_operands(const Weight& weight);
 stablehlo::Value dequantized(const Weight& weight);
 // A planar weight's values in f32 by group, [rows, cols / group, group].
 stablehlo::Value dequantized_groups(const Weight& weight);
-// Rows `ids` (i32 [T]) of the weight in f32: [T, cols] (embedding lookup), behind an
-// optimization barrier so compilers do not fuse the lookup into what reads it.
+// Whether the runtime's kernel takes the weight, kept as 16-bit floats, for `rows` rows (of x in
+// a product, or looked up).
+bool wide_kernel_takes(const Weight& weight, int64_t rows);
+// Rows `ids` (i32 [T]) of the weight in f32: [T, cols] (embedding lookup): the runtime's kernel
+// where it takes them, else a gather behind an optimization barrier so compilers do not fuse the
+// lookup into what reads it.
 stablehlo::Value take_rows(const Weight& weight, stablehlo::Value ids);
 
 }  // namespace xlacel::models

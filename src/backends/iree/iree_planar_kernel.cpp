@@ -261,6 +261,32 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
                     {values, x});
   }
 
+  Value take_wide_rows(Value values, Value ids) const override {
+    const int64_t rows = ids.shape()[0];
+    const int64_t n = values.shape()[0];
+    const int64_t k = values.shape()[1];
+    if (!handles_wide(rows, values.element(), k) || ids.rank() != 1 ||
+        ids.element() != ElementType::kI32) {
+      throw Error(fmt::format("planar kernel: cannot take rows {} of {}", ids.type().str(),
+                              values.type().str()));
+    }
+    const bool bf16 = values.element() == ElementType::kBF16;
+    const std::string name =
+        fmt::format("xlacel_wide_take_rows_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
+    // A row is a copy: workgroups pay only over many rows.
+    const int64_t per_workgroup = std::max<int64_t>(16, (rows + kWorkgroups - 1) / kWorkgroups);
+    const backends::KernelCall call = {
+        "xlacel_wide_take_rows_workgroup",
+        {{"values", "i16", n * k}, {"ids", "i32", rows}, {"out", "f32", rows * k}},
+        {{"rows", rows},
+         {"n", n},
+         {"k", k},
+         {"bf16", bf16 ? 1 : 0},
+         {"rows_per_workgroup", per_workgroup}}};
+    return custom_dispatch(ids, name, object_, (rows + per_workgroup - 1) / per_workgroup, call,
+                           {values, ids}, TensorType(ElementType::kF32, {rows, k}));
+  }
+
  private:
   // Workgroups of a product of `rows` rows of x (kFewRows).
   int64_t workgroups(int64_t rows) const { return rows < kFewRows ? workers_ : kWorkgroups; }

@@ -1992,6 +1992,28 @@ void xlacel_quantize_int8_rows_workgroup(MEMREF(const float, x), MEMREF(int8_t, 
 }
 #endif
 
+// out [rows, k] = rows ids[t] of the weight values [n, k] (f16, or bf16 when bf16 is 1), each
+// value widened exactly to f32, for t in [workgroup * rows_per_workgroup, +rows_per_workgroup):
+// an embedding lookup that reads the values at any address (where a model file maps them). An id
+// outside [0, n) takes the nearest row, as StableHLO's gather clamps its start indices. k is a
+// multiple of 16.
+void xlacel_wide_take_rows_workgroup(MEMREF(const uint16_t, values), MEMREF(const int32_t, ids),
+                                     MEMREF(float, out), size_t rows, size_t n, size_t k,
+                                     size_t bf16, size_t rows_per_workgroup, size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(values), UNUSED_MEMREF_FIELDS(ids), UNUSED_MEMREF_FIELDS(out);
+  const size_t first = workgroup * rows_per_workgroup;
+  const size_t last = first + rows_per_workgroup < rows ? first + rows_per_workgroup : rows;
+  if (k % 16 != 0 || n == 0) return;  // the emitter emits only such shapes
+  values += values_offset, ids += ids_offset, out += out_offset;
+  for (size_t t = first; t < last; ++t) {
+    const int32_t id = ids[t];
+    const size_t row = id < 0 ? 0 : (size_t)id >= n ? n - 1 : (size_t)id;
+    for (size_t c = 0; c < k; c += LANES) {
+      vec_store(out + t * k + c, load_wide(values + row * k + c, (int)bf16));
+    }
+  }
+}
+
 // y [rows, n] = x [rows, k] times the weight values [n, k] (f16, or bf16 when bf16 is 1)
 // transposed, for weight rows [workgroup * rows_per_workgroup, +rows_per_workgroup); k is a
 // multiple of 16.
