@@ -264,8 +264,9 @@ bool wide_kernel_takes(const Weight& weight, int64_t rows) {
 Value take_rows(const Weight& weight, Value ids) {
   // The kernel reads the values at any address: a model file's embedding is used where it is
   // mapped (device::Readers).
-  if (wide_kernel_takes(weight, ids.shape()[0]))
+  if (wide_kernel_takes(weight, ids.shape()[0])) {
     return weight.kernel->take_wide_rows(weight.values, ids);
+  }
   Value rows;
   if (!weight.planar()) {
     rows = dequantized(Weight(take(weight.values, ids)));
