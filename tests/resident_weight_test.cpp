@@ -93,8 +93,8 @@ std::vector<Plane> planes_of(const PlanarBlocks& planar, int64_t rows, int64_t c
     return {name, ElementType::kF32, groups, byte_copy(values)};
   };
   const int64_t code_bytes = planar.code_bits == 8 ? cols : cols / 2;
-  const AlignedVector<int8_t> codes =
-      paired ? pair_code_rows(planar.codes, rows, code_bytes) : planar.codes;
+  AlignedVector<int8_t> codes = planar.codes;
+  if (paired) pair_code_rows(codes, rows, code_bytes);
   std::vector<Plane> planes = {
       {"codes", ElementType::kI8, {rows, code_bytes}, byte_copy(std::span<const int8_t>(codes))}};
   if (!planar.high_bits.empty()) {
@@ -694,21 +694,23 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends
 // Rows in pairs alternate by 64-byte line: byte b of row r at (r - r % 2) * row_bytes +
 // (b / 64) * 128 + (r % 2) * 64 + b % 64 (planar_blocks.h).
 TEST(PlanarBlocks, RowsInPairsAlternateLineByLine) {
-  const int64_t rows = 4, row_bytes = 192;
-  std::vector<int8_t> codes(static_cast<std::size_t>(rows * row_bytes));
-  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int8_t>(i * 7 + i / 256);
-  EXPECT_TRUE(can_pair_code_rows(4, rows, 2 * row_bytes));
-  EXPECT_FALSE(can_pair_code_rows(4, 3, 2 * row_bytes));     // an odd number of rows
-  EXPECT_FALSE(can_pair_code_rows(4, rows, 576));            // SmolLM2's rows: 4.5 lines
-  EXPECT_FALSE(can_pair_code_rows(6, rows, 2 * row_bytes));  // high bits beside the nibbles
-  const AlignedVector<int8_t> paired = pair_code_rows(codes, rows, row_bytes);
-  ASSERT_EQ(paired.size(), codes.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < row_bytes; ++b) {
-      const int64_t at = (r - r % 2) * row_bytes + (b / 64) * 128 + (r % 2) * 64 + b % 64;
-      ASSERT_EQ(paired[static_cast<std::size_t>(at)],
-                codes[static_cast<std::size_t>(r * row_bytes + b)])
-          << "row " << r << " byte " << b;
+  EXPECT_TRUE(can_pair_code_rows(4, 4, 384));
+  EXPECT_FALSE(can_pair_code_rows(4, 3, 384));  // an odd number of rows
+  EXPECT_FALSE(can_pair_code_rows(4, 4, 576));  // SmolLM2's rows: 4.5 lines
+  EXPECT_FALSE(can_pair_code_rows(6, 4, 384));  // high bits beside the nibbles
+  // A small tensor, and one large enough to be paired on several threads (load_pass_threads).
+  for (const auto& [rows, row_bytes] : {std::pair<int64_t, int64_t>{4, 192}, {2050, 1024}}) {
+    std::vector<int8_t> codes(static_cast<std::size_t>(rows * row_bytes));
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int8_t>(i * 7 + i / 256);
+    std::vector<int8_t> paired = codes;
+    pair_code_rows(paired, rows, row_bytes);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < row_bytes; ++b) {
+        const int64_t at = (r - r % 2) * row_bytes + (b / 64) * 128 + (r % 2) * 64 + b % 64;
+        ASSERT_EQ(paired[static_cast<std::size_t>(at)],
+                  codes[static_cast<std::size_t>(r * row_bytes + b)])
+            << rows << " rows, row " << r << " byte " << b;
+      }
     }
   }
 }

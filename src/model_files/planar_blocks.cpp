@@ -367,18 +367,26 @@ bool can_pair_code_rows(int code_bits, int64_t rows, int64_t cols) {
   return code_bits == 4 && rows % 2 == 0 && (cols / 2) % kCodeLineBytes == 0;
 }
 
-AlignedVector<int8_t> pair_code_rows(std::span<const int8_t> codes, int64_t rows,
-                                     int64_t row_bytes) {
-  AlignedVector<int8_t> paired(codes.size());
+void pair_code_rows(std::span<int8_t> codes, int64_t rows, int64_t row_bytes) {
+  // In place, a pair at a time through a copy of it: no second buffer of the whole tensor, whose
+  // fresh pages would cost a 1B model's load as much as converting it (the pages' first touch).
+  const auto pair_bytes = static_cast<std::size_t>(2 * row_bytes);
   const int64_t lines = row_bytes / kCodeLineBytes;
-  for (int64_t row = 0; row < rows; ++row) {
-    const int8_t* from = codes.data() + row * row_bytes;
-    int8_t* to = paired.data() + (row - row % 2) * row_bytes + (row % 2) * kCodeLineBytes;
-    for (int64_t line = 0; line < lines; ++line) {
-      std::memcpy(to + line * 2 * kCodeLineBytes, from + line * kCodeLineBytes, kCodeLineBytes);
-    }
-  }
-  return paired;
+  for_each_slice(load_pass_threads(codes.size()), static_cast<std::size_t>(rows / 2),
+                 [&](int, std::size_t begin, std::size_t end) {
+                   std::vector<int8_t> pair(pair_bytes);
+                   for (std::size_t p = begin; p < end; ++p) {
+                     int8_t* to = codes.data() + p * pair_bytes;
+                     std::memcpy(pair.data(), to, pair_bytes);
+                     for (int64_t line = 0; line < lines; ++line) {
+                       for (int64_t row = 0; row < 2; ++row) {
+                         std::memcpy(to + (2 * line + row) * kCodeLineBytes,
+                                     pair.data() + row * row_bytes + line * kCodeLineBytes,
+                                     kCodeLineBytes);
+                       }
+                     }
+                   }
+                 });
 }
 
 }  // namespace xlacel

@@ -96,8 +96,7 @@ void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
 // 128) and an even number of rows.
 inline constexpr int64_t kCodeLineBytes = 64;
 bool can_pair_code_rows(int code_bits, int64_t rows, int64_t cols);
-// `codes` (rows of row_bytes, row after row) in row pairs.
-AlignedVector<int8_t> pair_code_rows(std::span<const int8_t> codes, int64_t rows,
-                                     int64_t row_bytes);
+// `codes` (rows of row_bytes, row after row) rearranged in place into row pairs.
+void pair_code_rows(std::span<int8_t> codes, int64_t rows, int64_t row_bytes);
 
 }  // namespace xlacel

@@ -184,7 +184,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   as_argument_rows(planar.super_scales, supers);
   as_argument_rows(planar.super_offsets, supers);
   as_argument_rows(planar.high_bits, high_bits_row_bytes(planar.code_bits, columns));
-  if (codes.paired_rows) planar.codes = pair_code_rows(planar.codes, rows, codes.shape[1]);
+  if (codes.paired_rows) pair_code_rows(planar.codes, rows, codes.shape[1]);
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
     switch (spec.part) {
