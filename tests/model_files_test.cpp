@@ -108,6 +108,7 @@ TEST(Gguf, SmolLM2ConfigAndEveryTensorMatchTheReference) {
   EXPECT_FLOAT_EQ(static_cast<float>(config.rms_norm_eps), 1e-5f);
   EXPECT_TRUE(config.tie_word_embeddings);
   EXPECT_FALSE(config.attention_bias);
+  EXPECT_TRUE(config.qk_rows_interleaved);  // q/k as llama.cpp's converter permuted them
   EXPECT_EQ(config.bos_token_id, 1);
   EXPECT_EQ(config.eos_token_ids, (std::vector<int64_t>{2}));
   ASSERT_TRUE(model.chat_template().has_value());
@@ -312,6 +313,7 @@ TEST(HfDirectory, ReadsConfigShardsAndTokenizerConfig) {
   ModelFiles model = ModelFiles::open(dir.string());
   const ModelConfig& config = model.config();
   EXPECT_EQ(config.architecture, "llama");
+  EXPECT_FALSE(config.qk_rows_interleaved);  // HF's own rows
   EXPECT_EQ(config.head_dim, 16);
   EXPECT_EQ(config.num_kv_heads, 2);
   EXPECT_EQ(config.rope_scaling.type, RopeScaling::Type::kLlama3);

@@ -125,6 +125,24 @@ TEST(WeightLoader, ReversePermuteMatchesTransformers) {
   EXPECT_EQ(reverse_permute_rows(wide, 1, 2), (std::vector<float>{0, 10, 2, 12, 1, 11, 3, 13}));
 }
 
+// A GGUF llama's q/k rows stay as the converter permuted them (ModelConfig::qk_rows_interleaved,
+// RoPE turning adjacent pairs), so a weight stored as the graph takes it is the file's own bytes.
+TEST(WeightLoader, GgufQAndKAreTheFilesOwnBytes) {
+  const ModelFiles files =
+      ModelFiles::open(testing::test_data("models/tiny_quantized/bf16.gguf").string());
+  ASSERT_TRUE(files.config().qk_rows_interleaved);
+  int checked = 0;
+  for (const WeightSpec& spec : architecture_for(files.config())
+                                    .weight_arguments(files.config(), WeightType::kAuto, false)) {
+    if (!spec.name.ends_with("_q_proj") && !spec.name.ends_with("_k_proj")) continue;
+    const HostTensor tensor = prepare_weight(files, spec);
+    ASSERT_TRUE(tensor.file.has_value()) << spec.name;
+    EXPECT_EQ(tensor.bytes.data(), tensor.file->data.data()) << spec.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * files.config().num_layers);
+}
+
 ModelConfig smol_like() {
   ModelConfig c;
   c.architecture = "llama";

@@ -347,6 +347,10 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   return result;
 }
 
+bool gguf_permutes_qk(const std::string& architecture) {
+  return architecture == "llama" || architecture == "mistral" || architecture == "granite";
+}
+
 ModelConfig config_from_gguf(const GgufFile& gguf) {
   ModelConfig result;
   result.architecture = gguf.get_string("general.architecture");
@@ -415,6 +419,8 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   }
   gemma_defaults(result, is_gemma2(result) ? 2 : 6);
   result.rotary_dim = int_or("rope.dimension_count", result.head_dim);
+  result.qk_rows_interleaved =
+      gguf_permutes_qk(result.architecture) && result.rope_dims() == result.head_dim;
   result.linear_bias = gguf.find_tensor("blk.0.attn_output.bias").has_value();
   if (auto scale = optional_float("logit_scale")) result.logit_scale = *scale;
   if (int_or("expert_count", 0) > 0) {

@@ -78,6 +78,13 @@ struct ModelConfig {
   int64_t expert_intermediate_size = 0;
   bool norm_topk_prob = false;
 
+  // Q and K projection rows as llama.cpp's converter stores them for the families it permutes
+  // (gguf_permutes_qk): each head's two rotated halves interleaved row by row. Used as stored, with
+  // RoPE turning adjacent pairs: the same values as HF's rotate_half on HF's rows, in another order
+  // within each head, which attention's dot products do not see. Set by config_from_gguf where
+  // RoPE turns whole heads (with partial rotary the loader restores HF's rows instead).
+  bool qk_rows_interleaved = false;
+
   // How the files store each tensor, by its name in the files (GGUF or HF); filled by
   // ModelFiles, so graphs of resident formats (WeightType::kAuto) follow from the config alone.
   std::map<std::string, DType> stored_types;
@@ -93,6 +100,11 @@ struct ModelConfig {
 ModelConfig config_from_hf(const Json& config, const Json* generation_config,
                            const std::string& path);
 ModelConfig config_from_gguf(const GgufFile& gguf);
+
+// Whether llama.cpp's converter permutes the Q/K rows of this GGUF architecture: llama (Mistral's
+// GGUFs are "llama" too) and Granite (its converter derives from Llama's); transformers' GGUF
+// loader reverses it for llama and mistral.
+bool gguf_permutes_qk(const std::string& architecture);
 
 // Throws Error naming `where` when dims are inconsistent (heads not dividing, zero sizes...).
 void validate_config(const ModelConfig& config, const std::string& where);

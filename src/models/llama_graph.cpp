@@ -99,9 +99,11 @@ EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& 
     positions = in.at("positions");
     access = CacheAccess::decode(positions, options.window);
   }
-  Rotary rope = rotary(positions, w.at("rope_inv_freq"), family.interleaved_rope);
+  // Adjacent pairs turn where the family says so, or where q/k rows are as GGUF interleaves them.
+  const bool interleaved = family.interleaved_rope || c.qk_rows_interleaved;
+  Rotary rope = rotary(positions, w.at("rope_inv_freq"), interleaved);
   std::optional<Rotary> local_rope;
-  if (family.local_rope) local_rope = rotary(positions, w.at("rope_local_inv_freq"));
+  if (family.local_rope) local_rope = rotary(positions, w.at("rope_local_inv_freq"), interleaved);
 
   // A norm of the family's kind: w * x_hat, or (1 + w) * x_hat with 1 + w in f32.
   auto norm_weight = [&](Value scale) {

@@ -7,7 +7,8 @@
 // `main`: inputs, these weights, then the KV caches (graph_signature.h, graph_options.h).
 //
 // Weights (HF layout: linear weights are [out_features, in_features]; GGUF files are mapped to
-// HF names and their Q/K rows un-permuted as transformers does when it loads a GGUF):
+// HF names, their Q/K rows kept as llama.cpp's converter permuted them where RoPE turns whole
+// heads, ModelConfig::qk_rows_interleaved, and else un-permuted as transformers does):
 //
 //   rope_inv_freq            f32 [head_dim/2]  RoPE inverse frequencies, computed on the host
 //                            exactly as transformers does (llama3 scaling included; divided

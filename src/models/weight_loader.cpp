@@ -20,14 +20,6 @@ namespace {
 
 using stablehlo::ElementType;
 
-bool gguf_permutes_qk(const ModelConfig& config) {
-  // llama.cpp's converter permutes Q/K rows for the llama architecture (Mistral GGUFs are
-  // "llama" too) and for Granite (its converter derives from Llama's); transformers' GGUF loader
-  // reverses it for llama and mistral.
-  return config.architecture == "llama" || config.architecture == "mistral" ||
-         config.architecture == "granite";
-}
-
 }  // namespace
 
 template <typename T, typename Allocator>
@@ -84,10 +76,14 @@ TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
   return *tensor;
 }
 
-// Heads whose rows llama.cpp permuted in this GGUF tensor (0: none).
+// Heads whose rows llama.cpp permuted in this GGUF tensor and the graphs take un-permuted (0:
+// none; ModelConfig::qk_rows_interleaved).
 int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
   const ModelConfig& config = files.config();
-  if (files.format() != ModelFiles::Format::kGguf || !gguf_permutes_qk(config)) return 0;
+  if (files.format() != ModelFiles::Format::kGguf || !gguf_permutes_qk(config.architecture) ||
+      config.qk_rows_interleaved) {
+    return 0;
+  }
   if (tensor.shape.size() != 2) return 0;
   if (tensor.name.ends_with(".attn_q.weight")) return config.num_heads;
   if (tensor.name.ends_with(".attn_k.weight")) return config.num_kv_heads;
