@@ -287,7 +287,7 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
   // Expert e counts as count - 1 - e, so the largest marks the lowest expert.
   Value reversed = constant(b, index_type, static_cast<double>(count - 1)) - iota(b, index_type, 1);
   Value lowest = constant(b, scores, static_cast<double>(std::numeric_limits<float>::lowest()));
-  Value remaining = probs;
+  Value remaining = tokens > 1 ? optimization_barrier(probs) : probs;
   std::optional<Value> chosen, total;
   for (int64_t i = 0; i < top_k; ++i) {
     Value best = reduce_max(remaining, {1});
@@ -297,6 +297,12 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     chosen = chosen ? logical_or(*chosen, pick) : pick;
     total = total ? *total + best : best;
     remaining = select(pick, lowest, remaining);
+    // Several rows' picks are computed one pick per kernel. IREE llvm-cpu would otherwise fuse the
+    // whole chain of dependent reductions into one, whose codegen grows with it
+    // (OptimizeTensorInsertExtractSlices): OLMoE-shaped prefill graphs (64 experts, top 8, 16
+    // rows) took 385-434 s to compile, nearly all of it in that one kernel. One row goes
+    // without, as a barrier per pick would cost a decode step a split per pick and layer.
+    if (tokens > 1 && i + 1 < top_k) remaining = optimization_barrier(remaining);
   }
   Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;
   weights = select(*chosen, weights, constant(b, scores, 0.0));
