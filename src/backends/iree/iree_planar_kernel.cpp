@@ -254,8 +254,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
                               values.type().str()));
     }
     const bool bf16 = values.element() == ElementType::kBF16;
-    const std::string name =
-        fmt::format("xlacel_wide_matmul_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
+    const std::string name = wide_dispatch_name("matmul", rows, values);
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     return dispatch(x, name, object_, n, per_workgroup, wide_call(rows, n, k, bf16, per_workgroup),
                     {values, x});
@@ -271,8 +270,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
                               values.type().str()));
     }
     const bool bf16 = values.element() == ElementType::kBF16;
-    const std::string name =
-        fmt::format("xlacel_wide_take_rows_t{}_n{}_k{}_{}", rows, n, k, bf16 ? "bf16" : "f16");
+    const std::string name = wide_dispatch_name("take_rows", rows, values);
     // A row is a copy: workgroups pay only over many rows.
     const int64_t per_workgroup = std::max<int64_t>(16, (rows + kWorkgroups - 1) / kWorkgroups);
     const backends::KernelCall call = {
@@ -288,6 +286,13 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
   }
 
  private:
+  // The dispatch of wide kernel `op` over `rows` rows and 16-bit `values` [N, K]: one executable
+  // per distinct name.
+  static std::string wide_dispatch_name(std::string_view op, int64_t rows, Value values) {
+    return fmt::format("xlacel_wide_{}_t{}_n{}_k{}_{}", op, rows, values.shape()[0],
+                       values.shape()[1], values.element() == ElementType::kBF16 ? "bf16" : "f16");
+  }
+
   // Workgroups of a product of `rows` rows of x (kFewRows).
   int64_t workgroups(int64_t rows) const { return rows < kFewRows ? workers_ : kWorkgroups; }
 
