@@ -49,21 +49,30 @@ set(xgrammar_cmake_args
     # Appended after the project's own -flto=auto -Werror: plain objects, so linking stays
     # cheap, and a newer compiler's warnings in code we do not maintain do not stop the build.
     "-DCMAKE_CXX_FLAGS=-fno-lto -Wno-error"
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON
+    # 16 sources to a translation unit, as our own stages (CMakeLists.txt): half the CPU time.
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 if(CCACHE_PROGRAM)
   list(APPEND xgrammar_cmake_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE_PROGRAM})
 endif()
+cmake_host_system_information(RESULT xgrammar_jobs QUERY NUMBER_OF_LOGICAL_CORES)
 ExternalProject_Add(
   xgrammar_build
   SOURCE_DIR ${xgrammar_source}
   BINARY_DIR ${xgrammar_binary}
   CMAKE_GENERATOR Ninja
   CMAKE_ARGS ${xgrammar_cmake_args}
-  BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target xgrammar
+  # As many jobs as cores (Ninja's default is two more), beside the outer build's own.
+  BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target xgrammar --parallel ${xgrammar_jobs}
   BUILD_BYPRODUCTS ${xgrammar_library}
   INSTALL_COMMAND ""
   DOWNLOAD_COMMAND ""
-  UPDATE_COMMAND "")
+  UPDATE_COMMAND ""
+  # Its own steps' lines go to log files (printed when a step fails), so that scripts/build's
+  # progress stays one line per tenth of ours.
+  LOG_CONFIGURE ON
+  LOG_BUILD ON
+  LOG_OUTPUT_ON_FAILURE ON)
 
 add_library(xgrammar::xgrammar STATIC IMPORTED GLOBAL)
 set_target_properties(xgrammar::xgrammar PROPERTIES IMPORTED_LOCATION ${xgrammar_library})

@@ -1,4 +1,4 @@
-// The runtime's hand-written attention (device/attention_kernel.h), where it has one: the graph's
+// The runtime's hand-written attention (lowering/attention_kernel.h), where it has one: the graph's
 // attention with it agrees with the graph's own StableHLO attention and with a double-precision
 // reference, for every kind of row the mask makes (one key, some, all of the window, none), one
 // query token per sequence (decode) and several (a prefill chunk, each token its own mask),
@@ -40,7 +40,7 @@ struct Shape {
 // Arguments q, keys, values, positions i32 [sequences, tokens] and end i32 [sequences]. With
 // `spare_rows`, keys and values hold that many rows more per head, past the attended ones, and
 // the kernel reads its window of them in place (a decode's whole cache).
-std::string attention_module(const Shape& s, const device::AttentionKernel& kernel,
+std::string attention_module(const Shape& s, const lowering::AttentionKernel& kernel,
                              int64_t spare_rows = 0) {
   stablehlo::Module module("attention_kernel_test");
   stablehlo::Function& f = module.add_function("main");
@@ -156,7 +156,8 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
     device::DeviceOptions options;
     options.threads = 2;
     options.compile_cache_dir = testing::scratch_dir("attention_kernel/" + GetParam());
-    device_ = backends::open_device(GetParam(), options, {});
+    runtime_ = backends::open_runtime(GetParam(), options, {});
+    device_ = runtime_.device.get();
   }
 
   // The attention with the kernel and without, each f32 [sequences, heads * head_dim].
@@ -167,9 +168,9 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
     const std::string name =
         fmt::format("attention-n{}-t{}-h{}-kv{}-c{}-d{}-spare{}", s.sequences, s.tokens, s.heads,
                     s.kv_heads, s.capacity, s.head_dim, spare_rows);
-    const device::GraphSource source{name,
-                                     attention_module(s, *device_->attention_kernel(), spare_rows),
-                                     "attention_kernel_test", name + ".mlir"};
+    const device::GraphSource source{
+        name, attention_module(s, *runtime_.lowering->attention_kernel(), spare_rows),
+        "attention_kernel_test", name + ".mlir"};
     std::vector<device::GraphLoad> loads;
     auto executable = std::move(device_->load(std::span(&source, 1), loads).at(0));
     const std::vector<int64_t> cache = {s.sequences, s.kv_heads, s.capacity + spare_rows,
@@ -210,7 +211,7 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
   // sequence n's tokens start at positions[n] and see keys below ends[n].
   void check(const std::vector<Shape>& shapes, const std::vector<int32_t>& positions,
              const std::vector<int32_t>& ends) {
-    const device::AttentionKernel& kernel = *device_->attention_kernel();
+    const lowering::AttentionKernel& kernel = *runtime_.lowering->attention_kernel();
     for (const Shape& s : shapes) {
       ASSERT_TRUE(kernel.handles(s.head_dim, s.heads / s.kv_heads, s.capacity));
       const Inputs in = make_inputs(s, positions, ends);
@@ -246,11 +247,12 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  std::unique_ptr<device::Device> device_;
+  backends::Runtime runtime_;
+  device::Device* device_ = nullptr;
 };
 
 TEST_P(AttentionOnRuntime, TheRuntimeKernelMatchesTheStableHloAttention) {
-  if (device_->attention_kernel() == nullptr) {
+  if (runtime_.lowering->attention_kernel() == nullptr) {
     GTEST_SKIP() << GetParam() << " has no hand-written attention here";
   }
   // Rows: one key visible, some (end below the position), the whole window (position past it),
@@ -267,7 +269,7 @@ TEST_P(AttentionOnRuntime, TheRuntimeKernelMatchesTheStableHloAttention) {
 }
 
 TEST_P(AttentionOnRuntime, ADecodeSplitOverItsKeysMatchesTheStableHloAttention) {
-  if (device_->attention_kernel() == nullptr) {
+  if (runtime_.lowering->attention_kernel() == nullptr) {
     GTEST_SKIP() << GetParam() << " has no hand-written attention here";
   }
   // Caches of 1024 keys or more with kv heads that 2 workers cannot share evenly (3, and 1):

@@ -115,7 +115,7 @@ TEST(PjrtDeviceErrors, ThreadsAreForTheCpu) {
   options.kind = DeviceKind::kCuda;
   options.threads = 2;
   const std::string message = open_error(options, {});
-  EXPECT_NE(message.find("threads applies to the CPU only"), std::string::npos) << message;
+  EXPECT_NE(message.find("threads: applies to the CPU only"), std::string::npos) << message;
 }
 
 // --- compile options

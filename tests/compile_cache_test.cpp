@@ -264,14 +264,14 @@ TEST(IreeTarget, FlagsAndValidation) {
     }
     return "(no error)";
   };
-  EXPECT_EQ(error_of({"tpu", "sm_80", "O3"}), "--target: unknown target 'tpu' (llvm-cpu, cuda)");
+  EXPECT_EQ(error_of({"tpu", "sm_80", "O3"}), "backend: unknown target 'tpu' (llvm-cpu, cuda)");
   EXPECT_EQ(error_of({"cuda", "80", "O3"}),
-            "--cuda-sm: malformed CUDA architecture '80' (like sm_80)");
+            "cuda_sm: malformed CUDA architecture '80' (like sm_80)");
   EXPECT_EQ(error_of({"cuda", "sm_", "O3"}),
-            "--cuda-sm: malformed CUDA architecture 'sm_' (like sm_80)");
+            "cuda_sm: malformed CUDA architecture 'sm_' (like sm_80)");
   EXPECT_EQ(error_of({"cuda", "sm_90a", "O3"}), "(no error)");
   EXPECT_EQ(error_of({"llvm-cpu", "sm_80", "O4"}),
-            "--opt-level: unknown optimization level 'O4' (O0, O1, O2, O3)");
+            "opt_level: unknown optimization level 'O4' (O0, O1, O2, O3)");
 }
 
 TEST(CompilerMessage, NamesTheSourceAndKeepsTheFirstErrors) {

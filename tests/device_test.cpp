@@ -40,7 +40,7 @@ using device::DeviceKind;
 using device::DeviceOptions;
 using device::GraphLoad;
 using device::GraphSource;
-using device::Readers;
+using lowering::Readers;
 using stablehlo::ElementType;
 
 constexpr int kThreads = 1;
@@ -109,15 +109,19 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
     return dir;
   }
 
-  std::unique_ptr<Device> open(const fs::path& cache,
-                               std::vector<std::string>* progress = nullptr) {
+  backends::Runtime open_runtime(const fs::path& cache,
+                                 std::vector<std::string>* progress = nullptr) {
     DeviceOptions options;
     options.threads = kThreads;
     options.compile_cache_dir = cache;
     if (progress != nullptr) {
       options.progress = [progress](std::string_view line) { progress->emplace_back(line); };
     }
-    return backends::open_device(GetParam(), options, {});
+    return backends::open_runtime(GetParam(), options, {});
+  }
+  std::unique_ptr<Device> open(const fs::path& cache,
+                               std::vector<std::string>* progress = nullptr) {
+    return open_runtime(cache, progress).device;
   }
 
   std::unique_ptr<device::Executable> load_accumulate(Device& device,
@@ -170,11 +174,14 @@ TEST_P(DeviceTest, ExecutesRepeatedlyWithTheDonatedResultFedBack) {
   run_accumulate(*device, *executable, 3);
 }
 
-// upload_in_place: IREE's CPU device computes on aligned kept bytes where they are (it holds
-// their keeper while its buffer lives), and on misaligned ones only where its hand-written kernels
-// alone read them; it copies other misaligned ones. Other runtimes copy.
+// Kept bytes: IREE's lowering uses aligned ones in place, and misaligned ones only where its
+// hand-written kernels alone read them (compiled code assumes 64-byte aligned buffers); its CPU
+// device then computes on them where they are, holding their keeper while its buffer lives.
+// Other runtimes copy.
 TEST_P(DeviceTest, KeptBytesAreUsedWhereTheyAreOrCopied) {
-  std::unique_ptr<Device> device = open(cache_dir("run", false));
+  backends::Runtime runtime = open_runtime(cache_dir("run", false));
+  const std::unique_ptr<Device>& device = runtime.device;
+  const lowering::Lowering& lowering = *runtime.lowering;
   auto executable = load_accumulate(*device);
   const int64_t four[] = {4};
   const std::vector<int32_t> n = {3};
@@ -194,8 +201,9 @@ TEST_P(DeviceTest, KeptBytesAreUsedWhereTheyAreOrCopied) {
   const bool in_place = GetParam() == "iree";
 
   auto x = std::make_shared<AlignedVector<float>>(AlignedVector<float>{1, 2, 3, 4});
-  BufferPtr x_buffer = device->upload_in_place(std::as_bytes(std::span(*x)), ElementType::kF32,
-                                               four, x, Readers::kCompiledCode);
+  const auto x_bytes = std::as_bytes(std::span(*x));
+  EXPECT_EQ(lowering.in_place(x_bytes, Readers::kCompiledCode), in_place);
+  BufferPtr x_buffer = device->upload_in_place(x_bytes, ElementType::kF32, four, x);
   EXPECT_EQ(x.use_count(), in_place ? 2 : 1) << "the device holds the keeper only in place";
   EXPECT_EQ(sum_with(x_buffer), (std::array<float, 4>{2.5f, 5, 7.5f, 10}));
   // The contract forbids changing kept bytes; here it shows that no copy was made.
@@ -204,18 +212,13 @@ TEST_P(DeviceTest, KeptBytesAreUsedWhereTheyAreOrCopied) {
   x_buffer.reset();
   EXPECT_EQ(x.use_count(), 1) << "the keeper is released with the buffer";
 
-  // Bytes off the 64-byte boundary compiled code assumes are copied for it.
+  // Bytes off the 64-byte boundary compiled code assumes are copied for it; kernels take them
+  // where they are (this graph has no kernel: not run).
   auto shifted = std::make_shared<AlignedVector<float>>(AlignedVector<float>{0, 1, 2, 3, 4});
   const auto shifted_bytes = std::as_bytes(std::span(*shifted).subspan(1));
-  EXPECT_FALSE(device->computes_in_place(shifted_bytes, Readers::kCompiledCode));
-  x_buffer = device->upload_in_place(shifted_bytes, ElementType::kF32, four, shifted,
-                                     Readers::kCompiledCode);
-  EXPECT_EQ(shifted.use_count(), 1);
-  EXPECT_EQ(sum_with(x_buffer), (std::array<float, 4>{2.5f, 5, 7.5f, 10}));
-  // Kernels take them where they are (this graph has no kernel: not run).
-  EXPECT_EQ(device->computes_in_place(shifted_bytes, Readers::kKernelsOnly), in_place);
-  x_buffer = device->upload_in_place(shifted_bytes, ElementType::kF32, four, shifted,
-                                     Readers::kKernelsOnly);
+  EXPECT_FALSE(lowering.in_place(shifted_bytes, Readers::kCompiledCode));
+  EXPECT_EQ(lowering.in_place(shifted_bytes, Readers::kKernelsOnly), in_place);
+  x_buffer = device->upload_in_place(shifted_bytes, ElementType::kF32, four, shifted);
   EXPECT_EQ(shifted.use_count(), in_place ? 2 : 1);
   x_buffer.reset();
 

@@ -357,16 +357,16 @@ TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
   const ModelFiles files = ModelFiles::open(model);
   device::DeviceOptions device;
   device.compile_cache_dir = testing::scratch_dir("engine/cache-fast");
-  auto opened = backends::open_device("iree", device, {});
-  if (opened->int8_planar_kernel() == nullptr) {
+  backends::Runtime opened = backends::open_runtime("iree", device, {});
+  if (opened.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast) == nullptr) {
     GTEST_SKIP() << "no int8 planar kernel on this CPU (needs AVX-512 VBMI and VNNI)";
   }
   executor::ExecutorOptions options;
   options.weights = models::WeightType::kAuto;
   options.capacity = 512;
-  options.fast_math = true;
+  options.math = lowering::Math::kFast;
   options.preload_logits = true;
-  executor::Executor executor(std::move(opened), files, options);
+  executor::Executor executor(std::move(opened.device), std::move(opened.lowering), files, options);
   const double diff = teacher_forced_max_diff(executor, reference, 0);
   std::printf("iree --math fast SmolLM2: max |logit diff| vs HF %.3g\n", diff);
   EXPECT_GT(diff, kLogitTolerance) << "the int8 products should move the logits";
@@ -692,7 +692,7 @@ struct TinyModelRun {
 // What a run's executor loaded.
 struct TinyModelLoad {
   executor::LoadReport report;
-  bool planar_kernel = false;  // the device has one (it reads 4-bit codes in row pairs)
+  bool planar_kernel = false;  // the lowering has one (it reads 4-bit codes in row pairs)
 };
 
 TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& reference,
@@ -717,7 +717,8 @@ TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& re
   std::printf("%s slot %d: max |logit diff| vs HF %.3g (tolerance %.g)\n", label.c_str(), slot,
               diff, kLogitTolerance);
   EXPECT_LE(diff, kLogitTolerance);
-  const TinyModelLoad load{engine.executor().load_report(), engine.executor().paired_nibbles()};
+  const TinyModelLoad load{engine.executor().load_report(),
+                           engine.executor().lowering().pairs_code_rows()};
   if (!run.cli) return load;
 
   const json& prompt = reference["prompts"][1];
@@ -852,7 +853,7 @@ TEST_P(QuantizedGgufTest, GreedyAndLogitsMatchHf) {
                                    {runtime, name, weights, 1, 1, !control});
   // The file's own f16/bf16 matrices, which only IREE's hand-written kernel reads, are used where
   // the file holds them, 32 bytes off the 64-byte boundary compiled code assumes
-  // (device::Readers).
+  // (lowering::Readers).
   const bool wide = format == "f16" || format == "bf16";
   if (wide && runtime == "iree" && !control && planar_kernel) {
     EXPECT_GT(report.file_bytes_in_place, 0u) << name;
@@ -878,7 +879,9 @@ TEST_P(EngineOnRuntime, Gemma3_270mEveryBatchedStreamMatchesHf) {
   options.capacity = 512;
   options.prefill_bucket = 64;
   options.preload_logits = true;
-  executor::Executor executor(backends::open_device(GetParam(), device, {}), model, options);
+  backends::Runtime runtime = backends::open_runtime(GetParam(), device, {});
+  executor::Executor executor(std::move(runtime.device), std::move(runtime.lowering), model,
+                              options);
   Scheduler scheduler(executor, nullptr, {});
   auto [streams, widest] = run_staggered(scheduler, reference, 1);
   expect_streams_match(streams, reference, GetParam() + " gemma3-270m batched");
@@ -1020,8 +1023,9 @@ TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
       scratch,
       {"generate", "-m", model, "--backend", "iree", "--tensor-parallel", "3", "-p", "Hi"});
   EXPECT_EQ(iree.exit_code, 1);
-  EXPECT_NE(iree.err.find("--tensor-parallel: 3 needs --backend xla: iree has no SPMD partitioner"),
-            std::string::npos)
+  EXPECT_NE(
+      iree.err.find("--tensor-parallel: 3 needs the xla runtime: iree has no SPMD partitioner"),
+      std::string::npos)
       << iree.err;
   for (const auto* run : {&two, &iree}) {
     EXPECT_EQ(std::count(run->err.begin(), run->err.end(), '\n'), 1) << run->err;
@@ -1035,7 +1039,7 @@ TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("SPMD partitioner"), std::string::npos) << message;
-    EXPECT_NE(message.find("use --backend xla"), std::string::npos) << message;
+    EXPECT_TRUE(message.starts_with("tensor_parallel: 2 needs the xla runtime")) << message;
   }
 }
 

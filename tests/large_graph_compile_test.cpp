@@ -173,20 +173,26 @@ class IreeLargeGraphs : public ::testing::TestWithParam<Case> {
     device::DeviceOptions options;
     options.threads = 1;
     options.compile_cache_dir = process_dir() / "iree-cache";
-    device_ = backends::open_device("iree", options, {}).release();
+    backends::Runtime runtime = backends::open_runtime("iree", options, {});
+    device_ = runtime.device.release();
+    lowering_ = runtime.lowering.release();
   }
   static void TearDownTestSuite() {
     delete device_;
     device_ = nullptr;
+    delete lowering_;
+    lowering_ = nullptr;
     delete skip_reason_;
     skip_reason_ = nullptr;
     fs::remove_all(process_dir());
   }
 
   static device::Device* device_;
+  static lowering::Lowering* lowering_;  // IREE's, the kernels' cases
   static std::string* skip_reason_;
 };
 device::Device* IreeLargeGraphs::device_ = nullptr;
+lowering::Lowering* IreeLargeGraphs::lowering_ = nullptr;
 std::string* IreeLargeGraphs::skip_reason_ = nullptr;
 
 TEST_P(IreeLargeGraphs, PrefillAndDecodeCompile) {
@@ -195,11 +201,13 @@ TEST_P(IreeLargeGraphs, PrefillAndDecodeCompile) {
   ModelConfig config = one_b_config(c.stored);
   std::vector<models::GraphOptions> options = graphs(c.weights);
   if (c.weights == WeightType::kAuto) {
-    const device::PlanarKernel* kernel = c.kernel ? device_->planar_kernel() : nullptr;
-    if (c.kernel && kernel == nullptr) {
+    // With the kernel: the graphs as IREE's lowering has the executor emit them (the kernels'
+    // products and attention, codes in row pairs); without: the portable StableHLO.
+    if (c.kernel &&
+        lowering_->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact) == nullptr) {
       GTEST_SKIP() << "this CPU does not run the planar kernel (the _no_kernel cases cover it)";
     }
-    for (models::GraphOptions& graph : options) graph.planar_kernel = kernel;
+    for (models::GraphOptions& graph : options) graph.lowering = c.kernel ? lowering_ : nullptr;
   }
   compile_all(*device_, config, options, c.name);
 }

@@ -165,11 +165,11 @@ class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
 
   // The runtime with one worker (local-task's worker count is per process), compiling into this
   // test's scratch cache.
-  std::unique_ptr<device::Device> open_device() const {
+  backends::Runtime open_runtime() const {
     device::DeviceOptions options;
     options.threads = 1;
     options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
-    return backends::open_device(GetParam(), options, {});
+    return backends::open_runtime(GetParam(), options, {});
   }
 };
 
@@ -209,7 +209,8 @@ void run_planar_module(device::Device& device, const std::string& name, const Pl
 }
 
 TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
-  auto device = open_device();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
@@ -258,7 +259,7 @@ TEST_P(PlanarOnRuntime, EveryBlockFormatDequantizesBitExactlyInTheGraph) {
 // runtime's hand-written kernel and through the graph's own StableHLO (the reference); codes in
 // row pairs where `paired`.
 std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols, int64_t x_rows,
-                          const device::PlanarKernel& kernel, bool paired) {
+                          const lowering::PlanarKernel& kernel, bool paired) {
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
   models::Weight reference = planar_arguments(f, planar, rows, cols, paired);
@@ -274,7 +275,7 @@ std::string kernel_module(const PlanarBlocks& planar, int64_t rows, int64_t cols
 // the kernel into by_kernel and through the graph's StableHLO into by_graph, each [x rows, rows].
 void kernel_products(device::Device& device, const std::string& name, const PlanarBlocks& planar,
                      int64_t rows, int64_t cols, const std::vector<float>& x,
-                     const device::PlanarKernel& kernel, std::vector<float>& by_kernel,
+                     const lowering::PlanarKernel& kernel, std::vector<float>& by_kernel,
                      std::vector<float>& by_graph, bool paired = false) {
   const auto x_rows = static_cast<int64_t>(x.size()) / cols;
   auto executable =
@@ -311,8 +312,10 @@ std::vector<std::byte> more_rows(const TensorView& tensor, int64_t rows) {
 }
 
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
-  auto device = open_device();
-  const device::PlanarKernel* kernel = device->planar_kernel();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
@@ -371,17 +374,19 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
   EXPECT_EQ(checked, 8);
 }
 
-// --math fast's product (Device::int8_planar_kernel) multiplies the weight by x rounded to i8 per
-// block of 32 columns (scale max|x| / 127): it differs from the exact product by at most what
-// that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's blocks are
-// exactly representable (multiples of max|x| / 127), which checks its layout and arithmetic for
-// every block format. The kernel takes 512 columns at a time, then a row's tail 128 at a time:
-// widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896 = 512 +
-// 384, and SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products narrower
-// than 512 columns stay exact. Products that share x quantize it once.
+// --math fast's product (the lowering's planar_kernel under Math::kFast) multiplies the weight by x
+// rounded to i8 per block of 32 columns (scale max|x| / 127): it differs from the exact product by
+// at most what that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's
+// blocks are exactly representable (multiples of max|x| / 127), which checks its layout and
+// arithmetic for every block format. The kernel takes 512 columns at a time, then a row's tail 128
+// at a time: widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896
+// = 512 + 384, and SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products
+// narrower than 512 columns stay exact. Products that share x quantize it once.
 TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
-  auto device = open_device();
-  const device::PlanarKernel* kernel = device->int8_planar_kernel();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast);
   if (kernel == nullptr) {
     GTEST_SKIP() << GetParam() << " has no int8 planar kernel here (IREE on AVX-512 VBMI + VNNI)";
   }
@@ -488,7 +493,8 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
 // the same bits as from row after row, for passes of one x row (two weight rows at a time), a
 // few rows and panels; widths of whole int8 runs (512) and with a tail (768).
 TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
-  auto device = open_device();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
@@ -520,10 +526,12 @@ TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
             << GetParam() << " " << name << ": take_rows row " << ids[k];
       }
 
-      for (const device::PlanarKernel* kernel :
-           {device->planar_kernel(), device->int8_planar_kernel()}) {
+      for (const lowering::PlanarKernel* kernel :
+           {runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact),
+            runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast)}) {
         if (kernel == nullptr || !kernel->takes_paired_rows()) continue;
-        const bool int8 = kernel == device->int8_planar_kernel();
+        const bool int8 = kernel == runtime.lowering->planar_kernel(lowering::Phase::kPrefill,
+                                                                    lowering::Math::kFast);
         for (int64_t x_rows : {1, 3, 8, 13}) {
           if (int8 && x_rows < 8) continue;  // fewer rows take the exact product
           std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
@@ -555,7 +563,7 @@ struct ThroughKernelAndGraph {
   std::vector<float> by_kernel, by_graph;
 };
 ThroughKernelAndGraph run_wide_weight(
-    device::Device& device, const device::PlanarKernel& kernel, const std::string& name,
+    device::Device& device, const lowering::PlanarKernel& kernel, const std::string& name,
     ElementType element, const TensorType& input_type, std::span<const std::byte> input,
     std::size_t count, const std::function<Value(const models::Weight&, Value)>& read) {
   std::vector<uint16_t> values(static_cast<std::size_t>(kWideRows * kWideCols));
@@ -585,8 +593,10 @@ ThroughKernelAndGraph run_wide_weight(
 }
 
 TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
-  auto device = open_device();
-  const device::PlanarKernel* kernel = device->planar_kernel();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
   for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
     for (int64_t x_rows : {1, 13}) {
@@ -610,8 +620,10 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
 // for bit, ids out of range (clamped to the nearest row) and repeated ones included, for one row
 // (decode) and many (prefill).
 TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
-  auto device = open_device();
-  const device::PlanarKernel* kernel = device->planar_kernel();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
   if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
   std::vector<int32_t> many = {0, 39, 3, 3, -5, 40, 1000};
   for (int32_t id = 5; many.size() < 33; ++id) many.push_back(id);
@@ -635,8 +647,10 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
 // plane captured; the runtime's kernel where it has one): the branch's product equals the one
 // outside bit for bit, and a false predicate runs the other branch (zeros) instead.
 TEST_P(PlanarOnRuntime, APlanarProductUnderAConditionalIsTheSame) {
-  auto device = open_device();
-  const device::PlanarKernel* kernel = device->planar_kernel();
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {

@@ -29,7 +29,7 @@ namespace xlacel::models {
 namespace {
 
 namespace fs = std::filesystem;
-using device::Sharding;
+using stablehlo::Sharding;
 
 const fs::path kTinyDir = testing::test_data("models/tiny_llama3");
 
@@ -57,7 +57,7 @@ std::map<std::string, Sharding> weight_shardings(const ModelConfig& config, Weig
 
 std::string error_of(const ModelConfig& config, int64_t parts) {
   try {
-    check_tensor_parallel(config, parts, "--tensor-parallel");
+    check_tensor_parallel(config, parts);
   } catch (const Error& e) {
     return e.what();
   }
@@ -113,7 +113,7 @@ TEST(TensorParallelSharding, QueryHeadsThatDoNotDivideAreAnErrorNamingThem) {
   EXPECT_EQ(error_of(config, 3), "");
   EXPECT_TRUE(splits_kv_heads(config, 3));
   EXPECT_EQ(error_of(config, 2),
-            "--tensor-parallel: the model's 9 query heads (3 KV heads) do not divide over 2 "
+            "tensor_parallel: the model's 9 query heads (3 KV heads) do not divide over 2 "
             "devices: each device attends with whole query heads (divisors of 9: 1, 3, 9)");
   EXPECT_NE(error_of(config, 0).find("at least 1"), std::string::npos);
 }

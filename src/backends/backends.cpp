@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "backends/iree_module.h"
+#include "backends/pjrt/pjrt_lowering.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
 #include "common/venv.h"
@@ -43,21 +46,46 @@ std::vector<std::string> runtime_versions() {
   return lines;
 }
 
+namespace {
+
+// FieldError unless `runtime` is known and can run over `options`' devices.
+void check_runtime(std::string_view runtime, const device::DeviceOptions& options) {
+  const std::vector<std::string> names = runtime_names();
+  if (std::find(names.begin(), names.end(), runtime) == names.end()) {
+    fail_field("runtime", "unknown runtime '{}' (known: {})", runtime, fmt::join(names, ", "));
+  }
+  if (runtime == "iree" && options.tensor_parallel > 1) {
+    fail_field("tensor_parallel",
+               "{} needs the xla runtime: iree has no SPMD partitioner (IREE 3.13 cannot parse "
+               "sdy shardings and compiles mhlo.sharding as one unpartitioned program)",
+               options.tensor_parallel);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<lowering::Lowering> make_lowering(std::string_view runtime,
+                                                  const device::DeviceOptions& options) {
+  check_runtime(runtime, options);
+  options.validate();
+  if (runtime == "iree") return make_iree_lowering_from_module(options);
+  return make_pjrt_lowering(options);
+}
+
 std::unique_ptr<device::Device> open_device(std::string_view runtime,
                                             const device::DeviceOptions& options,
                                             const RuntimeOptions& runtime_options) {
-  if (runtime == "iree") {
-    if (options.tensor_parallel > 1) {
-      fail("iree",
-           "tensor parallel {} needs an SPMD partitioner, which IREE 3.13 lacks (it cannot parse "
-           "sdy shardings and compiles mhlo.sharding as one unpartitioned program); use "
-           "--backend xla",
-           options.tensor_parallel);
-    }
-    return open_iree_device_from_module(options, runtime_options.iree);
-  }
-  if (runtime == "xla") return open_pjrt_device(options, runtime_options.xla);
-  fail("runtime", "unknown runtime '{}' (known: {})", runtime, fmt::join(runtime_names(), ", "));
+  check_runtime(runtime, options);
+  if (runtime == "iree") return open_iree_device_from_module(options, runtime_options.iree);
+  return open_pjrt_device(options, runtime_options.xla);
+}
+
+Runtime open_runtime(std::string_view runtime, const device::DeviceOptions& options,
+                     const RuntimeOptions& runtime_options) {
+  Runtime opened;
+  opened.lowering = make_lowering(runtime, options);
+  opened.device = open_device(runtime, options, runtime_options);
+  return opened;
 }
 
 }  // namespace xlacel::backends

@@ -1,5 +1,6 @@
 #pragma once
-// Runtime selection: every runtime behind the one device::Device interface.
+// Runtime selection: every runtime behind the one device::Device interface, with its
+// lowering::Lowering.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -7,6 +8,7 @@
 
 #include "backends/iree/iree_device.h"
 #include "backends/pjrt/pjrt_device.h"
+#include "backends/runtime.h"
 #include "device/device.h"
 
 namespace xlacel::backends {
@@ -24,10 +26,17 @@ std::vector<std::string> runtime_names();  // {"iree", "xla"}
 // CUDA one is only looked up, since loading it wants a GPU). Never throws: what is missing says so.
 std::vector<std::string> runtime_versions();
 
-// Opens a device of the named runtime; Error naming the runtime and the known ones when there is
-// no such runtime, or naming what is missing (e.g. the pip package to install) when it cannot.
+// The named runtime's lowering for devices opened with `options` (it opens none), and a device of
+// the runtime. Error naming the runtime and the known ones when there is no such runtime, the
+// field of `options` the runtime cannot honour, or what is missing (e.g. the pip package to
+// install) when it cannot start.
+std::unique_ptr<lowering::Lowering> make_lowering(std::string_view runtime,
+                                                  const device::DeviceOptions& options);
 std::unique_ptr<device::Device> open_device(std::string_view runtime,
                                             const device::DeviceOptions& options,
                                             const RuntimeOptions& runtime_options);
+// Both.
+Runtime open_runtime(std::string_view runtime, const device::DeviceOptions& options,
+                     const RuntimeOptions& runtime_options);
 
 }  // namespace xlacel::backends

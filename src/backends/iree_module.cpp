@@ -9,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "backends/iree/iree_module_entry.h"
 #include "common/error.h"
 
 namespace xlacel::backends {
@@ -44,7 +45,13 @@ fs::path module_path() {
   return paths.empty() ? fs::path(kIreeModuleName) : paths.front();
 }
 
-IreeModuleEntry load_entry() {
+// The module's entry points, looked up once per process (the module is never unloaded).
+struct Entries {
+  IreeLoweringEntry lowering = nullptr;
+  IreeDeviceEntry device = nullptr;
+};
+
+Entries load_entries() {
   const fs::path path = module_path();
   // RTLD_GLOBAL: the module brings libpython, whose symbols the Python extensions it imports
   // later (numpy, iree.runtime) expect to find globally.
@@ -53,26 +60,37 @@ IreeModuleEntry load_entry() {
     const char* why = ::dlerror();
     fail("iree backend", "cannot load {}: {}", path.string(), why != nullptr ? why : "unknown");
   }
-  void* entry = ::dlsym(handle, kIreeModuleEntry);
-  if (entry == nullptr) {
-    fail("iree backend", "cannot load {}: no {} in it", path.string(), kIreeModuleEntry);
-  }
-  return reinterpret_cast<IreeModuleEntry>(entry);
+  auto symbol = [&](const char* name) {
+    void* entry = ::dlsym(handle, name);
+    if (entry == nullptr) fail("iree backend", "cannot load {}: no {} in it", path.string(), name);
+    return entry;
+  };
+  return {reinterpret_cast<IreeLoweringEntry>(symbol(kIreeLoweringEntry)),
+          reinterpret_cast<IreeDeviceEntry>(symbol(kIreeDeviceEntry))};
+}
+
+const Entries& entries() {
+  // A failed load is not remembered: the next call tries again (and fails the same way).
+  static std::mutex mutex;
+  static Entries loaded;
+  std::lock_guard lock(mutex);
+  if (loaded.device == nullptr) loaded = load_entries();
+  return loaded;
 }
 
 }  // namespace
 
+std::unique_ptr<lowering::Lowering> make_iree_lowering_from_module(
+    const device::DeviceOptions& options) {
+  std::unique_ptr<lowering::Lowering> lowering;
+  entries().lowering(options, lowering);
+  return lowering;
+}
+
 std::unique_ptr<device::Device> open_iree_device_from_module(const device::DeviceOptions& options,
                                                              const IreeOptions& iree) {
-  // A failed load is not remembered: the next call tries again (and fails the same way).
-  static std::mutex mutex;
-  static IreeModuleEntry entry = nullptr;
-  {
-    std::lock_guard lock(mutex);
-    if (entry == nullptr) entry = load_entry();
-  }
   std::unique_ptr<device::Device> device;
-  entry(options, iree, device);
+  entries().device(options, iree, device);
   return device;
 }
 

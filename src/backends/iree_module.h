@@ -8,22 +8,20 @@
 
 #include "backends/iree/iree_device.h"
 #include "device/device.h"
+#include "lowering/lowering.h"
 
 namespace xlacel::backends {
-
-// The module's entry point, looked up by this name; it wraps open_iree_device (iree_device.h).
-// Errors it throws reach the caller unchanged.
-inline constexpr const char* kIreeModuleEntry = "xlacel_open_iree_device";
-using IreeModuleEntry = void (*)(const device::DeviceOptions& options, const IreeOptions& iree,
-                                 std::unique_ptr<device::Device>& device);
 
 // The module's file name, looked for next to the running program.
 inline constexpr const char* kIreeModuleName = "xlacel-iree.so";
 
-// Loads the module once per process (it is never unloaded) and opens a device through it.
-// Looks at $XLACEL_IREE_MODULE (only there when set), then next to the running program, then
-// where the build put it. Throws Error "iree backend: cannot load <path>: <why>" (e.g. the
-// missing libpython) when it cannot be loaded, and the module's own Errors after that.
+// Load the module once per process (it is never unloaded) and make the lowering, or open a
+// device, through it. Each looks at $XLACEL_IREE_MODULE (only there when set), then next to the
+// running program, then where the build put it. Throws Error "iree backend: cannot load <path>:
+// <why>" (e.g. the missing libpython) when it cannot be loaded, and the module's own Errors after
+// that.
+std::unique_ptr<lowering::Lowering> make_iree_lowering_from_module(
+    const device::DeviceOptions& options);
 std::unique_ptr<device::Device> open_iree_device_from_module(const device::DeviceOptions& options,
                                                              const IreeOptions& iree);
 

@@ -10,7 +10,7 @@
 namespace xlacel::jinja {
 namespace {
 
-constexpr int kMaxNesting = 200;
+constexpr int kMaxTemplateNesting = 200;
 
 class Parser {
  public:
@@ -80,7 +80,7 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxNesting) p.error("template nested too deeply");
+      if (++p.depth_ > kMaxTemplateNesting) p.error("template nested too deeply");
     }
     ~DepthGuard() { --p.depth_; }
   };

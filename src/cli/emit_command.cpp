@@ -27,7 +27,6 @@ struct EmitOptions {
 void run_emit(const EmitOptions& options) {
   models::GraphOptions graph = graph_options(options.graph);
   ModelFiles model = open_model(options.graph.model);
-  models::check_tensor_parallel(model.config(), options.tensor_parallel, "--tensor-parallel");
   graph.tensor_parallel = options.tensor_parallel;
   std::string text =
       models::architecture_for(model.config(), model.path()).emit(model.config(), graph).mlir;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/field_flags.h"
 #include "cli/version_flag.h"
 #include "common/error.h"
 
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return print_error(fmt::format("{} (xlacel --help lists the commands and flags)", e.what()));
+  } catch (const xlacel::FieldError& e) {
+    return print_error(xlacel::cli::message_with_flag(e));
   } catch (const xlacel::Error& e) {
     return print_error(e.what());
   } catch (const std::exception& e) {

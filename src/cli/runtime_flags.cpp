@@ -8,7 +8,6 @@
 
 #include "cli/graph_flags.h"
 #include "common/error.h"
-#include "models/tensor_parallel.h"
 
 namespace xlacel::cli {
 
@@ -70,28 +69,12 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   auto device = device::parse_device_kind(flags.device);
   if (!device) fail("--device", "unknown device '{}' (cpu, cuda)", flags.device);
   options.device.kind = *device;
-  if (flags.threads < 0) fail("--threads", "must be >= 0, got {}", flags.threads);
   options.device.threads = flags.threads;
-  // Checked here (the backend's and the model's errors come later, after loading).
-  if (flags.tensor_parallel < 1) {
-    fail("--tensor-parallel", "must be >= 1, got {}", flags.tensor_parallel);
-  }
-  if (flags.tensor_parallel > 1 && flags.backend != "xla") {
-    fail("--tensor-parallel", "{} needs --backend xla: {} has no SPMD partitioner",
-         flags.tensor_parallel, flags.backend);
-  }
-  models::check_tensor_parallel(model.config(), flags.tensor_parallel, "--tensor-parallel");
   options.device.tensor_parallel = flags.tensor_parallel;
   options.executor.weights = parse_weights_flag(flags.weights);
-  if (flags.math != "exact" && flags.math != "fast") {
-    fail("--math", "unknown mode '{}' (exact, fast)", flags.math);
-  }
-  options.executor.fast_math = flags.math == "fast";
-  if (options.executor.fast_math &&
-      (flags.backend != "iree" || *device != device::DeviceKind::kCpu)) {
-    fail("--math", "fast runs on --backend iree --device cpu only (got --backend {} --device {})",
-         flags.backend, flags.device);
-  }
+  const std::optional<lowering::Math> math = lowering::parse_math(flags.math);
+  if (!math) fail("--math", "unknown mode '{}' (exact, fast)", flags.math);
+  options.executor.math = *math;
 
   const int64_t max_positions = model.config().max_position_embeddings;
   int64_t capacity = flags.context;
@@ -105,17 +88,11 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   }
   options.executor.capacity = capacity;
   options.executor.slots = slots;
-  if (flags.prefill_bucket <= 0) {
-    fail("--prefill-bucket", "must be positive, got {}", flags.prefill_bucket);
-  }
-  options.executor.prefill_bucket = std::min(flags.prefill_bucket, capacity);
-  if (flags.small_prefill_bucket < 0) {
-    fail("--small-prefill-bucket", "must be 0 or more, got {}", flags.small_prefill_bucket);
-  }
+  // A bucket past the context is cut to it; values out of their domain are the options' own to
+  // refuse (validate, below), under the flags' names (cli/field_flags.h).
+  options.executor.prefill_bucket =
+      flags.prefill_bucket > 0 ? std::min(flags.prefill_bucket, capacity) : flags.prefill_bucket;
   options.executor.small_prefill_bucket = flags.small_prefill_bucket;
-  if (flags.prefill_sequences < 1) {
-    fail("--prefill-sequences", "must be at least 1, got {}", flags.prefill_sequences);
-  }
   options.executor.prefill_sequences = flags.prefill_sequences;
   options.runtime_options.xla.plugin_path = flags.plugin;
   options.runtime_options.iree.cuda_sm = flags.cuda_sm;
@@ -126,6 +103,8 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   if (flags.backend != "iree" && (!flags.cuda_sm.empty() || !flags.compiler_flags.empty())) {
     fail(flags.cuda_sm.empty() ? "--compiler-flag" : "--cuda-sm", "is an option of --backend iree");
   }
+  options.device.validate();
+  options.executor.validate();
   if (!quiet) {
     options.device.progress = [](std::string_view line) {
       std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());

@@ -17,8 +17,8 @@ namespace xlacel {
 inline constexpr std::size_t kBufferAlignment = 64;
 // Buffers of at least this many bytes are mapped on their own, from a 2 MiB boundary, and marked
 // for transparent huge pages: a decode step streams every weight once, and with 4 KiB pages it
-// takes a TLB miss every 4 KiB. 1B Q4_K_M (2 threads, 6 alternating rounds): tg100 mean 43.3
-// -> 46.0 tok/s; start to first token 0.66 -> 0.49 s (Q8_0 0.89 -> 0.59 s: fewer page faults).
+// takes a TLB miss every 4 KiB. Huge pages made decode faster and, with fewer page faults,
+// brought the first token sooner after start (docs/PERFORMANCE.md, "Huge pages").
 inline constexpr std::size_t kHugeBufferBytes = std::size_t{2} << 20;
 
 // `bytes` (kBufferAlignment-aligned), and its release, given the same size.

@@ -14,8 +14,9 @@ float half_to_float(uint16_t bits);
 float bfloat16_to_float(uint16_t bits);
 
 // out[i] = float_to_half(values[i]) or float_to_bfloat16(values[i]) (the same bits), for whole
-// planes at load: on every core, f16 through F16C where the CPU has it (a 1B Q8_0 model's 39 M
-// scales one at a time were ~0.1 s of its start). `out` must be as long as `values`.
+// planes at load: on every core, f16 through F16C where the CPU has it (a model's millions of
+// scales one at a time were a visible part of its start: docs/PERFORMANCE.md, "Bulk f16
+// narrowing"). `out` must be as long as `values`.
 void floats_to_halves(std::span<const float> values, std::span<uint16_t> out);
 void floats_to_bfloat16s(std::span<const float> values, std::span<uint16_t> out);
 

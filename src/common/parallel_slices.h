@@ -15,8 +15,8 @@ inline int hardware_threads() {
 }
 
 // Threads for a load-time pass over `elements` (converting or narrowing a model's weights): the
-// machine's for large tensors (a 1B model's weights convert ~2x faster at load on 2 cores), one
-// for small ones, which would not pay for starting threads.
+// machine's for large tensors, whose conversion then scales with the cores (docs/PERFORMANCE.md,
+// "Load-time threads"), one for small ones, which would not pay for starting threads.
 inline int load_pass_threads(std::size_t elements) {
   return elements >= (std::size_t{1} << 20) ? hardware_threads() : 1;
 }

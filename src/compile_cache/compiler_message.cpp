@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/trim.h"
+
 namespace xlacel::compile_cache {
 
 namespace {
@@ -16,14 +18,6 @@ std::string replace_all(std::string text, std::string_view from, std::string_vie
   for (std::size_t at = text.find(from); at != std::string::npos;
        at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
   }
   return text;
 }

@@ -7,19 +7,12 @@
 #include <fstream>
 #include <string_view>
 
+#include "common/trim.h"
 #include "compile_cache/hash.h"
 
 namespace xlacel::compile_cache {
 
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 HostCpu read_host_cpu() {
   std::string machine = "unknown";

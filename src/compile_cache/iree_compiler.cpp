@@ -46,9 +46,10 @@ std::optional<fs::path> from_path() {
 }
 
 // pip installs bin/iree-compile as a Python console script that imports iree.compiler only to
-// spawn the real binary in site-packages (about 0.15 s per call, paid by every hit for the
-// identity). Runs that binary directly when the wrapper is exactly that script and
-// $IREE_TOOL_PATH (which the script would honour) is unset; otherwise keeps the wrapper.
+// spawn the real binary in site-packages (a Python start per call, paid by every hit for the
+// identity: docs/PERFORMANCE.md, "iree-compile wrapper"). Runs that binary directly when the
+// wrapper is exactly that script and $IREE_TOOL_PATH (which the script would honour) is unset;
+// otherwise keeps the wrapper.
 fs::path resolve_pip_wrapper(const fs::path& executable) {
   if (const char* tool_path = std::getenv("IREE_TOOL_PATH"); tool_path != nullptr && *tool_path) {
     return executable;
@@ -167,7 +168,7 @@ void IreeCompiler::compile(const CompileJob& job) {
 CompileTarget iree_target(const IreeTargetOptions& options) {
   const std::string& opt = options.opt_level;
   if (!(opt.size() == 2 && opt[0] == 'O' && opt[1] >= '0' && opt[1] <= '3')) {
-    fail("--opt-level", "unknown optimization level '{}' (O0, O1, O2, O3)", options.opt_level);
+    fail_field("opt_level", "unknown optimization level '{}' (O0, O1, O2, O3)", options.opt_level);
   }
   CompileTarget target;
   target.flags = {"--iree-input-type=stablehlo", "--iree-opt-level=" + options.opt_level};
@@ -175,22 +176,23 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
     const HostCpu& cpu = host_cpu();
     target.name = "llvm-cpu";
     target.identity = "llvm-cpu cpu=host\n" + cpu.identity;
-    // ukernels: measured +7% decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
-    // tiling stays off: with weights as arguments it would re-pack them on every call (3x slower).
+    // ukernels: measured faster decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
+    // tiling stays off: with weights as arguments it would re-pack them on every call, several
+    // times slower (docs/PERFORMANCE.md, "IREE compile flags").
     target.flags.insert(
         target.flags.end(),
         {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
          "--iree-llvmcpu-target-cpu=host", "--iree-llvmcpu-enable-ukernels=all"});
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
-      fail("--cuda-sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);
+      fail_field("cuda_sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);
     }
     target.name = "cuda " + options.cuda_sm;
     target.identity = "cuda " + options.cuda_sm;
     target.flags.insert(target.flags.end(),
                         {"--iree-hal-target-device=cuda", "--iree-cuda-target=" + options.cuda_sm});
   } else {
-    fail("--target", "unknown target '{}' (llvm-cpu, cuda)", options.backend);
+    fail_field("backend", "unknown target '{}' (llvm-cpu, cuda)", options.backend);
   }
   return target;
 }

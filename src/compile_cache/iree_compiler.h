@@ -56,7 +56,7 @@ struct IreeTargetOptions {
 };
 
 // The flags for one target, always with --iree-input-type=stablehlo. llvm-cpu targets
-// cpu=host, so its identity names the host CPU (host_cpu.h). Throws Error naming the option
+// cpu=host, so its identity names the host CPU (host_cpu.h). Throws FieldError naming the field
 // for an unknown backend, a malformed CUDA architecture or optimization level.
 CompileTarget iree_target(const IreeTargetOptions& options);
 

@@ -8,6 +8,16 @@ const char* device_kind_name(DeviceKind kind) {
   return kind == DeviceKind::kCuda ? "cuda" : "cpu";
 }
 
+void DeviceOptions::validate() const {
+  if (threads < 0) fail_field("threads", "must be 0 or more, got {}", threads);
+  if (kind != DeviceKind::kCpu && threads > 0) {
+    fail_field("threads", "applies to the CPU only, got {} for {}", threads,
+               device_kind_name(kind));
+  }
+  if (tensor_parallel < 1)
+    fail_field("tensor_parallel", "must be 1 or more, got {}", tensor_parallel);
+}
+
 std::optional<DeviceKind> parse_device_kind(std::string_view name) {
   if (name == "cpu") return DeviceKind::kCpu;
   if (name == "cuda") return DeviceKind::kCuda;

@@ -2,7 +2,8 @@
 // The thin layer each runtime provides (src/backends/iree, src/backends/pjrt) and the executor
 // (src/executor) is written against: compile or load an executable, upload a buffer, execute
 // with donation, read a buffer back. It knows no model: graphs arrive as StableHLO text, buffers
-// as element type + shape + bytes.
+// as element type + shape + bytes. How the runtime wants weights kept and multiplied is its
+// lowering's to say (lowering/lowering.h), not the device's.
 //
 // Threads: a Device may be called from any thread, one call at a time (the executor serializes).
 // Lifetimes: Buffers and Executables keep what they need of their Device alive, so they may be
@@ -18,9 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device/attention_kernel.h"
-#include "device/planar_kernel.h"
-#include "device/sharding.h"
+#include "stablehlo/sharding.h"
 #include "stablehlo/types.h"
 
 namespace xlacel::device {
@@ -46,6 +45,10 @@ struct DeviceOptions {
   int tensor_parallel = 1;
   // One line of progress ("iree: compiling decode-b8-s8-c512-f32 ..."), for stderr; may be empty.
   std::function<void(std::string_view)> progress;
+
+  // FieldError naming the field (threads, tensor_parallel) when a value is out of its domain;
+  // every runtime's device calls it when it opens.
+  void validate() const;
 };
 
 // A buffer on the device. Destroying it releases the device memory.
@@ -79,36 +82,12 @@ struct GraphLoad {
   double compile_seconds = 0;  // the compiler's own time (on a cache hit: as recorded then)
 };
 
-// What reads a buffer in the graphs that take it.
-enum class Readers {
-  kCompiledCode,  // code the runtime's compiler generated (among others), which may assume an
-                  // aligned buffer
-  kKernelsOnly,   // only the runtime's hand-written kernels (models::EmittedGraph)
-};
-
 class Device {
  public:
   virtual ~Device() = default;
 
   virtual const std::string& runtime() const = 0;      // "iree", "xla"
   virtual const std::string& description() const = 0;  // "cpu (llvm-cpu, local-task, 2 threads)"
-
-  // Whether a product of `rows` activation rows with a block-quantized weight kept as planes
-  // (models/resident_weight.h) runs faster here than with the weight resident in f32: the
-  // compiler fuses the dequantization into the product and reads only the planes. Measured per
-  // runtime; the executor keeps planes only for those graphs.
-  virtual bool fuses_planar_weights(int64_t rows) const {
-    (void)rows;
-    return false;
-  }
-
-  // The runtime's hand-written product for planar weights, or nullptr where it has none.
-  virtual const PlanarKernel* planar_kernel() const { return nullptr; }
-  // The same with x quantized to i8 per 32 columns and integer dot products (--math fast: faster
-  // prefill, not exact), or nullptr where it has none.
-  virtual const PlanarKernel* int8_planar_kernel() const { return nullptr; }
-  // The runtime's hand-written decode attention, or nullptr where it has none.
-  virtual const AttentionKernel* attention_kernel() const { return nullptr; }
 
   // The devices this one spans (DeviceOptions::tensor_parallel): each graph runs partitioned over
   // all of them, and each buffer is one slice (or copy) per device (sharding.h).
@@ -125,20 +104,14 @@ class Device {
   // or the runtime has no such element type.
   virtual BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                            std::span<const int64_t> shape) = 0;
-  // As upload(), for bytes that stay valid and unchanged while `keeper` lives: a runtime that
-  // computes in host memory may use them where they are instead of copying them (IREE's CPU
-  // device does: computes_in_place); others copy.
+  // As upload(), for bytes that stay valid and unchanged while `keeper` lives, which the
+  // runtime's lowering uses in place (lowering::Lowering::in_place): a runtime that computes in
+  // host memory keeps `keeper` and uses the bytes where they are; others copy them.
   virtual BufferPtr upload_in_place(std::span<const std::byte> bytes,
                                     stablehlo::ElementType element, std::span<const int64_t> shape,
-                                    std::shared_ptr<const void> keeper, Readers readers) {
-    (void)keeper, (void)readers;
+                                    std::shared_ptr<const void> keeper) {
+    (void)keeper;
     return upload(bytes, element, shape);
-  }
-  // Whether upload_in_place uses these bytes, read by `readers`, where they are (given a keeper)
-  // rather than copying them.
-  virtual bool computes_in_place(std::span<const std::byte> bytes, Readers readers) const {
-    (void)bytes, (void)readers;
-    return false;
   }
   // A zero-filled device buffer.
   virtual BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) = 0;
@@ -146,12 +119,13 @@ class Device {
   // cut axis on device i, or a copy on each (what upload() and zeros() do). Error when the axis
   // does not divide. On one device a sharding is the whole tensor.
   virtual BufferPtr upload_sharded(std::span<const std::byte> bytes, stablehlo::ElementType element,
-                                   std::span<const int64_t> shape, const Sharding& sharding) {
+                                   std::span<const int64_t> shape,
+                                   const stablehlo::Sharding& sharding) {
     (void)sharding;
     return upload(bytes, element, shape);
   }
   virtual BufferPtr zeros_sharded(stablehlo::ElementType element, std::span<const int64_t> shape,
-                                  const Sharding& sharding) {
+                                  const stablehlo::Sharding& sharding) {
     (void)sharding;
     return zeros(element, shape);
   }

@@ -3,38 +3,47 @@
 #include <future>
 
 #include "common/error.h"
+#include "models/tensor_parallel.h"
 
 namespace xlacel::engine {
 
 namespace {
 
-std::unique_ptr<device::Device> open_device(const EngineOptions& options) {
-  return backends::open_device(options.runtime, options.device, options.runtime_options);
+// The runtime's lowering, then its device: options the model or the runtime cannot honour fail
+// before a device starts (which prints its progress).
+backends::Runtime open_runtime(const ModelFiles& model, const EngineOptions& options) {
+  models::check_tensor_parallel(model.config(), options.device.tensor_parallel);
+  backends::Runtime runtime;
+  runtime.lowering = backends::make_lowering(options.runtime, options.device);
+  options.executor.validate(*runtime.lowering, options.runtime);
+  runtime.device = backends::open_device(options.runtime, options.device, options.runtime_options);
+  return runtime;
 }
 
 }  // namespace
 
 Engine::Engine(ModelFiles model, const EngineOptions& options) : model_(std::move(model)) {
-  // The text side is read on another thread while the runtime starts: each takes ~0.1 s of one
-  // core with a 128k-token vocabulary (a 1B model's server start to ready ~0.08 s sooner). It
+  // The text side is read on another thread while the runtime starts: each takes a noticeable
+  // part of a second with a large vocabulary (docs/PERFORMANCE.md, "Loading"). It
   // is joined before any graph is compiled, so a broken tokenizer still fails in seconds.
   std::future<std::optional<ModelText>> text = std::async(std::launch::async, [this] {
     return has_tokenizer(model_) ? std::optional<ModelText>(std::in_place, model_) : std::nullopt;
   });
-  std::unique_ptr<device::Device> device = open_device(options);
+  backends::Runtime runtime = open_runtime(model_, options);
   text_ = text.get();
-  load(std::move(device), options);
+  load(std::move(runtime), options);
 }
 
 Engine::Engine(ModelFiles model, ModelText text, const EngineOptions& options)
     : model_(std::move(model)), text_(std::move(text)) {
-  load(open_device(options), options);
+  load(open_runtime(model_, options), options);
 }
 
-void Engine::load(std::unique_ptr<device::Device> device, const EngineOptions& options) {
+void Engine::load(backends::Runtime runtime, const EngineOptions& options) {
   executor::ExecutorOptions executor_options = options.executor;
   if (!executor_options.progress) executor_options.progress = options.device.progress;
-  executor_ = std::make_unique<executor::Executor>(std::move(device), model_, executor_options);
+  executor_ = std::make_unique<executor::Executor>(
+      std::move(runtime.device), std::move(runtime.lowering), model_, executor_options);
   scheduler_ = std::make_unique<Scheduler>(*executor_, text_ ? &text_->tokenizer() : nullptr,
                                            options.scheduler);
 }

@@ -48,7 +48,7 @@ class Engine {
   grammar::GrammarCompiler& grammars();
 
  private:
-  void load(std::unique_ptr<device::Device> device, const EngineOptions& options);
+  void load(backends::Runtime runtime, const EngineOptions& options);
 
   ModelFiles model_;
   std::optional<ModelText> text_;

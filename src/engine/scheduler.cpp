@@ -373,8 +373,9 @@ void Scheduler::prefill_some() {
   // prompts advances together and a short prompt in it is not queued behind the full chunks of
   // the others (by default 4 x 16 rows a call, one full bucket's). That pays where the call is
   // full (prefill_sequences prompts wait) or a prompt's first token is at most a small chunk
-  // away; otherwise (a few long prompts: two alone would get 2 x 16 rows a call, ~10% slower
-  // over two 500-token prompts) the oldest takes a full chunk, as a prompt prefilling alone does.
+  // away; otherwise (a few long prompts: two alone would get 2 x 16 rows a call, slower than full
+  // chunks in turn: docs/PERFORMANCE.md, "Prefill chunks of several prompts") the oldest takes a
+  // full chunk, as a prompt prefilling alone does.
   const int64_t small = caps_.prefill_buckets.front();
   const auto left = [&](std::size_t slot) {
     return slots_[slot]->prompt_tokens - slots_[slot]->cached;

@@ -47,46 +47,57 @@ int64_t attention_window(int32_t last_position, int64_t capacity) {
   return window < capacity ? window : 0;
 }
 
-Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
+void ExecutorOptions::validate() const {
+  if (slots < 1) fail_field("slots", "must be at least 1, got {}", slots);
+  if (capacity < 1) fail_field("capacity", "must be at least 1, got {}", capacity);
+  if (prefill_bucket < 1 || prefill_bucket > capacity) {
+    fail_field("prefill_bucket", "must be in [1, capacity {}], got {}", capacity, prefill_bucket);
+  }
+  if (small_prefill_bucket < 0) {
+    fail_field("small_prefill_bucket", "must be 0 or more, got {}", small_prefill_bucket);
+  }
+  if (prefill_sequences < 1) {
+    fail_field("prefill_sequences", "must be at least 1, got {}", prefill_sequences);
+  }
+  if (math == lowering::Math::kFast && weights != models::WeightType::kAuto) {
+    fail_field("math", "fast takes the file's quantized weights (weights auto), not weights {}",
+               models::weight_type_name(weights));
+  }
+}
+
+void ExecutorOptions::validate(const lowering::Lowering& lowering, std::string_view runtime) const {
+  validate();
+  if (math == lowering::Math::kFast &&
+      lowering.planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast) == nullptr) {
+    fail_field("math",
+               "fast needs an int8 product, which {} lacks here (IREE has one on a CPU with "
+               "AVX-512 VBMI and VNNI)",
+               runtime);
+  }
+}
+
+Executor::Executor(std::unique_ptr<device::Device> device,
+                   std::unique_ptr<const lowering::Lowering> lowering, const ModelFiles& model,
                    const ExecutorOptions& options)
     : device_(std::move(device)),
+      lowering_(lowering != nullptr ? std::move(lowering)
+                                    : std::make_unique<const lowering::Lowering>()),
       model_(model),
       architecture_(models::architecture_for(model.config())),
       options_(options) {
   const auto start = Clock::now();
   const ModelConfig& config = model_.config();
-  if (options_.slots < 1) fail("slots", "must be at least 1, got {}", options_.slots);
-  if (options_.capacity < 1) fail("capacity", "must be at least 1, got {}", options_.capacity);
-  if (options_.prefill_bucket < 1 || options_.prefill_bucket > options_.capacity) {
-    fail("prefill_bucket", "must be in [1, capacity {}], got {}", options_.capacity,
-         options_.prefill_bucket);
-  }
-  if (options_.fast_math && options_.weights != models::WeightType::kAuto) {
-    fail("--math", "fast takes the file's quantized weights (--weights auto), not --weights {}",
-         models::weight_type_name(options_.weights));
-  }
-  if (options_.fast_math && device_->int8_planar_kernel() == nullptr) {
-    fail("--math",
-         "fast needs --backend iree on a CPU with AVX-512 VBMI and VNNI ({} has no "
-         "int8 product)",
-         device_->description());
-  }
+  options_.validate(*lowering_, device_->runtime());
   capabilities_.runtime = device_->runtime();
   capabilities_.device = device_->description();
   capabilities_.slots = options_.slots;
   capabilities_.capacity = options_.capacity;
   capabilities_.prefill_bucket = options_.prefill_bucket;
-  if (options_.small_prefill_bucket < 0) {
-    fail("small_prefill_bucket", "must be 0 or more, got {}", options_.small_prefill_bucket);
-  }
   if (options_.small_prefill_bucket > 0 &&
       options_.small_prefill_bucket < options_.prefill_bucket) {
     capabilities_.prefill_buckets.push_back(options_.small_prefill_bucket);
   }
   capabilities_.prefill_buckets.push_back(options_.prefill_bucket);
-  if (options_.prefill_sequences < 1) {
-    fail("prefill_sequences", "must be at least 1, got {}", options_.prefill_sequences);
-  }
   // Only the small bucket's chunks go several to a call: a full bucket's cost follows its rows.
   if (capabilities_.prefill_buckets.size() > 1) {
     capabilities_.prefill_sequences = std::min(options_.prefill_sequences, options_.slots);
@@ -113,25 +124,26 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   const auto weights_start = Clock::now();
   // Across several devices each tensor is laid out as the registry's sharding says.
   const int64_t parts = device_->partitions();
+  const bool paired = lowering_->pairs_code_rows();
   for (models::WeightType type : resident_weight_types()) {
-    models::for_each_weight(model_, type, paired_nibbles(), [&](const models::HostTensor& tensor) {
+    models::for_each_weight(model_, type, paired, [&](const models::HostTensor& tensor) {
       if (weights_.count(tensor.spec.name) != 0) return;  // shared by both forms (norms, ...)
-      const device::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
+      const stablehlo::Sharding sharding = models::weight_sharding(config, tensor.spec, parts);
       // Bytes prepared for the graph, or the file's own, may stay where they are: the device
       // keeps their owner instead of a copy. File bytes it copies leave the resident set.
-      const device::Readers readers = read_by_compiled_code_.count(tensor.spec.name) != 0
-                                          ? device::Readers::kCompiledCode
-                                          : device::Readers::kKernelsOnly;
-      const bool in_place = parts == 1 && tensor.owner != nullptr &&
-                            device_->computes_in_place(tensor.bytes, readers);
-      weights_[tensor.spec.name] =
-          in_place ? device_->upload_in_place(tensor.bytes, tensor.spec.element, tensor.spec.shape,
-                                              tensor.owner, readers)
-                   : device_->upload_sharded(tensor.bytes, tensor.spec.element, tensor.spec.shape,
-                                             sharding);
+      const lowering::Readers readers = read_by_compiled_code_.count(tensor.spec.name) != 0
+                                            ? lowering::Readers::kCompiledCode
+                                            : lowering::Readers::kKernelsOnly;
+      const bool in_place =
+          parts == 1 && tensor.owner != nullptr && lowering_->in_place(tensor.bytes, readers);
+      weights_[tensor.spec.name] = in_place
+                                       ? device_->upload_in_place(tensor.bytes, tensor.spec.element,
+                                                                  tensor.spec.shape, tensor.owner)
+                                       : device_->upload_sharded(tensor.bytes, tensor.spec.element,
+                                                                 tensor.spec.shape, sharding);
       if (!in_place && tensor.file) model_.release(*tensor.file);
       if (in_place && tensor.file) report_.file_bytes_in_place += tensor.bytes.size();
-      if (in_place && readers == device::Readers::kKernelsOnly) {
+      if (in_place && readers == lowering::Readers::kKernelsOnly) {
         kept_for_kernels_.insert(tensor.spec.name);
       }
       report_.weight_bytes += tensor.bytes.size();
@@ -141,7 +153,7 @@ Executor::Executor(std::unique_ptr<device::Device> device, const ModelFiles& mod
   report_.weights_seconds = seconds_since(weights_start);
   for (const models::TensorSpec& spec :
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
-    const device::Sharding sharding = models::tensor_sharding(config, spec, parts);
+    const stablehlo::Sharding sharding = models::tensor_sharding(config, spec, parts);
     caches_[spec.name] = device_->zeros_sharded(spec.element, spec.shape, sharding);
     const uint64_t bytes = device::dense_byte_size(spec.element, spec.shape);
     report_.cache_bytes += bytes;
@@ -182,7 +194,7 @@ void Executor::progress(const std::string& line) const {
 
 models::WeightType Executor::graph_weights(int64_t rows) const {
   if (options_.weights != models::WeightType::kAuto) return options_.weights;
-  return device_->fuses_planar_weights(rows) ? models::WeightType::kAuto : models::WeightType::kF32;
+  return lowering_->reads_as_stored(rows) ? models::WeightType::kAuto : models::WeightType::kF32;
 }
 
 models::WeightType Executor::prefill_weights() const {
@@ -211,7 +223,8 @@ models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_positi
                                 attention_window(last_position, options_.capacity)};
   graph.sequences = sequences;
   graph.tensor_parallel = device_->partitions();
-  graph.paired_nibbles = paired_nibbles();
+  graph.lowering = lowering_.get();
+  graph.math = options_.math;
   return graph;
 }
 
@@ -239,16 +252,9 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
       options_.slots,
       attention_window(last_position, options_.capacity)};
   graph.tensor_parallel = device_->partitions();
-  graph.paired_nibbles = paired_nibbles();
+  graph.lowering = lowering_.get();
+  graph.math = options_.math;
   return graph;
-}
-
-bool Executor::paired_nibbles() const {
-  // Both of the device's kernels read the same weights (--math fast's prefill the int8 one).
-  const device::PlanarKernel* kernel = device_->planar_kernel();
-  const device::PlanarKernel* int8 = device_->int8_planar_kernel();
-  return kernel != nullptr && kernel->takes_paired_rows() &&
-         (int8 == nullptr || int8->takes_paired_rows()) && device_->partitions() == 1;
 }
 
 models::GraphOptions Executor::copy_slot_graph() const {
@@ -258,6 +264,7 @@ models::GraphOptions Executor::copy_slot_graph() const {
   graph.weights = options_.weights;  // the caches' element type follows it
   graph.slots = options_.slots;
   graph.tensor_parallel = device_->partitions();
+  graph.lowering = lowering_.get();
   return graph;
 }
 
@@ -274,14 +281,7 @@ void Executor::prepare(std::span<const models::GraphOptions> graphs) {
       continue;
     }
     wanted.push_back(options);
-    models::GraphOptions emitted = options;
-    if (emitted.weights == models::WeightType::kAuto) {
-      emitted.planar_kernel = options_.fast_math && options.kind == models::GraphKind::kPrefill
-                                  ? device_->int8_planar_kernel()
-                                  : device_->planar_kernel();
-    }
-    emitted.attention_kernel = device_->attention_kernel();
-    models::EmittedGraph graph = architecture_.emit(config, emitted);
+    models::EmittedGraph graph = architecture_.emit(config, options);
     sources.push_back({name, std::move(graph.mlir), models::module_name(options.kind),
                        fmt::format("{}.{}.mlir", model_.name(), name)});
     kernel_only.push_back(std::move(graph.kernel_only_arguments));

@@ -1,6 +1,7 @@
 #pragma once
 // The one executor, written once over the device layer (device/device.h) for every runtime:
-// it uploads the weights once and keeps them resident, keeps the slot KV cache on the device,
+// it uploads the weights once and keeps them resident (in the forms the runtime's lowering
+// chooses, lowering/lowering.h), keeps the slot KV cache on the device,
 // picks (and compiles on first use, through the runtime's compile cache) the graph for a batch
 // shape, and calls it by its GraphSignature: inputs bound by name, weights and caches by name,
 // donated caches replaced by the results that carry their new values.
@@ -15,6 +16,7 @@
 
 #include "device/device.h"
 #include "executor/model_runner.h"
+#include "lowering/lowering.h"
 #include "model_files/model_files.h"
 #include "models/architecture.h"
 
@@ -27,8 +29,7 @@ struct ExecutorOptions {
   int64_t prefill_bucket = 64;  // tokens per prefill call
   // A second prefill graph for chunks of at most this many tokens (the new text of a chat's next
   // turn after prefix reuse, a short prompt): a call's time follows its bucket, not its valid
-  // tokens (SmolLM2, 16 tokens: 85 ms through the 64 bucket, 28 through 16). 0 or at least
-  // prefill_bucket: none.
+  // tokens (docs/PERFORMANCE.md, "Prefill buckets"). 0 or at least prefill_bucket: none.
   int64_t small_prefill_bucket = 16;
   // Chunks of the small bucket one prefill call may take, each of its own sequence
   // (Capabilities::prefill_sequences): graphs over 2, 4, ... up to this many (at most the
@@ -39,12 +40,19 @@ struct ExecutorOptions {
   // shortest attention window (longer windows load when a sequence reaches them).
   std::vector<int64_t> preload_decode_rows = {1};
   bool preload_logits = false;
-  // --math fast: prefill multiplies planar weights by x quantized to i8 (Device::
-  // int8_planar_kernel), as llama.cpp does, for speed; not exact. Decode stays exact, so a
-  // sequence's tokens still do not depend on what it is batched with.
-  bool fast_math = false;
+  // kFast: prefill multiplies planar weights by x quantized to i8 where the lowering has such a
+  // product (lowering::Lowering::planar_kernel), as llama.cpp does, for speed; not exact. Decode
+  // stays exact, so a sequence's tokens still do not depend on what it is batched with.
+  lowering::Math math = lowering::Math::kExact;
   // One line of progress, for stderr; may be empty.
   std::function<void(std::string_view)> progress;
+
+  // FieldError naming the field (slots, capacity, prefill_bucket, ...) when a value is out of its
+  // domain or the values disagree (math fast with weights other than auto); with the runtime's
+  // lowering, also when it cannot honour them (math fast without an int8 product), so that a
+  // caller can check before the runtime's device opens.
+  void validate() const;
+  void validate(const lowering::Lowering& lowering, std::string_view runtime) const;
 };
 
 // How loading went, for stats and `xlacel bench`.
@@ -76,10 +84,11 @@ int64_t attention_window(int32_t last_position, int64_t capacity);
 
 class Executor final : public ModelRunner {
  public:
-  // Uploads the weights, makes the zeroed KV cache and loads the prefill graph. `model` must
-  // outlive the executor. Error naming the problem (unsupported architecture, bad sizes, a
-  // graph that does not compile).
-  Executor(std::unique_ptr<device::Device> device, const ModelFiles& model,
+  // Uploads the weights, makes the zeroed KV cache and loads the prefill graph, on `device` in
+  // the forms `lowering` (the same runtime's) chooses. `model` must outlive the executor. Error
+  // naming the problem (unsupported architecture, bad sizes, a graph that does not compile).
+  Executor(std::unique_ptr<device::Device> device,
+           std::unique_ptr<const lowering::Lowering> lowering, const ModelFiles& model,
            const ExecutorOptions& options);
   ~Executor() override;
 
@@ -97,14 +106,13 @@ class Executor final : public ModelRunner {
   models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position,
                                      int64_t sequences = 1) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
-  // keeps block-quantized weights as planes only where the runtime fuses their dequantization
-  // (Device::fuses_planar_weights) and uses the f32 copy elsewhere.
+  // reads weights as stored only where the lowering says so (lowering::Lowering::
+  // reads_as_stored) and the f32 copy elsewhere.
   models::WeightType graph_weights(int64_t rows) const;
   // The copy-slot graph over this executor's caches.
   models::GraphOptions copy_slot_graph() const;
-  // Whether kAuto keeps 4-bit codes in row pairs (models::GraphOptions::paired_nibbles): where the
-  // device's planar kernels read them so.
-  bool paired_nibbles() const;
+  // The runtime's lowering, which chose the forms of the weights and the graphs' kernels.
+  const lowering::Lowering& lowering() const { return *lowering_; }
 
   int64_t decode_rows(int64_t rows) const override;
   void prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
@@ -122,8 +130,9 @@ class Executor final : public ModelRunner {
     models::GraphSignature signature;
     std::unique_ptr<device::Executable> executable;
     // The signature's weights and caches, found by name on the first run: a decode step passes
-    // hundreds of weights, and looking each up by name on every step cost ~10% of the host
-    // thread's time. The caches' entries of caches_ (map nodes stay put) take each call's results.
+    // hundreds of weights, and looking each up by name on every step was a measurable share of
+    // the host thread's time (docs/PERFORMANCE.md, "Executor"). The caches' entries of caches_ (map
+    // nodes stay put) take each call's results.
     std::vector<device::Buffer*> weights;
     std::vector<device::BufferPtr*> caches;
   };
@@ -144,6 +153,7 @@ class Executor final : public ModelRunner {
   std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs);
 
   std::unique_ptr<device::Device> device_;
+  std::unique_ptr<const lowering::Lowering> lowering_;
   const ModelFiles& model_;
   const models::Architecture& architecture_;
   ExecutorOptions options_;
@@ -155,7 +165,7 @@ class Executor final : public ModelRunner {
 
   std::map<std::string, device::BufferPtr> weights_;  // by weight name
   // Weights that compiled code reads in some graph prepared so far, and those uploaded in place
-  // for kernels only (device::Readers).
+  // for kernels only (lowering::Readers).
   std::set<std::string> read_by_compiled_code_, kept_for_kernels_;
   std::map<std::string, device::BufferPtr> caches_;  // by cache name
   std::map<std::string, Graph> graphs_;              // by graph_name()

@@ -165,8 +165,8 @@ void q6_k(const std::byte* block, BlockOut out) {
     put_nibbles(ql + half * 64 + (k % 2) * 32, k < 2 ? 0 : 4, out.codes + row * 16);
     // Byte j of the row's 8 gathers bits 2k of qh bytes j + 8s at bits 2s, for all 8 bytes at
     // once in 64-bit words: the mask keeps each byte's field from its neighbour's bits, and a
-    // field shifted up at most 6 stays in its byte (a byte at a time was ~1/3 of a 1B model's
-    // weight conversion at load).
+    // field shifted up at most 6 stays in its byte (a byte at a time was a large part of a
+    // model's weight conversion at load: docs/PERFORMANCE.md, "K-quant planes at load").
     const std::byte* high = qh + half * 32;
     uint64_t bytes = 0;
     for (int s = 0; s < 4; ++s) {

@@ -24,7 +24,7 @@ struct EmittedGraph {
   std::string mlir;  // the StableHLO text
   // The arguments of `main` that only the runtime's hand-written kernels read
   // (stablehlo::arguments_only_foreign_ops_read): a device may keep such a weight at any address,
-  // where its compiled code assumes aligned buffers (device::Device::computes_in_place).
+  // where its compiled code assumes aligned buffers (lowering::Lowering::in_place).
   std::set<std::string> kernel_only_arguments;
 };
 

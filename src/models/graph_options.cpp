@@ -64,4 +64,26 @@ std::string module_name(GraphKind kind) {
   return name;
 }
 
+namespace {
+
+const lowering::Lowering& lowering_of(const GraphOptions& options) {
+  return options.lowering != nullptr ? *options.lowering : lowering::portable_lowering();
+}
+
+}  // namespace
+
+const lowering::PlanarKernel* GraphOptions::planar_kernel() const {
+  if (weights != WeightType::kAuto) return nullptr;
+  return lowering_of(*this).planar_kernel(
+      kind == GraphKind::kPrefill ? lowering::Phase::kPrefill : lowering::Phase::kDecode, math);
+}
+
+const lowering::AttentionKernel* GraphOptions::attention_kernel() const {
+  return lowering_of(*this).attention_kernel();
+}
+
+bool GraphOptions::paired_nibbles() const {
+  return lowering_of(*this).pairs_code_rows();
+}
+
 }  // namespace xlacel::models

@@ -46,8 +46,7 @@
 #include <string>
 #include <string_view>
 
-#include "device/attention_kernel.h"
-#include "device/planar_kernel.h"
+#include "lowering/lowering.h"
 #include "model_files/model_config.h"
 
 namespace xlacel::models {
@@ -75,20 +74,24 @@ struct GraphOptions {
   int64_t window = 0;
   // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others.
   int64_t sequences = 1;
-  // kAuto: the runtime's hand-written product for planar weights, used where it takes the
-  // product's shape (else the graph's own StableHLO product); not part of the graph's name.
-  const device::PlanarKernel* planar_kernel = nullptr;
-  // kAuto: 4-bit codes kept in row pairs where they can be (resident_weight.h,
-  // paired_nibble_specs), as the runtime's planar kernel reads them fastest
-  // (PlanarKernel::takes_paired_rows). A property of the resident weights, so the executor sets it
-  // for every graph and for the loader alike; it changes argument names, not the graph's name.
-  bool paired_nibbles = false;
-  // The runtime's hand-written attention, used where it takes the attention (plain causal mask,
-  // f32 cache: decode and prefill); not part of the graph's name.
-  const device::AttentionKernel* attention_kernel = nullptr;
+  // The runtime's lowering (lowering/lowering.h), asked which product and attention the graph
+  // runs and whether 4-bit codes come in row pairs (below); nullptr: the portable one. With
+  // `math`, not part of the graph's name: an executor emits every graph with one of each.
+  const lowering::Lowering* lowering = nullptr;
+  lowering::Math math = lowering::Math::kExact;
   // Devices the graph is partitioned over (models/tensor_parallel.h): above 1, its arguments and
   // results carry sdy.sharding attributes over a mesh axis "tp" of this size.
   int64_t tensor_parallel = 1;
+
+  // What the lowering gives this graph: the hand-written product for weights kept as the file
+  // stores them (kAuto only; nullptr: the graph's own StableHLO product), the hand-written
+  // attention, used where it takes the attention (plain causal mask, f32 cache), and whether
+  // 4-bit codes are kept in row pairs (resident_weight.h, paired_nibble_specs: a property of the
+  // resident weights, the same for every graph of an executor and for its loader; it changes
+  // argument names, not the graph's name).
+  const lowering::PlanarKernel* planar_kernel() const;
+  const lowering::AttentionKernel* attention_kernel() const;
+  bool paired_nibbles() const;
 };
 
 const char* graph_kind_name(GraphKind kind);  // "prefill", "decode", "decode-logits", ...

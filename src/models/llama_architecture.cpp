@@ -46,14 +46,15 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
     fail(graph_name(options), "num_heads ({}) is not a multiple of num_kv_heads ({})",
          config.num_heads, config.num_kv_heads);
   }
-  check_tensor_parallel(config, options.tensor_parallel, graph_name(options));
+  check_tensor_parallel(config, options.tensor_parallel);
   if (options.kind == GraphKind::kCopySlot) {
     return {graph_inputs(options),
             {},
             cache_specs(config, options.weights, options.slots, options.capacity),
             {}};
   }
-  return {graph_inputs(options), weight_arguments(config, options.weights, options.paired_nibbles),
+  return {graph_inputs(options),
+          weight_arguments(config, options.weights, options.paired_nibbles()),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config.vocab_size)};
 }

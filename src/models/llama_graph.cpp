@@ -52,7 +52,7 @@ EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& 
   // A matrix weight, possibly kept as planes of a block format (resident_weight.h).
   const bool widen = options.weights == WeightType::kAuto;
   auto named_matrix = [&](const std::string& name) {
-    return resident_weight(w, name, widen, options.planar_kernel);
+    return resident_weight(w, name, widen, options.planar_kernel());
   };
   auto matrix = [&](int64_t layer, const char* name) {
     return named_matrix(fmt::format("l{}_{}", layer, name));
@@ -174,7 +174,7 @@ EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& 
         .scale = family.attention_scale,
         .softcap = family.attention_softcap,
         .sliding_window = sliding ? c.sliding_window : std::nullopt,
-        .kernel = options.attention_kernel};
+        .kernel = options.attention_kernel()};
     Value attn = linear(attention(attention_in), matrix(l, "o_proj"), linear_bias(l, "o_bias"));
     if (family.attn_out_norm) attn = norm(attn, layer_name(l, "attn_out_norm"));
     h = h + scaled(attn, family.residual_scale);

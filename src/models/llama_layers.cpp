@@ -300,8 +300,9 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     // Several rows' picks are computed one pick per kernel. IREE llvm-cpu would otherwise fuse the
     // whole chain of dependent reductions into one, whose codegen grows with it
     // (OptimizeTensorInsertExtractSlices): OLMoE-shaped prefill graphs (64 experts, top 8, 16
-    // rows) took 385-434 s to compile, nearly all of it in that one kernel. One row goes
-    // without, as a barrier per pick would cost a decode step a split per pick and layer.
+    // rows) took minutes to compile, nearly all of it in that one kernel (docs/PERFORMANCE.md,
+    // "MoE router picks"). One row goes without, as a barrier per pick would cost a decode step a
+    // split per pick and layer.
     if (tokens > 1 && i + 1 < top_k) remaining = optimization_barrier(remaining);
   }
   Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "device/attention_kernel.h"
+#include "lowering/attention_kernel.h"
 #include "models/resident_weight.h"
 #include "stablehlo/ops.h"
 
@@ -50,7 +50,7 @@ struct AttentionInputs {
   std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
   // The runtime's hand-written attention (GraphOptions::attention_kernel), used where it takes
   // these.
-  const device::AttentionKernel* kernel = nullptr;
+  const lowering::AttentionKernel* kernel = nullptr;
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head
 // h / (heads / kv_heads). A key at position c is visible to a query at position p when c <= p

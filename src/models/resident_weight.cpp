@@ -176,7 +176,7 @@ Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane
       code_bias(packed_code_bias(bits, offset_plane.has_value())) {}
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
-                       bool widen, const device::PlanarKernel* kernel) {
+                       bool widen, const lowering::PlanarKernel* kernel) {
   auto codes = arguments.find(name + "_codes");
   const bool nibbles = codes == arguments.end();
   if (nibbles) codes = arguments.find(name + "_nibbles");
@@ -219,7 +219,7 @@ Weight captured(const Weight& weight, stablehlo::Block& branch) {
   return inside;
 }
 
-device::PlanarOperands planar_operands(const Weight& weight) {
+lowering::PlanarOperands planar_operands(const Weight& weight) {
   return {weight.values,        weight.code_bits, weight.code_bias,
           *weight.scales,       weight.offsets,   weight.super_scales,
           weight.super_offsets, weight.high_bits, weight.paired_rows};
@@ -263,7 +263,7 @@ bool wide_kernel_takes(const Weight& weight, int64_t rows) {
 
 Value take_rows(const Weight& weight, Value ids) {
   // The kernel reads the values at any address: a model file's embedding is used where it is
-  // mapped (device::Readers).
+  // mapped (lowering::Readers).
   if (wide_kernel_takes(weight, ids.shape()[0])) {
     return weight.kernel->take_wide_rows(weight.values, ids);
   }
@@ -287,7 +287,8 @@ Value take_rows(const Weight& weight, Value ids) {
   // the gathered rows of a tile whole on the stack: 4 to 8 rows x cols f32, 64 KiB at hidden 2048
   // (Llama-3.2-1B prefill), over its 32 KiB limit from hidden 1024 on with 32 or more rows. One
   // row (a decode step of one sequence) stages one row, and goes without: IREE waits on the host
-  // for the values a barrier holds, splitting the call in two submissions (~0.1 ms a step).
+  // for the values a barrier holds, splitting the call in two submissions, a delay on every step
+  // (docs/PERFORMANCE.md, "Embedding lookup barrier").
   return ids.shape()[0] > 1 ? optimization_barrier(rows) : rows;
 }
 

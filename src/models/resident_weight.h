@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "device/planar_kernel.h"
+#include "lowering/planar_kernel.h"
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
@@ -51,7 +51,7 @@ struct Weight {
   bool widen = false;  // compute in f32 whatever the stored float type (kAuto)
   // The runtime's product for planes and 16-bit float values, where it has one
   // (GraphOptions::planar_kernel).
-  const device::PlanarKernel* kernel = nullptr;
+  const lowering::PlanarKernel* kernel = nullptr;
   int code_bits = 8;         // planes: 4, 5 or 6 when `values` holds nibbles
   int code_bias = 0;         // nibbles: added to each one
   bool paired_rows = false;  // nibbles in row pairs (_paired_nibbles)
@@ -71,14 +71,14 @@ struct Weight {
 // `widen` and `kernel` as above.
 Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
                        const std::string& name, bool widen,
-                       const device::PlanarKernel* kernel = nullptr);
+                       const lowering::PlanarKernel* kernel = nullptr);
 
 // The weight as read from inside `branch` (an if's branch, stablehlo/control_flow.h): each of
 // its values captured.
 Weight captured(const Weight& weight, stablehlo::Block& branch);
 
 // A planar weight as the runtime's kernel takes it.
-device::PlanarOperands planar_operands(const Weight& weight);
+lowering::PlanarOperands planar_operands(const Weight& weight);
 
 // The weight's values in f32, [rows, cols] (planes: scale * code (+ offset)).
 stablehlo::Value dequantized(const Weight& weight);

@@ -19,15 +19,15 @@ std::string divisors(int64_t n) {
 
 // `axis` of `shape` cut `parts` ways when it divides into whole runs of `granule`, else
 // replicated.
-device::Sharding split_if_whole(std::span<const int64_t> shape, int axis, int64_t granule,
-                                int64_t parts) {
+stablehlo::Sharding split_if_whole(std::span<const int64_t> shape, int axis, int64_t granule,
+                                   int64_t parts) {
   const auto index = static_cast<std::size_t>(axis);
   if (index >= shape.size() || shape[index] % (parts * granule) != 0) return {};
-  return device::Sharding::split(axis);
+  return stablehlo::Sharding::split(axis);
 }
 
-device::Sharding sharding_of(const ModelConfig& config, Split split, std::span<const int64_t> shape,
-                             int64_t granule, int64_t parts) {
+stablehlo::Sharding sharding_of(const ModelConfig& config, Split split,
+                                std::span<const int64_t> shape, int64_t granule, int64_t parts) {
   if (parts <= 1) return {};
   switch (split) {
     case Split::kNone:
@@ -38,38 +38,41 @@ device::Sharding sharding_of(const ModelConfig& config, Split split, std::span<c
       return split_if_whole(shape, 1, granule, parts);
     case Split::kKvOutputs:
       return splits_kv_heads(config, parts) ? split_if_whole(shape, 0, 1, parts)
-                                            : device::Sharding{};
+                                            : stablehlo::Sharding{};
     case Split::kKvHeads:
       return splits_kv_heads(config, parts) ? split_if_whole(shape, 1, 1, parts)
-                                            : device::Sharding{};
+                                            : stablehlo::Sharding{};
   }
   return {};
 }
 
 }  // namespace
 
-void check_tensor_parallel(const ModelConfig& config, int64_t parts, std::string_view where) {
-  if (parts < 1) fail(where, "tensor parallel must be at least 1, got {}", parts);
+void check_tensor_parallel(const ModelConfig& config, int64_t parts) {
+  if (parts < 1) fail_field("tensor_parallel", "must be at least 1, got {}", parts);
   if (parts == 1 || config.num_heads % parts == 0) return;
-  fail(where,
-       "the model's {} query heads ({} KV heads) do not divide over {} devices: each device "
-       "attends with whole query heads (divisors of {}: {})",
-       config.num_heads, config.num_kv_heads, parts, config.num_heads, divisors(config.num_heads));
+  fail_field("tensor_parallel",
+             "the model's {} query heads ({} KV heads) do not divide over {} devices: each device "
+             "attends with whole query heads (divisors of {}: {})",
+             config.num_heads, config.num_kv_heads, parts, config.num_heads,
+             divisors(config.num_heads));
 }
 
 bool splits_kv_heads(const ModelConfig& config, int64_t parts) {
   return parts > 1 && config.num_kv_heads % parts == 0;
 }
 
-device::Sharding weight_sharding(const ModelConfig& config, const WeightSpec& spec, int64_t parts) {
+stablehlo::Sharding weight_sharding(const ModelConfig& config, const WeightSpec& spec,
+                                    int64_t parts) {
   return sharding_of(config, spec.split, spec.shape, spec.column_granule, parts);
 }
 
-device::Sharding tensor_sharding(const ModelConfig& config, const TensorSpec& spec, int64_t parts) {
+stablehlo::Sharding tensor_sharding(const ModelConfig& config, const TensorSpec& spec,
+                                    int64_t parts) {
   return sharding_of(config, spec.split, spec.shape, 1, parts);
 }
 
-std::string sdy_sharding(const device::Sharding& sharding, int64_t rank) {
+std::string sdy_sharding(const stablehlo::Sharding& sharding, int64_t rank) {
   std::string axes;
   for (int64_t axis = 0; axis < rank; ++axis) {
     axes += axis == 0 ? "" : ", ";
@@ -84,7 +87,7 @@ void annotate_shardings(stablehlo::Module& module, stablehlo::Function& main,
   module.set_attribute("mhlo.num_partitions", fmt::format("{} : i32", parts));
   module.set_attribute("mhlo.num_replicas", "1 : i32");
   module.add_declaration("sdy.mesh", fmt::format("  sdy.mesh @mesh = <[\"tp\"={}]>", parts));
-  std::vector<device::Sharding> arguments;
+  std::vector<stablehlo::Sharding> arguments;
   for (const TensorSpec& spec : signature.inputs) {
     arguments.push_back(tensor_sharding(config, spec, parts));
   }
@@ -107,7 +110,7 @@ void annotate_shardings(stablehlo::Module& module, stablehlo::Function& main,
   const std::vector<stablehlo::TensorType> results = main.result_types();
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::size_t outputs = signature.outputs.size();
-    const device::Sharding sharding =
+    const stablehlo::Sharding sharding =
         i < outputs ? tensor_sharding(config, signature.outputs[i], parts)
                     : tensor_sharding(config, signature.caches[i - outputs], parts);
     main.set_result_attribute(static_cast<int64_t>(i), "sdy.sharding",

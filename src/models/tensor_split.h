@@ -1,7 +1,7 @@
 #pragma once
 // How tensor parallelism (Megatron-style) cuts each tensor of a graph, as the registry declares it
 // in the weight and cache specs (weight_layout.h, graph_signature.h): a role that does not depend
-// on the number of devices; models/tensor_parallel.h turns it into a device::Sharding for N.
+// on the number of devices; models/tensor_parallel.h turns it into a stablehlo::Sharding for N.
 namespace xlacel::models {
 
 enum class Split {

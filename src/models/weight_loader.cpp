@@ -268,8 +268,8 @@ HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const Te
 }
 
 // A weight the file stores in the graph's own element type (f32, bf16, f16): its bits as
-// stored, without a round trip through f32 (the 1B-shape BF16 GGUF's weights upload in 3.4-4.1 s
-// instead of 13-16: widening and narrowing ran on one core), and without a copy at all where no
+// stored, without a round trip through f32, which widened and narrowed every value on one core
+// (docs/PERFORMANCE.md, "Stored bits as is"), and without a copy at all where no
 // rows move (the file's bytes, which the device uses in place or copies). None for other weights
 // (another type, a value added, a computed weight).
 std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec& spec) {

@@ -125,8 +125,9 @@ ArgMax argmax(Value operand, int64_t dimension, ElementType index_type) {
   }
   // Two plain reductions, the maximum and then the lowest index holding it, rather than one
   // reduction of (value, index) pairs: compilers vectorize these, and not the pair's select
-  // chain (IREE llvm-cpu, 128256 logits: 0.56 -> 0.08 ms, a 1B model's decode step ~2%). The
-  // same answer: maximum propagates NaN, and a NaN maximum picks the first NaN (numpy).
+  // chain, which made a large vocabulary's argmax a visible part of a decode step
+  // (docs/PERFORMANCE.md, "argmax"). The same answer: maximum propagates NaN, and a NaN maximum
+  // picks the first NaN (numpy).
   Block& block = operand.block();
   const std::vector<int64_t> shape = operand.type().shape();
   std::vector<int64_t> kept;

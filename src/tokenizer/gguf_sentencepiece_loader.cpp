@@ -16,8 +16,6 @@ namespace xlacel::tokenizer {
 
 namespace {
 
-constexpr const char* kMetaspace = "\u2581";
-
 // How one tokenizer class shapes the SentencePiece vocabulary
 // (gguf_tokenizer_mapping.py: GGUF_SENTENCEPIECE_BUILDERS, else sentencepiece_tokenizer with
 // LlamaTokenizer).

@@ -44,7 +44,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   // byte_level_tokenizer(): a token outside the byte alphabet is re-spelled through it; a
   // repeated spelling keeps its last index, as a Python dict does. The model is built here from
   // the arrays, not through a tokenizer.json's vocab and merges (a Llama 3 vocabulary's 128k
-  // entries and 280k merges as JSON took ~0.1 s of a server's start).
+  // entries and 280k merges as JSON were a visible part of a server's start:
+  // docs/PERFORMANCE.md, "GGUF vocabulary").
   std::unordered_map<std::string, int32_t> index;
   index.reserve(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_classes.h"
 
 #include "common/error.h"
+#include "tokenizer/tokenizer_parts.h"
 
 namespace xlacel::tokenizer {
 
@@ -9,7 +10,6 @@ namespace {
 // Qwen2Tokenizer's PRETOKENIZE_REGEX: Llama 3's, but \p{N} one digit at a time.
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* kMetaspace = "\u2581";
 
 // A constructor argument the class takes from tokenizer_config.json, else its default.
 template <typename T>

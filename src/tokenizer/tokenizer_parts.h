@@ -12,6 +12,10 @@
 
 namespace xlacel::tokenizer {
 
+// SentencePiece's space, U+2581, as UTF-8: what Metaspace pre-tokenizers and normalizers put for
+// a space, and decoders turn back into one.
+inline constexpr const char* kMetaspace = "\u2581";
+
 enum class DecoderKind {
   kByteLevel,  // characters -> bytes through the GPT-2 map (a token outside it: its own bytes)
   kJoin,       // no decoder: tokens joined with single spaces, as tokenizers does

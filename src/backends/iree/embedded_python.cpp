@@ -29,9 +29,9 @@ std::string python_directory() {
 // user site) and without Python's own signal handlers, so Ctrl-C still ends the program.
 void start_interpreter(const fs::path& python, const fs::path& home) {
   // numpy's OpenBLAS would start a thread per core when imported, which spin for a while and take
-  // the cores from loading and from IREE's workers (~4% of a server's start); the embedded Python
-  // does no linear algebra. (Read by OpenBLAS from the process environment; a value already set
-  // is kept.)
+  // the cores from loading and from IREE's workers, slowing a server's start (docs/PERFORMANCE.md,
+  // "OpenBLAS threads"); the embedded Python does no linear algebra. (Read by OpenBLAS from the
+  // process environment; a value already set is kept.)
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);

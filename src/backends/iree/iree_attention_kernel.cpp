@@ -68,13 +68,13 @@ Value combine_parts(Value parts_out, int64_t share, int64_t d) {
 }
 
 // Fewest keys (the cache's capacity) for which a decode attention splits its keys (parts()).
-// SmolLM2 (3 kv heads) on 2 threads, the decode module at position 1900 of 2048 (IREE HAL
-// profile): a step 5.92 -> 5.18 ms, attention's tile use 0.76 -> 0.99; at capacity 512 with 400
-// keys visible decode was the same either way (5 alternating rounds), so smaller caches keep
-// one workgroup per kv head.
+// With kv heads the workers cannot share evenly (SmolLM2's 3 on 2 threads), splitting a long
+// cache's keys shortened the decode step and kept the workers busy; at capacity 512 decode was
+// the same either way, so smaller caches keep one workgroup per kv head (docs/PERFORMANCE.md,
+// "kSplitMinKeys").
 constexpr int64_t kSplitMinKeys = 1024;
 
-class IreeCpuAttentionKernel final : public device::AttentionKernel {
+class IreeCpuAttentionKernel final : public lowering::AttentionKernel {
  public:
   IreeCpuAttentionKernel(std::filesystem::path object, int64_t lanes, int workers)
       : object_(std::move(object)), lanes_(lanes), workers_(std::max(1, workers)) {}
@@ -84,7 +84,7 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
            capacity >= 1;
   }
 
-  Value attend(const device::KernelAttentionOperands& in) const override {
+  Value attend(const lowering::KernelAttentionOperands& in) const override {
     const std::vector<int64_t>& q = in.q.shape();
     const std::vector<int64_t>& k = in.keys.shape();
     auto refuse = [&] {
@@ -168,7 +168,7 @@ class IreeCpuAttentionKernel final : public device::AttentionKernel {
 
 }  // namespace
 
-std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
+std::unique_ptr<lowering::AttentionKernel> make_iree_cpu_attention_kernel(
     const std::filesystem::path& cache_dir, int workers) {
   if (const char* off = std::getenv("XLACEL_IREE_NO_ATTENTION_KERNEL");
       off != nullptr && *off != 0) {

@@ -1,11 +1,11 @@
 #pragma once
-// IREE llvm-cpu's decode attention (device/attention_kernel.h): kernels/decode_attention.c,
+// IREE llvm-cpu's decode attention (lowering/attention_kernel.h): kernels/decode_attention.c,
 // linked into each graph that uses it through IREE's custom-dispatch extension point
 // (iree_custom_dispatch.h).
 #include <filesystem>
 #include <memory>
 
-#include "device/attention_kernel.h"
+#include "lowering/attention_kernel.h"
 
 namespace xlacel::backends {
 
@@ -13,7 +13,7 @@ namespace xlacel::backends {
 // $XLACEL_IREE_NO_ATTENTION_KERNEL is unset or empty. The object is written once to
 // `<cache_dir>/kernels/decode_attention-<hash>.o`. `workers`: the runtime's worker threads
 // (decode splits its keys so that they share the kv heads evenly).
-std::unique_ptr<device::AttentionKernel> make_iree_cpu_attention_kernel(
+std::unique_ptr<lowering::AttentionKernel> make_iree_cpu_attention_kernel(
     const std::filesystem::path& cache_dir, int workers);
 
 }  // namespace xlacel::backends

@@ -13,8 +13,11 @@
 
 namespace xlacel::backends {
 
+// An embedded kernel object's bytes; empty for one not built (one zero byte: XLACEL_KERNEL_ISAS
+// in CMakeLists.txt).
 template <std::size_t N>
 std::string_view bytes_of(const unsigned char (&object)[N]) {
+  if (N == 1) return {};
   return {reinterpret_cast<const char*>(object), N};
 }
 

@@ -14,8 +14,6 @@
 #include <utility>
 
 #include "backends/iree/embedded_python.h"
-#include "backends/iree/iree_attention_kernel.h"
-#include "backends/iree/iree_planar_kernel.h"
 #include "backends/iree/iree_runner_py.h"
 #include "common/aligned_vector.h"
 #include "common/error.h"
@@ -120,31 +118,13 @@ class IreeDevice final : public device::Device {
 
   const std::string& runtime() const override { return runtime_; }
   const std::string& description() const override { return description_; }
-  // Measured on SmolLM2 Q4_1, 2 threads. With the hand-written kernel (planar_kernel()), every
-  // row count it takes beats f32 weights (it reads a sixth of the bytes with 4-bit nibbles).
-  // Without it, one row fuses into a single pass over the codes (2.2x the f32 decode); with 2 or
-  // more rows llvm-cpu neither fuses the dequantization into the product (8x slower) nor matches
-  // f32 when it dequantizes first. IREE CUDA: not yet measured (XLA CUDA: PjrtDevice).
-  bool fuses_planar_weights(int64_t rows) const override {
-    if (options_.kind != DeviceKind::kCpu) return false;
-    return planar_kernel_ ? planar_kernel_->handles(rows, 32, 8) : rows == 1;
-  }
-  const device::PlanarKernel* planar_kernel() const override { return planar_kernel_.get(); }
-  const device::PlanarKernel* int8_planar_kernel() const override {
-    return int8_planar_kernel_.get();
-  }
-  const device::AttentionKernel* attention_kernel() const override {
-    return attention_kernel_.get();
-  }
-
   std::vector<std::unique_ptr<device::Executable>> load(std::span<const GraphSource> graphs,
                                                         std::vector<GraphLoad>& loads) override;
   BufferPtr upload(std::span<const std::byte> bytes, stablehlo::ElementType element,
                    std::span<const int64_t> shape) override;
   BufferPtr upload_in_place(std::span<const std::byte> bytes, stablehlo::ElementType element,
-                            std::span<const int64_t> shape, std::shared_ptr<const void> keeper,
-                            device::Readers readers) override;
-  bool computes_in_place(std::span<const std::byte> bytes, device::Readers readers) const override;
+                            std::span<const int64_t> shape,
+                            std::shared_ptr<const void> keeper) override;
   BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
   std::vector<BufferPtr> execute(device::Executable& executable,
                                  std::span<device::Buffer* const> arguments) override;
@@ -170,11 +150,8 @@ class IreeDevice final : public device::Device {
   std::string label_;  // "iree backend (cpu)", for Errors
   std::string description_;
   compile_cache::CompileTarget target_;
-  std::vector<compile_cache::CompileTarget> also_targets_;     // $XLACEL_IREE_ALSO_COMPILE_CUDA
-  std::unique_ptr<device::PlanarKernel> planar_kernel_;        // CPU with AVX2 and FMA only
-  std::unique_ptr<device::PlanarKernel> int8_planar_kernel_;   // and AVX-512 VBMI and VNNI
-  std::unique_ptr<device::AttentionKernel> attention_kernel_;  // likewise
-  py::object device_;                                          // iree_runner.Device
+  std::vector<compile_cache::CompileTarget> also_targets_;  // $XLACEL_IREE_ALSO_COMPILE_CUDA
+  py::object device_;                                       // iree_runner.Device
   // Its methods, looked up once.
   py::object load_, upload_, adopt_, zeros_, call_, read_;
   // The memory of every buffer zeros() adopted, for the device's lifetime: a cache is donated,
@@ -185,10 +162,7 @@ class IreeDevice final : public device::Device {
 IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& iree)
     : options_(options),
       label_(fmt::format("iree backend ({})", device::device_kind_name(options.kind))) {
-  if (options_.threads < 0) fail(label_, "threads must be 0 or more, got {}", options_.threads);
-  if (options_.kind == DeviceKind::kCuda && options_.threads > 0) {
-    fail(label_, "threads applies to the CPU only, got {} for cuda", options_.threads);
-  }
+  options_.validate();
   compile_cache::IreeTargetOptions target_options;
   target_options.backend = options_.kind == DeviceKind::kCuda ? "cuda" : "llvm-cpu";
   if (!iree.cuda_sm.empty()) target_options.cuda_sm = iree.cuda_sm;
@@ -202,18 +176,9 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   // The CPU's worker threads: --threads, or one per hardware thread. IREE's local-task driver is
   // always given the count, never left to its default: that pins a worker to each core, and the
   // thread that submits the calls then takes turns with one of them on its core while the other
-  // worker waits at every dispatch's end. Unpinned, the system moves them: 1B Q4_K_M decode step
-  // 19.4-21.3 ms pinned against 19.1-19.5 unpinned (2 cores, iree-benchmark-module, 4
-  // alternating rounds); a 64-token prefill chunk the same.
+  // worker waits at every dispatch's end. Unpinned, the system moves them, and a decode step is
+  // no slower and steadier (docs/PERFORMANCE.md, "IREE workers unpinned").
   const int workers = options_.threads > 0 ? options_.threads : hardware_threads();
-  if (options_.kind == DeviceKind::kCpu) {
-    const std::filesystem::path cache_dir = options_.compile_cache_dir.empty()
-                                                ? compile_cache::CompileCache::default_directory()
-                                                : options_.compile_cache_dir;
-    planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
-    int8_planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers, true);
-    attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
-  }
 
   ensure_python_with_iree_runtime();
   const char* driver = options_.kind == DeviceKind::kCuda ? "cuda" : "local-task";
@@ -326,7 +291,7 @@ BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::Elemen
   if (options_.kind == DeviceKind::kCpu && bytes.size() >= kParallelCopyBytes) {
     // IREE would copy on one thread, first touching every page there: a large tensor (a BF16
     // model's weights, read from its file) is copied on every core into host memory the CPU
-    // device then uses in place (1B BF16: weights uploaded in 0.72-0.88 s instead of 1.2-2.9).
+    // device then uses in place, so first touches are spread too (docs/PERFORMANCE.md, "Loading").
     auto copy = std::make_shared<AlignedVector<std::byte>>(bytes.size());
     for_each_slice(
         hardware_threads(), bytes.size(),
@@ -352,20 +317,13 @@ BufferPtr IreeDevice::upload(std::span<const std::byte> bytes, stablehlo::Elemen
 BufferPtr IreeDevice::upload_in_place(std::span<const std::byte> bytes,
                                       stablehlo::ElementType element,
                                       std::span<const int64_t> shape,
-                                      std::shared_ptr<const void> keeper, device::Readers readers) {
-  if (keeper == nullptr || !computes_in_place(bytes, readers)) return upload(bytes, element, shape);
+                                      std::shared_ptr<const void> keeper) {
+  // Only the CPU computes in host memory.
+  if (keeper == nullptr || options_.kind != DeviceKind::kCpu || bytes.empty()) {
+    return upload(bytes, element, shape);
+  }
   check_upload_size(bytes, element, shape);
   return adopt(bytes, element, shape, std::move(keeper));
-}
-
-bool IreeDevice::computes_in_place(std::span<const std::byte> bytes,
-                                   device::Readers readers) const {
-  // Only the CPU computes in host memory. Its compiled code assumes 64-byte aligned buffers
-  // (llvm-cpu emits aligned AVX-512 loads: a GGUF tensor 32 bytes off faults); the hand-written
-  // kernels load at any address (kernels/kernel_vectors.h).
-  const bool aligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % kBufferAlignment == 0;
-  return options_.kind == DeviceKind::kCpu && !bytes.empty() &&
-         (aligned || readers == device::Readers::kKernelsOnly);
 }
 
 BufferPtr IreeDevice::adopt(std::span<const std::byte> bytes, stablehlo::ElementType element,

@@ -1,10 +1,17 @@
-// The IREE module's entry point (backends/iree_module.h), with C linkage so the program finds it
-// by name with dlsym.
+// The IREE module's entry points (iree_module_entry.h).
+#include "backends/iree/iree_module_entry.h"
+
 #include <memory>
 #include <type_traits>
 
 #include "backends/iree/iree_device.h"
-#include "backends/iree_module.h"
+#include "backends/iree/iree_lowering.h"
+
+extern "C" __attribute__((visibility("default"))) void xlacel_make_iree_lowering(
+    const xlacel::device::DeviceOptions& options,
+    std::unique_ptr<xlacel::lowering::Lowering>& lowering) {
+  lowering = xlacel::backends::make_iree_lowering(options);
+}
 
 extern "C" __attribute__((visibility("default"))) void xlacel_open_iree_device(
     const xlacel::device::DeviceOptions& options, const xlacel::backends::IreeOptions& iree,
@@ -12,6 +19,8 @@ extern "C" __attribute__((visibility("default"))) void xlacel_open_iree_device(
   device = xlacel::backends::open_iree_device(options, iree);
 }
 
-// The entry point must keep the type the program calls it through.
+// The entry points must keep the types the program calls them through.
 static_assert(
-    std::is_same_v<decltype(&xlacel_open_iree_device), xlacel::backends::IreeModuleEntry>);
+    std::is_same_v<decltype(&xlacel_make_iree_lowering), xlacel::backends::IreeLoweringEntry>);
+static_assert(
+    std::is_same_v<decltype(&xlacel_open_iree_device), xlacel::backends::IreeDeviceEntry>);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "backends/iree/iree_custom_dispatch.h"
 #include "backends/iree/planar_matmul_avx2.h"
@@ -27,24 +28,29 @@ namespace {
 constexpr int64_t kWorkgroups = 16;
 // Products of fewer rows than this (decode) take one workgroup per worker: each workgroup's fixed
 // cost (the runtime's tile, the kernel's start on cold rows) weighs on products that only stream
-// their weight (one decode step runs ~200 of them). 2 threads, against 16 workgroups, alternating
-// rounds: SmolLM2 Q4_1 tg100 mean 140 -> 165 and 160 -> 175 tok/s (two sets); 1B Q4_K_M 32.3 ->
-// 34.7 in one set of 3 rounds, within noise in another; prefill keeps 16 (pp512 with 2 was ~4%
-// slower: a late worker leaves the other idle).
+// their weight (one decode step runs ~200 of them). Against 16 workgroups this sped up SmolLM2's
+// decode on 2 threads, and a 1B model's in some rounds; prefill keeps 16, as 2 were slower there:
+// a late worker leaves the other idle (docs/PERFORMANCE.md, "kFewRows").
 constexpr int64_t kFewRows = 16;
 // --math fast's int8 product takes products of at least this many rows of x (the exact kernel's
 // panels start there too, planar_matmul.c PANEL_MIN_ROWS): fewer, such as the logits of a
 // prefill's last token, stream their weight, so rounding x would move them and save no time.
 constexpr int64_t kInt8MinRows = 8;
 
-// The kernel built for the widest vectors this CPU has: 16 lanes beat 8 by ~1.2x on one row and
-// ~1.4x on 8 (SmolLM2's products, one thread); with VBMI's byte permutes, Q6_K and Q5_0 products
-// of few rows ~1.15x more than without.
+// The kernel built for the widest vectors this CPU has: 16 lanes beat 8 on one row and more so on
+// 8, and VBMI's byte permutes speed up Q6_K and Q5_0 products of few rows (docs/PERFORMANCE.md,
+// "Kernel per instruction set"). Of the objects this build holds (CMakeLists.txt,
+// XLACEL_KERNEL_ISAS), the widest one this CPU runs; empty when none.
 std::string_view object_bytes(bool int8) {
   if (int8) return bytes_of(kPlanarMatmulAvx512Vnni);
-  if (!cpu_runs_avx512_kernels()) return bytes_of(kPlanarMatmulAvx2);
-  return __builtin_cpu_supports("avx512vbmi") ? bytes_of(kPlanarMatmulAvx512Vbmi)
-                                              : bytes_of(kPlanarMatmulAvx512);
+  const bool avx512 = cpu_runs_avx512_kernels();
+  const bool vbmi = avx512 && __builtin_cpu_supports("avx512vbmi");
+  for (const auto& [runs, bytes] : {std::pair{vbmi, bytes_of(kPlanarMatmulAvx512Vbmi)},
+                                    std::pair{avx512, bytes_of(kPlanarMatmulAvx512)},
+                                    std::pair{true, bytes_of(kPlanarMatmulAvx2)}}) {
+    if (runs && !bytes.empty()) return bytes;
+  }
+  return {};
 }
 
 // Weight rows per workgroup for a product of `n` outputs in `workgroups` workgroups, each a
@@ -167,15 +173,14 @@ Value quantized_rows(Value x, const std::filesystem::path& object) {
                          TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
 }
 
-class IreeCpuPlanarKernel final : public device::PlanarKernel {
+class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
  public:
   IreeCpuPlanarKernel(std::filesystem::path object, int workers, bool int8)
       : object_(std::move(object)), workers_(std::max(1, workers)), int8_(int8) {}
 
-  // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Measured on SmolLM2
-  // Q4_1, 2 threads: prefill in 64-row chunks beats llvm-cpu's f32 matmul over planes dequantized
-  // per call (pp128 ~520 against ~350 tok/s), without writing an f32 copy of every weight per
-  // chunk.
+  // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Prefill in 64-row chunks
+  // beats llvm-cpu's f32 matmul over planes dequantized per call (docs/PERFORMANCE.md, "Prefill
+  // through the kernel"), without writing an f32 copy of every weight per chunk.
   bool handles(int64_t rows, int64_t group, int code_bits) const override {
     return rows >= 1 && ((group == 16 && code_bits == 6) || (group == 32 && code_bits != 6));
   }
@@ -184,7 +189,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
   // (planar_matmul.c, code_row).
   bool takes_paired_rows() const override { return true; }
 
-  Value multiply(Value x, const device::PlanarOperands& weight) const override {
+  Value multiply(Value x, const lowering::PlanarOperands& weight) const override {
     const int64_t rows = x.shape()[0];
     const int64_t n = weight.codes.shape()[0];
     const bool packed = weight.code_bits < 8;
@@ -303,7 +308,7 @@ class IreeCpuPlanarKernel final : public device::PlanarKernel {
 
 }  // namespace
 
-std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
+std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
     const std::filesystem::path& cache_dir, int workers, bool int8) {
   // For measuring what the kernel buys (tools/peer/compare_bench.py): the graph's own product.
   if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
@@ -318,8 +323,10 @@ std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
                 __builtin_cpu_supports("avx512vnni"))) {
     return nullptr;
   }
+  const std::string_view bytes = object_bytes(int8);
+  if (bytes.empty()) return nullptr;
   return std::make_unique<IreeCpuPlanarKernel>(
-      write_kernel_object(object_bytes(int8), "planar_matmul", cache_dir), workers, int8);
+      write_kernel_object(bytes, "planar_matmul", cache_dir), workers, int8);
 #else
   (void)cache_dir, (void)workers, (void)int8;
   return nullptr;

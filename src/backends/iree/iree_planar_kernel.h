@@ -1,11 +1,11 @@
 #pragma once
-// IREE llvm-cpu's planar product (device/planar_kernel.h): kernels/planar_matmul.c, compiled at
+// IREE llvm-cpu's planar product (lowering/planar_kernel.h): kernels/planar_matmul.c, compiled at
 // build time into an object that each graph links through IREE's custom-dispatch extension
 // point (a stream.executable whose objects attribute names the file, called by flow.dispatch).
 #include <filesystem>
 #include <memory>
 
-#include "device/planar_kernel.h"
+#include "lowering/planar_kernel.h"
 
 namespace xlacel::backends {
 
@@ -16,7 +16,7 @@ namespace xlacel::backends {
 // threads, which share a product of few rows one workgroup each. `int8` (--math fast): products
 // whose width is a multiple of 512 quantize x to i8 and multiply with VNNI dot products, not
 // exact; nullptr unless this CPU has AVX-512 with VBMI and VNNI.
-std::unique_ptr<device::PlanarKernel> make_iree_cpu_planar_kernel(
+std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
     const std::filesystem::path& cache_dir, int workers, bool int8 = false);
 
 }  // namespace xlacel::backends

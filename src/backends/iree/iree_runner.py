@@ -111,8 +111,9 @@ class Device:
     def zeros(self, element, shape):
         # A buffer view of zeros and what keeps its memory (None where the view does). np.zeros
         # maps the kernel's zero page: its pages cost no memory, and no time, until written.
-        # The CPU devices adopt it as it is (a 1B model's 128 MiB KV cache: ~0.1 s of copying at
-        # start, and its memory, saved until positions are written); others get a copy.
+        # The CPU devices adopt it as it is (for a KV cache, a copy at start, and its memory until
+        # positions are written, saved: docs/PERFORMANCE.md, "KV cache from zero pages"); others get
+        # a copy.
         numpy_type, _ = _element(element)
         if not self.host_memory:
             return self.upload(np.zeros(shape, numpy_type), element, shape), None

@@ -6,11 +6,11 @@
 // bandwidth. A dot of two matrices (a decode batch or a prefill chunk, [B, K] x [N, K]^T with
 // B > 1) goes to Eigen, which re-packs the whole weight on every call with a strided gather
 // (the weight is the transposed operand; perf: gemm_pack_colmajor_block was most of the step).
-// Measured on SmolLM2-135M f32, 2 threads: decode steps of 2, 4, 8 rows took 7.8, 7.7, 4.6x the
-// time of one row (xlacel bench). XNNPACK also packs the weight per call, but contiguously and
-// panel by panel; with it, interleaved in one process, a step of 8 rows took 2.0x one row's
-// (full-cache attention) and a 64-token prefill chunk 0.58x Eigen's time. For a vector it is
-// slower than XLA's own code (1.2x the time), hence the choice per graph.
+// Measured on SmolLM2-135M (docs/PERFORMANCE.md, "XLA CPU kernel choice"): decode steps of a few
+// rows took several times one row's time. XNNPACK also packs the weight per call, but
+// contiguously and panel by panel; with it, steps of several rows and prefill chunks took far
+// less time than with Eigen. For a vector it is slower than XLA's own code, hence the choice per
+// graph.
 //
 // The catch: this plugin cannot serialize executables that contain XNNPACK fusions, so those
 // graphs compile in every process (the compile cache reports them as not cached).

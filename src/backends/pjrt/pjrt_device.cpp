@@ -63,19 +63,11 @@ class PjrtDevice final : public device::Device {
                    std::span<const int64_t> shape) override;
   BufferPtr zeros(stablehlo::ElementType element, std::span<const int64_t> shape) override;
   int64_t partitions() const override { return options_.tensor_parallel; }
-  // On CUDA one-row products (decode) read the weights as stored: XLA fuses the widening into
-  // the product. Measured on an H200, a Llama-3.2-1B-shaped bf16 model: decode 396/399 ->
-  // 510/537 tok/s (2373 instead of 4730 MiB read per token), prefill 10064 -> 8003 tok/s, as
-  // with one slot prefill takes the same weights; same greedy tokens. The CPU keeps the f32 copy
-  // (planes there not measured yet).
-  bool fuses_planar_weights(int64_t rows) const override {
-    return options_.kind == DeviceKind::kCuda && rows == 1;
-  }
   BufferPtr upload_sharded(std::span<const std::byte> bytes, stablehlo::ElementType element,
                            std::span<const int64_t> shape,
-                           const device::Sharding& sharding) override;
+                           const stablehlo::Sharding& sharding) override;
   BufferPtr zeros_sharded(stablehlo::ElementType element, std::span<const int64_t> shape,
-                          const device::Sharding& sharding) override;
+                          const stablehlo::Sharding& sharding) override;
   std::vector<BufferPtr> execute(device::Executable& executable,
                                  std::span<device::Buffer* const> arguments) override;
   void read(const device::Buffer& buffer, std::span<std::byte> destination) override;
@@ -86,7 +78,7 @@ class PjrtDevice final : public device::Device {
   }
   const std::vector<pjrt::Buffer>& shards_of(const device::Buffer* buffer) const;
   // Checks that `sharding` cuts `shape` into partitions() equal slices (Error naming it).
-  void check_sharding(std::span<const int64_t> shape, const device::Sharding& sharding) const;
+  void check_sharding(std::span<const int64_t> shape, const stablehlo::Sharding& sharding) const;
 
   device::DeviceOptions options_;
   std::string runtime_ = "xla";
@@ -98,9 +90,7 @@ class PjrtDevice final : public device::Device {
 
 PjrtDevice::PjrtDevice(const device::DeviceOptions& options, const PjrtOptions& xla)
     : options_(options), label_(pjrt::device_label(options.kind)) {
-  if (options_.tensor_parallel < 1) {
-    fail(label_, "tensor parallel must be 1 or more, got {}", options_.tensor_parallel);
-  }
+  options_.validate();
   client_ = pjrt::open_client(options_.kind, xla.plugin_path, options_.threads,
                               options_.tensor_parallel, options_.progress);
   description_ =
@@ -172,7 +162,7 @@ BufferPtr PjrtDevice::zeros(stablehlo::ElementType element, std::span<const int6
 }
 
 void PjrtDevice::check_sharding(std::span<const int64_t> shape,
-                                const device::Sharding& sharding) const {
+                                const stablehlo::Sharding& sharding) const {
   if (sharding.replicated()) return;
   const auto axis = static_cast<std::size_t>(sharding.axis);
   if (axis >= shape.size() || shape[axis] % options_.tensor_parallel != 0) {
@@ -183,7 +173,7 @@ void PjrtDevice::check_sharding(std::span<const int64_t> shape,
 
 BufferPtr PjrtDevice::upload_sharded(std::span<const std::byte> bytes,
                                      stablehlo::ElementType element, std::span<const int64_t> shape,
-                                     const device::Sharding& sharding) {
+                                     const stablehlo::Sharding& sharding) {
   const std::size_t expected = device::dense_byte_size(element, shape);
   if (bytes.size() != expected) {
     fail(label_, "upload of {} bytes for a {}-byte {} buffer", bytes.size(), expected,
@@ -202,7 +192,7 @@ BufferPtr PjrtDevice::upload_sharded(std::span<const std::byte> bytes,
   // Row-major: the cut axis splits each of the `outer` runs of the axes before it into `parts`
   // equal pieces of `piece` bytes; device d's slice is piece d of every run, gathered.
   const auto axis = static_cast<std::size_t>(sharding.axis);
-  const std::vector<int64_t> slice_shape = device::shard_shape(shape, sharding, parts);
+  const std::vector<int64_t> slice_shape = stablehlo::shard_shape(shape, sharding, parts);
   std::size_t outer = 1;
   for (std::size_t i = 0; i < axis; ++i) outer *= static_cast<std::size_t>(shape[i]);
   const std::size_t run = outer == 0 ? 0 : bytes.size() / outer;
@@ -219,10 +209,10 @@ BufferPtr PjrtDevice::upload_sharded(std::span<const std::byte> bytes,
 }
 
 BufferPtr PjrtDevice::zeros_sharded(stablehlo::ElementType element, std::span<const int64_t> shape,
-                                    const device::Sharding& sharding) {
+                                    const stablehlo::Sharding& sharding) {
   check_sharding(shape, sharding);
   const std::vector<int64_t> slice_shape =
-      device::shard_shape(shape, sharding, options_.tensor_parallel);
+      stablehlo::shard_shape(shape, sharding, options_.tensor_parallel);
   // calloc: large blocks come zeroed from the kernel, so the host copy costs no memory.
   const std::size_t size = device::dense_byte_size(element, slice_shape);
   std::unique_ptr<void, decltype(&std::free)> zeros(std::calloc(size == 0 ? 1 : size, 1),

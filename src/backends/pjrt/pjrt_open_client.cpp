@@ -18,11 +18,6 @@ std::shared_ptr<const Client> open_client(device::DeviceKind kind, const std::st
                                           int threads, int devices,
                                           const std::function<void(std::string_view)>& progress) {
   const std::string label = device_label(kind);
-  if (threads < 0) fail(label, "threads must be 0 or more, got {}", threads);
-  if (devices < 1) fail(label, "devices must be 1 or more, got {}", devices);
-  if (kind == device::DeviceKind::kCuda && threads > 0) {
-    fail(label, "threads applies to the CPU only, got {} for cuda", threads);
-  }
   const PluginLocation location = find_plugin(kind, plugin_path);
   const int cuda_libraries =
       kind == device::DeviceKind::kCuda ? preload_cuda_libraries(location.path) : 0;

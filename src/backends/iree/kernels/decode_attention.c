@@ -4,19 +4,18 @@
 // reference this is tested against: the same steps in f32 — scores q.k times the scale, their
 // maximum, exp(score - max), their sum, each exp divided by the sum, then the probabilities
 // times the values — only summed in another order. This exists because llvm-cpu streams the keys
-// at ~17 GB/s for a 4-query GQA group (1B shape, 1024 keys: 122 us per layer for q.k, 62 for
-// p.v), about a third of what a pass over them can read, and attends over the whole window.
+// of a GQA group at a fraction of what a pass over them can read, and attends over the whole
+// window (docs/PERFORMANCE.md, "Decode attention kernel").
 //
 // One workgroup per (sequence, kv head, token): it reads that head's keys visible to the token
-// once for all the query heads that share them, and their values once. Decode, same shape, 601
-// keys visible: 67-74 us per layer in place of llvm-cpu's ~195 (q.k, softmax, p.v), 1B Q4_K_M
-// decode after a 512-token prompt ~+6% (IREE HAL profile and alternating runs:
-// docs/ARCHITECTURE.md). Reading the keys from memory is what it waits on: a version that took
-// each query head's 16-key blocks in turn (the block from the first-level cache for the others)
-// ran twice as fast in cache and 1.4x slower here (101 us), its reads bunched apart from its
-// arithmetic. A prefill chunk's tokens read the same keys one after another, from the
-// second-level cache, and skip the keys past their own: SmolLM2 Q4_1 (3 kv heads) pp2048 639-641
-// -> 732-782 tok/s, pp512 1000-1038 -> 1133-1151.
+// once for all the query heads that share them, and their values once: a decode's attention
+// takes far less time per layer than llvm-cpu's q.k, softmax and p.v, and a decode after a long
+// prompt gets faster (docs/PERFORMANCE.md, "Decode attention kernel"). Reading the keys from memory
+// is what it waits on: a version that took each query head's 16-key blocks in turn (the block
+// from the first-level cache for the others) ran faster in cache and slower from memory, its
+// reads bunched apart from its arithmetic. A prefill chunk's tokens read the same keys one after
+// another, from the second-level cache, and skip the keys past their own, which speeds up long
+// prefills (docs/PERFORMANCE.md, "Prefill chunks through the attention kernel").
 //
 // A second entry point splits a decode's keys (xlacel_decode_attention_parts_workgroup): with
 // fewer kv heads than workers, or a number they cannot share evenly (SmolLM2's 3 on 2 threads),
@@ -94,7 +93,7 @@ INLINE vec sum16(const vec v[16]) {
 #endif
 
 // How many key (and value) rows ahead of the one in hand are prefetched: 16, one block of
-// scores (4 KiB at head_dim 64). 1B shape, 601 keys: 67-69 us per layer, against 71-73 with 48.
+// scores (4 KiB at head_dim 64); 48 measured slower (docs/PERFORMANCE.md, "PREFETCH_ROWS").
 #define PREFETCH_ROWS 16
 
 // Most vectors a head spans (head_dim 256 with 8 lanes).

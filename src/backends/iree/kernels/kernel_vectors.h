@@ -18,7 +18,7 @@
       size_t name##_stride
 // The kernels load and store with unaligned instructions only: an operand may lie at any address
 // (the CPU device keeps weights that only kernels read where a model file holds them:
-// iree_device.cpp, computes_in_place).
+// iree_lowering.cpp, in_place).
 // An entry point's use of the MEMREF fields it does not read (all but the aligned pointer and
 // the offset).
 #define UNUSED_MEMREF_FIELDS(name) (void)name##_allocated, (void)name##_size, (void)name##_stride

@@ -22,13 +22,13 @@
 
 // How far ahead of the weight row in hand its planes are prefetched. Streaming the weights from
 // memory is what a product of few rows waits on; without software prefetch, one thread reads
-// only ~3 GB/s of nibbles here (hardware prefetchers do not run far enough ahead of three
-// interleaved streams), with it ~10 GB/s. 3072 rather than 1536 as measured, not derived: 1B
-// Q4_K_M tg100 mean 36.0 -> 37.6 tok/s over 8 alternating rounds (Q8_0 ~+4%, Q4_0 the same);
-// 4096 the same as 3072, 6144 slower (34.3).
+// nibbles at a fraction of the rate it reaches with it (hardware prefetchers do not run far
+// enough ahead of three interleaved streams). 3072 rather than 1536 as measured, not derived:
+// it decoded faster, 4096 tied it and 6144 was slower (docs/PERFORMANCE.md, "PREFETCH_BYTES").
 #define PREFETCH_BYTES 3072
 // Activation rows multiplied per pass over a weight row: one accumulator register each, so 16
-// where AVX-512 gives 32 vector registers (prefill's products ~1.2x faster than 8), else 8.
+// where AVX-512 gives 32 vector registers (prefill's products faster than with 8:
+// docs/PERFORMANCE.md, "MAX_ACTIVATION_ROWS"), else 8.
 #if defined(__AVX512F__)
 #define MAX_ACTIVATION_ROWS 16
 #else
@@ -92,10 +92,9 @@ INLINE __m128i load_codes(const uint8_t* p) {
 // ahead as prefetch_rows says, at the position the pass has reached. A pass reads its rows'
 // codes a line at a time, so prefetching them line by line keeps the stream of misses as even
 // as the reads; prefetching a whole row at the pass's start (as the scale planes still are)
-// issued 64 prefetches at once for a row of 8192 nibbles, more than the core keeps in flight.
-// One thread from memory, the same bits: Q4_K 16384x8192 24.7 -> 47.2 G weights/s, Q6_K
-// 16384x8192 17.7-22.3 -> 28.9-29.2, Q4_K 65536x2048 41.4 -> 45.3, Q6_K 128256x2048 26.9 ->
-// 28.3; a prefetch past the weight's end (the last rows') does not fault.
+// issued 64 prefetches at once for a row of 8192 nibbles, more than the core keeps in flight,
+// and streamed far fewer weights per second from memory (the same bits; docs/PERFORMANCE.md,
+// "stream_prefetch"). A prefetch past the weight's end (the last rows') does not fault.
 INLINE void stream_prefetch(const uint8_t* line) {
   _mm_prefetch((const char*)line, _MM_HINT_T0);
 }
@@ -124,8 +123,8 @@ INLINE size_t high_row_bytes(enum CodeForm form, size_t k) {
 // follow one another, or (`paired`: 4-bit codes in rows of whole 64-byte lines, as
 // models/resident_weight.h's _paired_nibbles) rows 2p and 2p + 1 alternate line by line, so that
 // a one-x-row pass, which reads two weight rows at once (pass_weights), reads one ascending
-// stream instead of two 1 KiB or more apart: the kernel alone, two threads streaming 1B-shape
-// rows, Q4_K ~8-10% and Q4_0 ~10% more bytes per second.
+// stream instead of two 1 KiB or more apart, which moves more bytes per second
+// (docs/PERFORMANCE.md, "Paired rows").
 INLINE const uint8_t* code_row(const uint8_t* codes, size_t row, size_t row_bytes, int paired) {
   if (!paired) return codes + row * row_bytes;
   return codes + (row & ~(size_t)1) * row_bytes + (row & 1) * 64;
@@ -279,8 +278,8 @@ INLINE void group_factors(struct Planes p, size_t g, size_t group, enum ScaleFor
 // codes can take, formed once per group (one multiply-add for 32 weights) and indexed by the
 // nibbles themselves (vpermps reads an index's low 4 bits), instead of widening, converting and
 // scaling every code. The table holds exactly the values dequantize gives, so the products are
-// the same bits; one thread, 8192x2048, one row: Q4_0 ~1.4x, Q4_K ~1.2x. (A 32-entry table
-// for the 5-bit forms, vpermt2ps, measured slower than converting.)
+// the same bits, in less time (docs/PERFORMANCE.md, "reads_table"). (A 32-entry table for the
+// 5-bit forms, vpermt2ps, measured slower than converting.)
 INLINE int reads_table(enum CodeForm form) {
   return form == NIBBLES_32 || form == NIBBLES_32_CENTRED || pairs_rows(form);
 }
@@ -318,8 +317,8 @@ INLINE int quad_order(enum CodeForm form, enum ScaleForm scale_form, size_t k) {
 #if LANES == 16
 // Codes with high bits (Q5_0, Q5_1, Q5_K, Q6_K) 128 elements (four 32-element blocks) at a
 // time: the blocks' nibbles (one 64-byte load) and high bits joined with whole-vector
-// operations, instead of a 128-bit join per 16 elements (~14 operations per 16 weights). One
-// thread, 8192x2048, one row: Q6_K 1915 -> 1310 us (~1.46x), 4 rows ~1.42x; the same bits.
+// operations, instead of a 128-bit join per 16 elements (~14 operations per 16 weights): the
+// same bits, faster on one row and on several (docs/PERFORMANCE.md, "CHUNK_ELEMENTS").
 #define CHUNK_ELEMENTS 128
 #define CHUNK_VECTORS (CHUNK_ELEMENTS / LANES)
 INLINE int reads_chunks(enum CodeForm form) {
@@ -387,7 +386,7 @@ INLINE float magic_bias(enum CodeForm form) {
 // into with the bytes of table that index picks, where mask is set: a merge-masked vpermb (VBMI:
 // from all 64 bytes), else vpshufb (within each 128-bit lane). In assembly: written as the
 // intrinsic, clang turns the constant shuffle into two-table permutes (vpermt2b, or vpermb and
-// vpermt2b), ~2x the cycles here.
+// vpermt2b), which take more cycles here (docs/PERFORMANCE.md, "permute_bytes_into").
 INLINE __m512i permute_bytes_into(__m512i into, __mmask64 mask, __m512i index, __m512i table) {
 #if defined(__AVX512VBMI__)
   __asm__("vpermb %[table], %[index], %[into] %{%[mask]%}"
@@ -445,9 +444,9 @@ INLINE void magic_weights(struct Planes p, size_t c, enum CodeForm form, enum Sc
 // four vectors share one scale vector and one minus vector, permuted from the chunk's eight scales.
 // The x row is read in the same order (quad_order_x, once per call). Consecutive order takes two
 // broadcast loads per 16 weights (the group's scale and minus) beside the x load, and loads, not
-// arithmetic, bounded it. The weights are the same; only the order of the row's sum changes. One
-// thread, one row, in cache: Q6_K 2048x8192 ~570 -> ~517 us, 128256x2048 (1B's lm_head) from
-// memory 9.4 -> 8.6 ms; 1B Q4_K_M decode step (IREE, 2 workers, alternating) 19.0 -> 18.55 ms.
+// arithmetic, bounded it. The weights are the same; only the order of the row's sum changes.
+// Q6_K products got faster in cache and from memory, and so did a 1B model's decode step
+// (docs/PERFORMANCE.md, "Q6_K quad order").
 
 // Chunk c in quad order (quad_order), dequantized as magic_weights does.
 INLINE void quad_weights(const uint8_t* codes, struct Planes p, size_t c, enum CodeForm form,
@@ -608,9 +607,9 @@ INLINE size_t chunks_times_one(const uint8_t* codes, struct Planes p, enum CodeF
 // vectors go two or four at a time; out[i] holds their sum, its lanes left for the caller to sum
 // with other rows' (vec_sums). Each row's sum is the same
 // whichever rows it goes with; two rows together share their x loads and overlap one row's
-// setup and final sum with the other's products (one thread, one x row, against one at a time:
-// Q4_1 1536x576 ~1.2-1.4x, Q4_K 2048x2048 ~1.15x; pass_weights). The codes (and high bits) of
-// the rows `ahead` rows on are prefetched as these are read (stream_prefetch).
+// setup and final sum with the other's products, faster than one at a time (pass_weights;
+// docs/PERFORMANCE.md, "Two weight rows per x row"). The codes (and high bits) of the rows `ahead`
+// rows on are prefetched as these are read (stream_prefetch).
 INLINE void rows_times_one(const uint8_t* const* codes, const struct Planes* p, size_t weights,
                            int has_offsets, enum ScaleForm scale_form, enum CodeForm form,
                            const float* x, size_t groups, size_t ahead, vec* out) {
@@ -811,17 +810,18 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
 #endif
 
 // Weight rows a pass of `rows` activation rows takes at a time (see rows_times_many), as measured
-// on one thread, 2048x2048 (AVX-512, Zen 5): Q4_K two x rows 1.9x faster with four than with one,
-// three 1.6x with four, four 1.45x with two (four: 4% slower than two). One x row: two weight
-// rows of the table-read forms (rows_times_one, four accumulators each; through rows_times_many's
-// one accumulator per row a 1B Q4_K_M model's decode slowed), prefetched twice as far ahead so
-// that streaming from memory keeps up: SmolLM2 Q4_1 tg100 ~+8% (means 154 -> 166 tok/s, 3
-// alternating rounds), 1B Q4_K_M within noise (6 rounds: 37.4 and 36.8 tok/s).
+// on one thread (docs/PERFORMANCE.md, "pass_weights"): Q4_K's two and three x rows ran faster with
+// four weight rows than with one, four x rows with two (four were slightly slower there). More
+// weight rows per pass break the chain of dependent FMAs one accumulator per output makes. One x
+// row: two weight rows of the table-read forms (rows_times_one, four accumulators each; through
+// rows_times_many's one accumulator per row a 1B Q4_K_M model's decode slowed), prefetched twice
+// as far ahead so that streaming from memory keeps up: SmolLM2's decode gained, a 1B model's
+// stayed within noise.
 INLINE size_t pass_weights(size_t rows, enum CodeForm form) {
 #if LANES == 16
   // The chunked forms' decoding, not the chains, bounds them, and two weight rows' vectors spill
-  // registers: Q6_K two x rows 1.5x faster with two weight rows, three and four 1.15-1.25x
-  // slower.
+  // registers: Q6_K's two x rows gain from two weight rows, three and four lose
+  // (docs/PERFORMANCE.md, "pass_weights").
   if (reads_chunks(form)) return rows == 2 ? 2 : 1;
   // One x row: two table-read weight rows share each x load (rows_times_one); Q8_0's widening
   // gained nothing from it (one thread, 1536x576 and 2048x2048).
@@ -880,9 +880,9 @@ INLINE void weight_rows(const uint8_t* codes, struct Planes p, const float* x, f
 }
 
 // How many weight rows ahead a pass prefetches: PREFETCH_BYTES, or for one x row as many passes
-// ahead as a row alone would be rows ahead (the two rows of a pass are two streams; one thread
-// from memory, Q4_K 65536x2048, two rows ~0.95x as fast as one prefetched PREFETCH_BYTES ahead,
-// ~1.05x prefetched twice as far).
+// ahead as a row alone would be rows ahead (the two rows of a pass are two streams: prefetched
+// PREFETCH_BYTES ahead they streamed slower than one row, twice as far faster;
+// docs/PERFORMANCE.md, "prefetch_rows").
 INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes, int paired) {
   const size_t ahead = (PREFETCH_BYTES + row_bytes - 1) / row_bytes;
   const size_t rows_ahead = rows == 1 ? weights * ahead : ahead;
@@ -894,11 +894,10 @@ INLINE size_t prefetch_rows(size_t rows, size_t weights, size_t row_bytes, int p
 // One x row's sums of the `held` weight rows before `end` in y, from their lanes
 // (rows_times_one), once LANES rows are held or at the workgroup's `last` rows; returns how many
 // are still held. Summed LANES rows at a time (vec_sums: the same bits), the end of each weight
-// row's product costs ~3 vector operations instead of a chain of ~9, ~8% of a row of 2048 in a
-// profile: one thread, one row, in cache, Q4_K 8192x2048 ~1.02-1.05x, Q8_0 2048x2048 ~1.05x,
-// Q6_K 2048x2048 ~1.01x; 1B Q4_K_M decode (IREE HAL profile, 6 alternating rounds): lm_head
-// 4.94 -> 4.83 ms, all products 19.44 -> 19.28 ms. (The 16-bit float product's rows gained
-// nothing from it: bandwidth bounds them.) A one-row pass takes 1 or 2 weight rows
+// row's product costs ~3 vector operations instead of a chain of ~9, which was a visible part of
+// a short row's time in a profile; the products and a 1B model's decode got a little faster
+// (docs/PERFORMANCE.md, "sum_held_rows"). (The 16-bit float product's rows gained nothing from
+// it: bandwidth bounds them.) A one-row pass takes 1 or 2 weight rows
 // (pass_weights), which divide LANES, so `held` reaches LANES exactly and never passes it.
 INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last) {
   if (held == LANES) {
@@ -1033,12 +1032,11 @@ INLINE vec load_wide(const uint16_t* p, int bf16) {
 
 // How far ahead of the 16-bit weights in hand one activation row's product prefetches them, a
 // line at a time. The hardware prefetcher alone keeps up while x stays in the first-level cache,
-// but a row of 8192 columns or more needs 32 KiB of x, which the streamed weights then push out:
-// one thread from memory (tools/kernels/planar_matmul_bench, the same bits) bf16 16384x8192
-// 24-25 -> 32-34 GB/s, f16 23-24 -> 27-28, 8192x14336 19.5 -> 24.6, 2048 and 4096 columns the
-// same; 1B BF16 decode's down projections (2048x8192) read at 0.96-1.14 of its gate/up products'
-// rate instead of 0.89-0.95 (IREE HAL profile, 3 alternating runs). 1024, 2048 and 8192 bytes
-// ahead gained less, 16384 nothing.
+// but a row of 8192 columns or more needs 32 KiB of x, which the streamed weights then push out.
+// With the prefetch such rows stream faster from memory (the same bits; 2048 and 4096 columns
+// unchanged), and a 1B BF16 decode's down projections (2048x8192) read at about its gate/up
+// products' rate instead of below it. 1024, 2048 and 8192 bytes ahead gained less, 16384
+// nothing (docs/PERFORMANCE.md, "WIDE_PREFETCH_BYTES").
 #define WIDE_PREFETCH_BYTES 4096
 
 // One activation row, four accumulators (k a multiple of LANES).
@@ -1069,8 +1067,8 @@ INLINE void wide_row_times_many(const uint16_t* w, const float* x, size_t k, siz
 }
 
 // Several rows of x: no software prefetch (one row's product prefetches a line at a time, above);
-// a row's worth of prefetches issued at once measured slower than none (one thread, bf16, 1536
-// bytes ahead: 8192x2048 21-22 against 12.5-17 GB/s, 32768x2048 19-20 against 12-13).
+// a row's worth of prefetches issued at once measured slower than none, which leaves one stream
+// for the hardware prefetcher to follow (docs/PERFORMANCE.md, "Wide products of several rows").
 #define SPECIALISE_WIDE(ROWS, BF16)                                                               \
   static void wide_rows##ROWS##_bf16##BF16(const uint16_t* w, const float* x, float* y, size_t n, \
                                            size_t k, size_t first, size_t last) {                 \
@@ -1096,12 +1094,13 @@ SPECIALISE_WIDE_ROWS(16)
 #endif
 
 // Many activation rows (prefill): register-blocked panels. A pass of rows_times_many loads an x
-// vector for every FMA, so cache bandwidth, not the FMA units, bounds it (~0.3 of the f32 peak
-// at 1B shape). Here BLOCK_W_ROWS weight rows are dequantized once per PANEL_COLUMNS columns
-// into a panel on the stack, and BLOCK_X_ROWS x BLOCK_W_ROWS accumulators stay in registers: an
-// x vector loaded feeds BLOCK_W_ROWS FMAs, a panel vector BLOCK_X_ROWS. The accumulators are
-// rows_times_many's (per lane, along k, in the same order; lanes summed once at the end), kept
-// on the stack between panels, so the products are bit-identical whichever path takes a row.
+// vector for every FMA, so cache bandwidth, not the FMA units, bounds it (far below the f32 peak
+// at 1B shape: docs/PERFORMANCE.md, "Register-blocked panels"). Here BLOCK_W_ROWS weight rows are
+// dequantized once per PANEL_COLUMNS columns into a panel on the stack, and BLOCK_X_ROWS x
+// BLOCK_W_ROWS accumulators stay in registers: an x vector loaded feeds BLOCK_W_ROWS FMAs, a
+// panel vector BLOCK_X_ROWS. The accumulators are rows_times_many's (per lane, along k, in the
+// same order; lanes summed once at the end), kept on the stack between panels, so the products
+// are bit-identical whichever path takes a row.
 #if LANES == 16
 #define BLOCK_X_ROWS 4
 #define BLOCK_W_ROWS 6
@@ -1112,9 +1111,8 @@ SPECIALISE_WIDE_ROWS(16)
 #define TILE_X_ROWS 64
 #endif
 // Columns per panel: BLOCK_W_ROWS rows of them stay in the first-level cache (8-12 KiB), and
-// the accumulators go to the stack and back once per panel. 512 rather than 256: one thread, 64
-// x rows, Q4_K 2048x2048 ~1.04x, Q6_K 2048x8192 ~1.12x; 1B Q4_K_M pp512 137-144 -> 148-157
-// tok/s (alternating builds).
+// the accumulators go to the stack and back once per panel. 512 rather than 256: half as many
+// trips to the stack, and faster products and prefill (docs/PERFORMANCE.md, "PANEL_COLUMNS").
 #define PANEL_COLUMNS 512
 // Fewer x rows than this take passes: a panel's dequantized copy pays only over several rows.
 // (Overridable so that a benchmark can time passes against panels on the same rows.)
@@ -1154,8 +1152,8 @@ INLINE void fill_panel(struct WeightSource w, size_t k, size_t row, size_t first
   if (pairs_rows(w.form)) {
     // Rows in pairs (row even, BLOCK_W_ROWS even, whole lines): a pair's two rows a line (four
     // groups) at a time, so that its codes are read in ascending order, as hardware prefetchers
-    // follow them; row by row (lines 0, 2, 4, 6, then 1, 3, 5, 7) one thread, 64 x rows, Q4_0
-    // 8192x2048 ran ~8% slower than the same codes row after row.
+    // follow them; row by row (lines 0, 2, 4, 6, then 1, 3, 5, 7) ran slower than the same codes
+    // unpaired, row after row (docs/PERFORMANCE.md, "Panels over paired rows").
     const size_t group = vectors_per_group(w.form) * LANES, groups = k / group;
     for (size_t r = 0; r < BLOCK_W_ROWS; r += 2) {
       const uint8_t* codes[2];

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-namespace xlacel::device {
+namespace xlacel::stablehlo {
 
 struct Sharding {
   int axis = -1;  // the axis cut over the devices; -1: replicated
@@ -26,4 +26,4 @@ inline std::vector<int64_t> shard_shape(std::span<const int64_t> shape, const Sh
   return slice;
 }
 
-}  // namespace xlacel::device
+}  // namespace xlacel::stablehlo

@@ -10,7 +10,7 @@
 
 #include "stablehlo/function.h"
 
-namespace xlacel::device {
+namespace xlacel::lowering {
 
 struct KernelAttentionOperands {
   stablehlo::Value q;  // f32 [N, kv_heads, tokens, group, head_dim]: head kv * group + g
@@ -36,4 +36,4 @@ class AttentionKernel {
   virtual stablehlo::Value attend(const KernelAttentionOperands& operands) const = 0;
 };
 
-}  // namespace xlacel::device
+}  // namespace xlacel::lowering

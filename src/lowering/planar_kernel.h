@@ -10,7 +10,7 @@
 
 #include "stablehlo/function.h"
 
-namespace xlacel::device {
+namespace xlacel::lowering {
 
 // A weight [N, K] kept as planes, as values of the graph being emitted.
 struct PlanarOperands {
@@ -56,4 +56,4 @@ class PlanarKernel {
   virtual stablehlo::Value take_wide_rows(stablehlo::Value values, stablehlo::Value ids) const = 0;
 };
 
-}  // namespace xlacel::device
+}  // namespace xlacel::lowering

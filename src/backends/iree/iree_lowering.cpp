@@ -1,0 +1,72 @@
+#include "backends/iree/iree_lowering.h"
+
+#include <cstdint>
+
+#include "backends/iree/iree_attention_kernel.h"
+#include "backends/iree/iree_planar_kernel.h"
+#include "common/aligned_vector.h"
+#include "common/parallel_slices.h"
+#include "compile_cache/compile_cache.h"
+
+namespace xlacel::backends {
+
+namespace {
+
+class IreeCpuLowering final : public lowering::Lowering {
+ public:
+  explicit IreeCpuLowering(const device::DeviceOptions& options) {
+    const std::filesystem::path cache_dir = options.compile_cache_dir.empty()
+                                                ? compile_cache::CompileCache::default_directory()
+                                                : options.compile_cache_dir;
+    // The kernels split their work over the device's workers (iree_device.cpp).
+    const int workers = options.threads > 0 ? options.threads : hardware_threads();
+    planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
+    int8_planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers, true);
+    attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
+  }
+
+  // With the hand-written product, every row count it takes beats f32 weights (it reads a sixth
+  // of the bytes with 4-bit codes). Without it (a CPU without AVX2 and FMA), llvm-cpu fuses the
+  // dequantization of one row into a single pass over the codes, but with 2 or more rows neither
+  // fuses it into the product nor matches f32 when it dequantizes first (docs/PERFORMANCE.md).
+  bool reads_as_stored(int64_t rows) const override {
+    return planar_kernel_ ? planar_kernel_->handles(rows, 32, 8) : rows == 1;
+  }
+  const lowering::PlanarKernel* planar_kernel(lowering::Phase phase,
+                                              lowering::Math math) const override {
+    if (math == lowering::Math::kFast && phase == lowering::Phase::kPrefill) {
+      return int8_planar_kernel_.get();
+    }
+    return planar_kernel_.get();
+  }
+  const lowering::AttentionKernel* attention_kernel() const override {
+    return attention_kernel_.get();
+  }
+  // Both products read the same resident weights (--math fast's prefill the int8 one).
+  bool pairs_code_rows() const override {
+    return planar_kernel_ != nullptr && planar_kernel_->takes_paired_rows() &&
+           (int8_planar_kernel_ == nullptr || int8_planar_kernel_->takes_paired_rows());
+  }
+  // The CPU computes in host memory. Its compiled code assumes 64-byte aligned buffers (llvm-cpu
+  // emits aligned AVX-512 loads: a GGUF tensor 32 bytes off faults); the hand-written kernels
+  // load at any address (kernels/kernel_vectors.h).
+  bool in_place(std::span<const std::byte> bytes, lowering::Readers readers) const override {
+    const bool aligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % kBufferAlignment == 0;
+    return !bytes.empty() && (aligned || readers == lowering::Readers::kKernelsOnly);
+  }
+
+ private:
+  std::unique_ptr<lowering::PlanarKernel> planar_kernel_;        // CPU with AVX2 and FMA only
+  std::unique_ptr<lowering::PlanarKernel> int8_planar_kernel_;   // and AVX-512 VBMI and VNNI
+  std::unique_ptr<lowering::AttentionKernel> attention_kernel_;  // AVX2 and FMA
+};
+
+}  // namespace
+
+std::unique_ptr<lowering::Lowering> make_iree_lowering(const device::DeviceOptions& options) {
+  if (options.kind == device::DeviceKind::kCpu) return std::make_unique<IreeCpuLowering>(options);
+  // IREE CUDA: weights as stored not yet measured there (XLA CUDA: pjrt_lowering.h).
+  return std::make_unique<lowering::Lowering>();
+}
+
+}  // namespace xlacel::backends
