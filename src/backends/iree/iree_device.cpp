@@ -178,7 +178,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   // thread that submits the calls then takes turns with one of them on its core while the other
   // worker waits at every dispatch's end. Unpinned, the system moves them, and a decode step is
   // no slower and steadier (docs/PERFORMANCE.md, "IREE workers unpinned").
-  const int workers = options_.threads > 0 ? options_.threads : hardware_threads();
+  const int workers = iree_cpu_workers(options_);
 
   ensure_python_with_iree_runtime();
   const char* driver = options_.kind == DeviceKind::kCuda ? "cuda" : "local-task";
@@ -403,6 +403,10 @@ void IreeDevice::read(const device::Buffer& buffer, std::span<std::byte> destina
 }
 
 }  // namespace
+
+int iree_cpu_workers(const device::DeviceOptions& options) {
+  return options.threads > 0 ? options.threads : hardware_threads();
+}
 
 std::unique_ptr<device::Device> open_iree_device(const device::DeviceOptions& options,
                                                  const IreeOptions& iree) {

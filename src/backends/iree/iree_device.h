@@ -25,6 +25,10 @@ struct IreeOptions {
   std::vector<std::string> compiler_flags;  // appended to iree-compile's (part of the cache key)
 };
 
+// The CPU device's worker threads for `options`: DeviceOptions::threads, or one per hardware
+// thread (the kernels of iree_lowering.h split their work over the same workers).
+int iree_cpu_workers(const device::DeviceOptions& options);
+
 // Opens the device (before anything is compiled, so a missing runtime or GPU fails fast) or
 // throws Error naming what is missing.
 std::unique_ptr<device::Device> open_iree_device(const device::DeviceOptions& options,

@@ -3,9 +3,9 @@
 #include <cstdint>
 
 #include "backends/iree/iree_attention_kernel.h"
+#include "backends/iree/iree_device.h"
 #include "backends/iree/iree_planar_kernel.h"
 #include "common/aligned_vector.h"
-#include "common/parallel_slices.h"
 #include "compile_cache/compile_cache.h"
 
 namespace xlacel::backends {
@@ -18,8 +18,7 @@ class IreeCpuLowering final : public lowering::Lowering {
     const std::filesystem::path cache_dir = options.compile_cache_dir.empty()
                                                 ? compile_cache::CompileCache::default_directory()
                                                 : options.compile_cache_dir;
-    // The kernels split their work over the device's workers (iree_device.cpp).
-    const int workers = options.threads > 0 ? options.threads : hardware_threads();
+    const int workers = iree_cpu_workers(options);
     planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
     int8_planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers, true);
     attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
