@@ -175,14 +175,14 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
   if (options.backend == "llvm-cpu") {
     const HostCpu& cpu = host_cpu();
     target.name = "llvm-cpu";
-    target.identity = "llvm-cpu cpu=host\n" + cpu.identity;
+    target.identity = "llvm-cpu cpu=" + options.cpu + "\n" + cpu.identity;
     // ukernels: measured faster decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
     // tiling stays off: with weights as arguments it would re-pack them on every call, several
     // times slower (docs/PERFORMANCE.md, "IREE compile flags").
     target.flags.insert(
         target.flags.end(),
         {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
-         "--iree-llvmcpu-target-cpu=host", "--iree-llvmcpu-enable-ukernels=all"});
+         "--iree-llvmcpu-target-cpu=" + options.cpu, "--iree-llvmcpu-enable-ukernels=all"});
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
       fail_field("cuda_sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);

@@ -53,11 +53,15 @@ struct IreeTargetOptions {
   std::string backend = "llvm-cpu";  // "llvm-cpu" (this machine's CPU) or "cuda"
   std::string cuda_sm = "sm_80";     // the CUDA architecture, for backend "cuda"
   std::string opt_level = "O3";      // O0..O3, as --iree-opt-level
+  // llvm-cpu's target CPU: "host" (all this CPU has), or an LLVM CPU name such as x86-64-v3
+  // (backends/iree/cpu_isa.h).
+  std::string cpu = "host";
 };
 
-// The flags for one target, always with --iree-input-type=stablehlo. llvm-cpu targets
-// cpu=host, so its identity names the host CPU (host_cpu.h). Throws FieldError naming the field
-// for an unknown backend, a malformed CUDA architecture or optimization level.
+// The flags for one target, always with --iree-input-type=stablehlo. llvm-cpu's identity names
+// its target CPU and the host CPU (host_cpu.h: cpu=host may use anything it has). Throws
+// FieldError naming the field for an unknown backend, a malformed CUDA architecture or
+// optimization level.
 CompileTarget iree_target(const IreeTargetOptions& options);
 
 }  // namespace xlacel::compile_cache

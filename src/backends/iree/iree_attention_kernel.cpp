@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/iree/cpu_isa.h"
 #include "backends/iree/decode_attention_avx2.h"
 #include "backends/iree/decode_attention_avx512.h"
 #include "backends/iree/iree_custom_dispatch.h"
@@ -174,17 +175,13 @@ std::unique_ptr<lowering::AttentionKernel> make_iree_cpu_attention_kernel(
       off != nullptr && *off != 0) {
     return nullptr;
   }
-#if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
-  const bool wide = cpu_runs_avx512_kernels();
+  const CpuIsa isa = iree_cpu_isa().isa;
+  if (isa == CpuIsa::kNone) return nullptr;
+  const bool wide = isa >= CpuIsa::kAvx512;
   const std::string_view bytes =
       wide ? bytes_of(kDecodeAttentionAvx512) : bytes_of(kDecodeAttentionAvx2);
   return std::make_unique<IreeCpuAttentionKernel>(
       write_kernel_object(bytes, "decode_attention", cache_dir), wide ? 16 : 8, workers);
-#else
-  (void)cache_dir, (void)workers;
-  return nullptr;
-#endif
 }
 
 }  // namespace xlacel::backends

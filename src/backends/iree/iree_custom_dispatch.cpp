@@ -13,11 +13,6 @@
 
 namespace xlacel::backends {
 
-bool cpu_runs_avx512_kernels() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
-
 std::filesystem::path write_kernel_object(std::string_view bytes, std::string_view stem,
                                           const std::filesystem::path& cache_dir) {
   const std::filesystem::path dir = cache_dir / "kernels";

@@ -21,10 +21,6 @@ std::string_view bytes_of(const unsigned char (&object)[N]) {
   return {reinterpret_cast<const char*>(object), N};
 }
 
-// Whether this CPU runs the kernels' AVX-512 objects (F, BW, VL and DQ, as they are built with);
-// the AVX2 ones otherwise.
-bool cpu_runs_avx512_kernels();
-
 // `bytes` written once to `<cache_dir>/kernels/<stem>-<hash>.o`: a path that changes with the
 // object's content, so the compile cache (keyed on the graph text) never mixes kernels.
 std::filesystem::path write_kernel_object(std::string_view bytes, std::string_view stem,

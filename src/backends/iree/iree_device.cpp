@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "backends/iree/cpu_isa.h"
 #include "backends/iree/embedded_python.h"
 #include "backends/iree/iree_runner_py.h"
 #include "common/aligned_vector.h"
@@ -166,6 +167,7 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   compile_cache::IreeTargetOptions target_options;
   target_options.backend = options_.kind == DeviceKind::kCuda ? "cuda" : "llvm-cpu";
   if (!iree.cuda_sm.empty()) target_options.cuda_sm = iree.cuda_sm;
+  if (options_.kind == DeviceKind::kCpu) target_options.cpu = iree_cpu_isa().llvm_cpu;
   target_ = compile_cache::iree_target(target_options);
   for (const std::string& flag : iree.compiler_flags) target_.flags.push_back(flag);
   for (const std::string& sm : also_compile_cuda()) {
@@ -198,7 +200,10 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
 
   description_ = options_.kind == DeviceKind::kCuda
                      ? fmt::format("cuda ({}, IREE cuda driver)", target_options.cuda_sm)
-                     : fmt::format("cpu (llvm-cpu for this CPU, IREE local-task, {} thread{}{})",
+                     : fmt::format("cpu (llvm-cpu for {}, IREE local-task, {} thread{}{})",
+                                   iree_cpu_isa().name == "native"
+                                       ? std::string("this CPU")
+                                       : "its " + iree_cpu_isa().name + " instructions only",
                                    workers, workers == 1 ? "" : "s",
                                    options_.threads > 0 ? "" : ", one per hardware thread");
 }

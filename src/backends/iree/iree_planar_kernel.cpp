@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "backends/iree/cpu_isa.h"
 #include "backends/iree/iree_custom_dispatch.h"
 #include "backends/iree/planar_matmul_avx2.h"
 #include "backends/iree/planar_matmul_avx512.h"
@@ -37,18 +38,17 @@ constexpr int64_t kFewRows = 16;
 // prefill's last token, stream their weight, so rounding x would move them and save no time.
 constexpr int64_t kInt8MinRows = 8;
 
-// The kernel built for the widest vectors this CPU has: 16 lanes beat 8 on one row and more so on
-// 8, and VBMI's byte permutes speed up Q6_K and Q5_0 products of few rows (docs/PERFORMANCE.md,
-// "Kernel per instruction set"). Of the objects this build holds (CMakeLists.txt,
-// XLACEL_KERNEL_ISAS), the widest one this CPU runs; empty when none.
-std::string_view object_bytes(bool int8) {
-  if (int8) return bytes_of(kPlanarMatmulAvx512Vnni);
-  const bool avx512 = cpu_runs_avx512_kernels();
-  const bool vbmi = avx512 && __builtin_cpu_supports("avx512vbmi");
-  for (const auto& [runs, bytes] : {std::pair{vbmi, bytes_of(kPlanarMatmulAvx512Vbmi)},
-                                    std::pair{avx512, bytes_of(kPlanarMatmulAvx512)},
-                                    std::pair{true, bytes_of(kPlanarMatmulAvx2)}}) {
-    if (runs && !bytes.empty()) return bytes;
+// The kernel built for the widest vectors the runtime may use (cpu_isa.h): 16 lanes beat 8 on one
+// row and more so on 8, and VBMI's byte permutes speed up Q6_K and Q5_0 products of few rows
+// (docs/PERFORMANCE.md, "Kernel per instruction set"). Of the objects this build holds
+// (CMakeLists.txt, XLACEL_KERNEL_ISAS), the widest one it may use; empty when none.
+std::string_view object_bytes(const CpuIsaChoice& cpu, bool int8) {
+  if (int8) return cpu.vnni ? bytes_of(kPlanarMatmulAvx512Vnni) : std::string_view();
+  for (const auto& [isa, bytes] :
+       {std::pair{CpuIsa::kAvx512Vbmi, bytes_of(kPlanarMatmulAvx512Vbmi)},
+        std::pair{CpuIsa::kAvx512, bytes_of(kPlanarMatmulAvx512)},
+        std::pair{CpuIsa::kAvx2, bytes_of(kPlanarMatmulAvx2)}}) {
+    if (cpu.isa >= isa && !bytes.empty()) return bytes;
   }
   return {};
 }
@@ -314,23 +314,17 @@ std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
   if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
     return nullptr;
   }
-#if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-      !__builtin_cpu_supports("f16c")) {
-    return nullptr;
+  const CpuIsaChoice& cpu = iree_cpu_isa();
+  const std::string_view bytes = object_bytes(cpu, int8);
+  if (bytes.empty() && !int8 && cpu.isa != CpuIsa::kNone && cpu.name != "native") {
+    throw Error(fmt::format(
+        "XLACEL_CPU_ISA={}: this build holds no planar kernel object for it (configure with "
+        "-DXLACEL_KERNEL_ISAS=all)",
+        cpu.name));
   }
-  if (int8 && !(cpu_runs_avx512_kernels() && __builtin_cpu_supports("avx512vbmi") &&
-                __builtin_cpu_supports("avx512vnni"))) {
-    return nullptr;
-  }
-  const std::string_view bytes = object_bytes(int8);
   if (bytes.empty()) return nullptr;
   return std::make_unique<IreeCpuPlanarKernel>(
       write_kernel_object(bytes, "planar_matmul", cache_dir), workers, int8);
-#else
-  (void)cache_dir, (void)workers, (void)int8;
-  return nullptr;
-#endif
 }
 
 }  // namespace xlacel::backends

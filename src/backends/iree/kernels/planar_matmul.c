@@ -300,6 +300,128 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 }
 #endif
 
+// The centred forms with high bits (Q5_0, Q6_K), and with 8 lanes Q4_0's too (nibble_weights;
+// 16 lanes read Q4_0 through its table), without f32 scales: a code u - bias (u the
+// unsigned 5 or 6 bits) becomes an f32 by placing u in the bits under the exponent of 128
+// (0x43000000 | u << 16 is 128 + u exactly), one byte permute per 16 codes, and
+// scale * (u - bias) is then one fused multiply-add, scale * (128 + u) + minus, where minus =
+// -(128 + bias) * scale. That rounds once, as today's scale * code does, provided minus is exact:
+// scales have at most 18 significant bits (an f16 times an i8, or an f16) and 128 + bias (136,
+// 144, 160) at most 5, so it is. (A zero code gives +0 where scale * code gave -0 for a negative
+// scale: no sum of products differs, since the accumulators, from +0, are never -0.) Instead of
+// widen, convert and multiply (three operations, two on the shuffle port's side) per 16 codes.
+INLINE int biased_magic(enum CodeForm form, enum ScaleForm scale_form) {
+  if (scale_form == SCALES_F32) return 0;
+  if (form == NIBBLES_HIGH2_16_CENTRED || form == NIBBLES_HIGH1_32_CENTRED) return 1;
+  return LANES == 8 && (form == NIBBLES_32_CENTRED || form == NIBBLES_32_CENTRED_PAIRED);
+}
+INLINE float magic_bias(enum CodeForm form) {
+  return (float)(128 + code_bias(form));
+}
+
+#if LANES == 8
+// 8 lanes: a group's codes become f32 weights with one byte shuffle per 8 (vpshufb), where
+// widening them took three shuffles per 8 and a join of high bits per 16 (group_codes): the
+// group's code bytes (nibble, with any high bits joined) sit in both 128-bit lanes, so that
+// vpshufb, which picks within a lane, places bytes 8s + j (j < 4) in lane 0 and 8s + 4 + j in
+// lane 1: the 8 consecutive elements of vector s. The centred forms place the code under 128's
+// exponent (biased_magic); the others place it alone and convert it. The weights are the bits
+// dequantize gives (docs/PERFORMANCE.md, "AVX2 nibble_weights").
+
+// vpshufb's index for vector s of a lane-duplicated run of 16 codes: dword j takes code byte
+// 8s + j (lane 0) or 8s + 4 + j (lane 1), as byte 2 under byte 3 from the lane's 0x43
+// (exponent_bytes: lane 0's byte 4, lane 1's byte 0) for the magic form, else as byte 0 with
+// the other bytes zero (an index byte with bit 7 set writes zero).
+INLINE int code_dword(int code, int lane, int magic) {
+  if (!magic) return code | (int)0x80808000u;
+  return 0x8080 | code << 16 | (lane == 0 ? 4 : 0) << 24;
+}
+INLINE __m256i code_index(int s, int magic) {
+  return _mm256_setr_epi32(code_dword(8 * s + 0, 0, magic), code_dword(8 * s + 1, 0, magic),
+                           code_dword(8 * s + 2, 0, magic), code_dword(8 * s + 3, 0, magic),
+                           code_dword(8 * s + 4, 1, magic), code_dword(8 * s + 5, 1, magic),
+                           code_dword(8 * s + 6, 1, magic), code_dword(8 * s + 7, 1, magic));
+}
+// 0x43 (128's top byte) into the bytes the lanes' indices never pick for a code: lane 0's
+// bytes 4-7 and lane 1's 0-3.
+INLINE __m256i exponent_bytes(__m256i codes) {
+  return _mm256_blend_epi32(codes, _mm256_set1_epi8(0x43), 0x12);
+}
+
+// Group g's weights (vectors_per_group vectors of consecutive elements), as group_weights.
+INLINE void nibble_weights(const uint8_t* codes, struct Planes p, size_t g, enum CodeForm form,
+                           enum ScaleForm scale_form, int has_offsets, vec scale, vec offset,
+                           vec out[MAX_VECTORS_PER_GROUP]) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  // Runs of 16 codes, each in both lanes: the group's (Q6_K), or elements 16h + j.
+  __m256i runs[2];
+  size_t run_count = 2;
+  if (form == NIBBLES_HIGH2_16_CENTRED) {
+    // Group g is half g % 2 (low or high nibbles) of block g / 2; element j's two high bits at
+    // bits 4h + 2 (j / 8) of byte j % 8 (model_files/planar_blocks.h), moved to bits 5:4 by a
+    // shift per dword (32-bit shifts: fields moved across a byte boundary are masked off).
+    const size_t block = g / 2, half = g % 2;
+    const __m256i packed =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(codes + block * 16)));
+    int64_t word;
+    __builtin_memcpy(&word, p.high_bits + block * 8, 8);
+    const __m256i bits = _mm256_set1_epi64x(word);
+    __m256i low, high;
+    if (half == 0) {
+      low = _mm256_and_si256(packed, nibble);
+      high = _mm256_sllv_epi32(bits, _mm256_setr_epi32(4, 4, 2, 2, 4, 4, 2, 2));
+    } else {
+      low = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+      high = _mm256_srlv_epi32(bits, _mm256_setr_epi32(0, 0, 2, 2, 0, 0, 2, 2));
+    }
+    runs[0] = _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
+    run_count = 1;
+  } else {
+    const __m256i packed = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, pairs_rows(form)))));
+    runs[0] = _mm256_and_si256(packed, nibble);
+    runs[1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+    if (high_bits_per_code(form) == 1) {
+      // Element e's bit is bit e / 4 of byte e % 4 (high_bits16).
+      int32_t word;
+      __builtin_memcpy(&word, p.high_bits + g * 4, 4);
+      const __m256i bits = _mm256_set1_epi32(word);
+      const __m256i sixteen = _mm256_set1_epi8(0x10);
+      const __m256i low_bit = _mm256_setr_epi8(1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 1, 1,
+                                               1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8);
+      const __m256i high_bit = _mm256_slli_epi16(low_bit, 4);
+      runs[0] = _mm256_or_si256(
+          runs[0],
+          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, low_bit), low_bit), sixteen));
+      runs[1] = _mm256_or_si256(
+          runs[1],
+          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, high_bit), high_bit), sixteen));
+    }
+  }
+  if (biased_magic(form, scale_form)) {
+    const vec minus = scale_form == SCALES_EXPANDED
+                          ? vec_broadcast(((const float*)p.offsets)[g])
+                          : vec_mul(scale, vec_broadcast(-magic_bias(form)));
+    for (size_t r = 0; r < run_count; ++r) {
+      const __m256i run = exponent_bytes(runs[r]);
+      for (int s = 0; s < 2; ++s) {
+        const __m256i bits = _mm256_shuffle_epi8(run, code_index(s, 1));
+        out[2 * r + s] = vec_fmadd(scale, _mm256_castsi256_ps(bits), minus);
+      }
+    }
+    return;
+  }
+  const vec bias = vec_broadcast((float)code_bias(form));
+  for (size_t r = 0; r < run_count; ++r) {
+    for (int s = 0; s < 2; ++s) {
+      vec code = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(runs[r], code_index(s, 0)));
+      if (code_bias(form) != 0) code = vec_sub(code, bias);  // exact: small integers
+      out[2 * r + s] = dequantize(code, scale, offset, has_offsets, scale_form);
+    }
+  }
+}
+#endif
+
 // Most columns of a one-x-row Q6_K product taken in quad order (quad_order): its x row is
 // reordered into a copy on the stack (32 KiB).
 #define MAX_QUAD_K 8192
@@ -364,23 +486,6 @@ INLINE void chunk_codes(const uint8_t* codes, const uint8_t* highs, size_t c, en
     high = _mm512_sub_epi8(high, _mm512_set1_epi8((char)bias));
   }
   *first = low, *second = high;
-}
-
-// The centred forms with high bits (Q5_0, Q6_K) without f32 scales: a code u - bias (u the
-// unsigned 5 or 6 bits) becomes an f32 by placing u in the bits under the exponent of 128
-// (0x43000000 | u << 16 is 128 + u exactly), one byte permute per 16 codes, and
-// scale * (u - bias) is then one fused multiply-add, scale * (128 + u) + minus, where minus =
-// -(128 + bias) * scale. That rounds once, as today's scale * code does, provided minus is exact:
-// scales have at most 18 significant bits (an f16 times an i8, or an f16) and 128 + bias (160,
-// 144) at most 4, so it is. (A zero code gives +0 where scale * code gave -0 for a negative
-// scale: no sum of products differs, since the accumulators, from +0, are never -0.) Instead of
-// widen, convert and multiply (three operations, two on the shuffle port's side) per 16 codes.
-INLINE int biased_magic(enum CodeForm form, enum ScaleForm scale_form) {
-  return (form == NIBBLES_HIGH2_16_CENTRED || form == NIBBLES_HIGH1_32_CENTRED) &&
-         scale_form != SCALES_F32;
-}
-INLINE float magic_bias(enum CodeForm form) {
-  return (float)(128 + code_bias(form));
 }
 
 // into with the bytes of table that index picks, where mask is set: a merge-masked vpermb (VBMI:
@@ -543,6 +648,11 @@ INLINE void group_weights(const uint8_t* codes, struct Planes p, size_t g, enum 
 #if LANES == 16
   if (reads_table(form)) {
     table_weights(codes, g, form, scale, offset, has_offsets, scale_form, out);
+    return;
+  }
+#else
+  if (form != BYTES_32) {
+    nibble_weights(codes, p, g, form, scale_form, has_offsets, scale, offset, out);
     return;
   }
 #endif
@@ -786,7 +896,6 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
   for (; g < groups; ++g) out[g] = plane_value(plane, super, g, group, form);
 }
 
-#if LANES == 16
 // Whether a row's offsets are expanded: its offsets, or for the forms that take magic_weights
 // their minus values.
 INLINE int expands_offsets(enum CodeForm form, int has_offsets) {
@@ -799,15 +908,6 @@ INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, 
   for (; g + LANES <= groups; g += LANES) vec_store(out + g, vec_mul(vec_load(scales + g), factor));
   for (; g < groups; ++g) out[g] = scales[g] * -magic_bias(form);
 }
-#else
-INLINE int expands_offsets(enum CodeForm form, int has_offsets) {
-  (void)form;
-  return has_offsets;
-}
-INLINE void magic_minus(const float* scales, size_t groups, enum CodeForm form, float* out) {
-  (void)scales, (void)groups, (void)form, (void)out;
-}
-#endif
 
 // Weight rows a pass of `rows` activation rows takes at a time (see rows_times_many), as measured
 // on one thread (docs/PERFORMANCE.md, "pass_weights"): Q4_K's two and three x rows ran faster with
