@@ -4,7 +4,10 @@ measured as llama-bench measures it, from an empty context (xlacel: after a 1-to
 xlacel's generation right after the pp prompt, in a longer context, is given beside it.
 
   .venv/bin/python tools/peer/compare_bench.py [--threads 2] [--rounds 3] [--pp 128] [--tg 64]
-      [--model GGUF] [--backend iree] [-- extra xlacel bench flags, e.g. --weights f32]
+      [--model GGUF] [--backend iree] [--avx2] [-- extra xlacel bench flags, e.g. --weights f32]
+
+--avx2 compares what a CPU without AVX-512 runs, on any x86-64 machine: xlacel held to AVX2
+(XLACEL_CPU_ISA=avx2) against llama.cpp built for AVX2 only (build_llama_cpp --avx2).
 
 llama-bench comes from tools/peer/build_llama_cpp (built from the pinned llama-cpp-python sdist,
 cached). Each round runs each engine once (3 repetitions inside); the table gives the median of
@@ -26,7 +29,8 @@ def xlacel_report(args, prompt_tokens=None):
     command = [os.path.join(root, "build", "xlacel"), "bench", "-m", args.model, "--backend", args.backend,
                "--threads", str(args.threads), "--prompt-tokens", str(prompt_tokens or args.pp),
                "--gen-tokens", str(args.tg), "--no-cold-compile", "--output-format", "json", *args.bench_args]
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    env = dict(os.environ, XLACEL_CPU_ISA="avx2") if args.avx2 else None
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
 
@@ -42,10 +46,11 @@ def xlacel_rates(args):
             report["generation_tokens_per_second"]["mean"])
 
 
-def peer_bin_dir():
-    """llama.cpp's bin directory (built once from the pinned sdist by build_llama_cpp)."""
-    return subprocess.run([os.path.join(here, "build_llama_cpp")], check=True, capture_output=True,
-                          text=True).stdout.strip()
+def peer_bin_dir(avx2=False):
+    """llama.cpp's bin directory (built once from the pinned sdist by build_llama_cpp; for AVX2
+    only with avx2)."""
+    command = [os.path.join(here, "build_llama_cpp")] + (["--avx2"] if avx2 else [])
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def llama_rates(args, bin_dir):
@@ -67,10 +72,12 @@ def main():
     parser.add_argument("--backend", default="iree")
     parser.add_argument("--model", default=os.path.expanduser(
         "~/.cache/xlacel/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    parser.add_argument("--avx2", action="store_true",
+                        help="both engines held to AVX2 (XLACEL_CPU_ISA=avx2, llama.cpp built so)")
     parser.add_argument("bench_args", nargs="*", help="extra xlacel bench flags (after --)")
     args = parser.parse_args()
 
-    bin_dir = peer_bin_dir()
+    bin_dir = peer_bin_dir(args.avx2)
     xlacel_rates(args)  # warm the compile cache
     rates = {"xlacel": ([], [], []), "llama.cpp": ([], [])}
     for round_index in range(args.rounds):
@@ -84,7 +91,8 @@ def main():
         rates["llama.cpp"][1].append(tg)
         print(f"round {round_index + 1} llama.cpp pp{args.pp} {pp:8.1f} tok/s  tg{args.tg} {tg:7.2f} tok/s", flush=True)
     flags = " ".join(args.bench_args)
-    print(f"\n{os.path.basename(args.model)}, {args.threads} threads, xlacel --backend {args.backend} {flags}".rstrip())
+    isa = ", AVX2 only" if args.avx2 else ""
+    print(f"\n{os.path.basename(args.model)}, {args.threads} threads{isa}, xlacel --backend {args.backend} {flags}".rstrip())
     print(f"| engine | pp{args.pp} tok/s | tg{args.tg} tok/s | tg{args.tg} after pp{args.pp} |")
     print("|---|---|---|---|")
     medians = {name: [statistics.median(values) for values in columns] for name, columns in rates.items()}
