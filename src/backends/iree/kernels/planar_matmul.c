@@ -136,6 +136,7 @@ INLINE size_t code_byte(size_t b, int paired) {
 // for it.
 #define PLANAR_PAIRED_CODES 1
 
+#if LANES == 16
 // Sixteen elements' high bits, each moved to bit 4 and up of its byte: elements [first, first +
 // 16) of a 32-element block whose high bits (`bits` per element) lie in the B = 4 * bits bytes at
 // `block`, element e at byte e % B, bits * (e / B) up (model_files/planar_blocks.h).
@@ -160,15 +161,7 @@ INLINE __m128i high_bits16(const uint8_t* block, size_t first, size_t bits) {
   return _mm_and_si128(set, _mm_set1_epi8(0x10));
 }
 
-// Sixteen i8 codes as f32 vectors of consecutive elements (one or two).
-INLINE void widen16(__m128i codes, vec* out) {
-#if LANES == 16
-  out[0] = widen(codes);
-#else
-  out[0] = widen(codes);
-  out[1] = widen(_mm_unpackhi_epi64(codes, codes));
 #endif
-}
 
 // Group g of a weight row's codes (`highs`: the row's high bits, for the forms with them), as
 // f32 vectors of consecutive elements.
@@ -180,6 +173,7 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
       out[v] = widen(load_codes(codes + (g * vectors + v) * LANES));
     return;
   }
+#if LANES == 16
   const __m128i mask = _mm_set1_epi8(0x0F);
   if (form == NIBBLES_HIGH2_16_CENTRED) {
     // Groups of 16: group g is one half (low or high nibbles) of 32-element block g / 2.
@@ -187,7 +181,7 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     const __m128i packed = _mm_loadu_si128((const __m128i*)(codes + block * 16));
     __m128i nibbles = _mm_and_si128(half ? _mm_srli_epi16(packed, 4) : packed, mask);
     __m128i code = _mm_or_si128(nibbles, high_bits16(highs + block * 8, half * 16, 2));
-    widen16(_mm_sub_epi8(code, _mm_set1_epi8((char)code_bias(form))), out);
+    out[0] = widen(_mm_sub_epi8(code, _mm_set1_epi8((char)code_bias(form))));
     return;
   }
   const __m128i packed =
@@ -203,8 +197,12 @@ INLINE void group_codes(const uint8_t* codes, const uint8_t* highs, size_t g, en
     low = _mm_sub_epi8(low, _mm_set1_epi8((char)bias));
     high = _mm_sub_epi8(high, _mm_set1_epi8((char)bias));
   }
-  widen16(low, out);
-  widen16(high, out + 16 / LANES);
+  out[0] = widen(low);
+  out[1] = widen(high);
+#else
+  // 8 lanes: nibble_weights takes the nibble forms (group_weights).
+  (void)highs;
+#endif
 }
 
 // How a weight's scales and offsets are stored.
@@ -303,7 +301,7 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 // The centred forms with high bits (Q5_0, Q6_K), and with 8 lanes Q4_0's too (nibble_weights;
 // 16 lanes read Q4_0 through its table), without f32 scales: a code u - bias (u the
 // unsigned 5 or 6 bits) becomes an f32 by placing u in the bits under the exponent of 128
-// (0x43000000 | u << 16 is 128 + u exactly), one byte permute per 16 codes, and
+// (0x43000000 | u << 16 is 128 + u exactly), one byte permute per vector of codes, and
 // scale * (u - bias) is then one fused multiply-add, scale * (128 + u) + minus, where minus =
 // -(128 + bias) * scale. That rounds once, as today's scale * code does, provided minus is exact:
 // scales have at most 18 significant bits (an f16 times an i8, or an f16) and 128 + bias (136,
