@@ -1,23 +1,31 @@
-// The graphs of a model of Llama-3.2-1B's shape (hidden 2048, intermediate 8192, 32 heads, 8 KV
-// heads, head_dim 64, vocab 128256, tied embeddings, llama3 RoPE) compile, on IREE llvm-cpu
-// through the IREE device (the flags and the planar kernel xlacel uses, into a fresh compile
-// cache) and on XLA's PJRT CPU plugin. The tiny models of the other tests cannot catch a failure
-// that only appears at size: IREE once kept a 64 KiB tile of the embedding lookup on the stack at
-// hidden 2048 (over its 32 KiB limit, models::take_rows), which only real sizes showed.
+// Graphs at the sizes of real models compile, on IREE llvm-cpu through the IREE device (the flags
+// and the planar kernel xlacel uses, into a fresh compile cache) and on XLA's PJRT CPU plugin. The
+// tiny models of the other tests cannot catch a failure that only appears at size: IREE once kept
+// a 64 KiB tile of the embedding lookup on the stack at hidden 2048 (over its 32 KiB limit,
+// models::take_rows), and a whole transformed logit row at a vocabulary of 49152 (Gemma 2,
+// Granite, Cohere: models/llama_graph.cpp), which only real sizes showed.
+//
+// Two suites. IreeLargeGraphs: Llama-3.2-1B's shape in every form its weights are kept in.
+// FamiliesAtRealSize: every family at the config of a real published model of it
+// (tests/data/models/real_size), as an HF directory (bf16) and as a GGUF (4-bit, the kernel's).
 //
 // Only config.json is written: emitting and compiling need no weights. Formats the weights are
 // kept in (WeightType::kAuto) come from ModelConfig::stored_types, set here as a file of that
-// format would. One case per distinct set of dispatches; see cases() for which and why.
+// format would.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,19 +110,25 @@ fs::path process_dir() {
   return dir;
 }
 
-ModelConfig one_b_config(const std::optional<DType>& stored) {
-  const fs::path dir = process_dir() / "llama-3.2-1b";
-  fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << kConfig;
-  ModelConfig config = ModelFiles::open(dir.string()).config();
-  if (stored) {
-    // What ModelFiles records for a file storing every matrix so (vectors stay f32).
-    const models::Architecture& architecture = models::architecture_for(config);
-    for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
-      if (spec.shape.size() == 2 && !spec.rope_inv_freq)
-        config.stored_types[spec.hf_name] = *stored;
-    }
+// What ModelFiles records for a file storing every matrix as `stored` (vectors stay f32).
+void store_matrices_as(ModelConfig& config, DType stored) {
+  const models::Architecture& architecture = models::architecture_for(config);
+  for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
+    if (spec.shape.size() == 2 && !spec.rope_inv_freq) config.stored_types[spec.hf_name] = stored;
   }
+}
+
+// The config a directory holding only `config_json` as config.json gives.
+ModelConfig config_of(const std::string& name, const std::string& config_json) {
+  const fs::path dir = process_dir() / name;
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << config_json;
+  return ModelFiles::open(dir.string()).config();
+}
+
+ModelConfig one_b_config(const std::optional<DType>& stored) {
+  ModelConfig config = config_of("llama-3.2-1b", kConfig);
+  if (stored) store_matrices_as(config, *stored);
   return config;
 }
 
@@ -138,13 +152,14 @@ std::vector<models::GraphOptions> graphs(WeightType weights) {
 
 // Emits and compiles (into an empty cache) `options`' graphs of `config` on `device`.
 void compile_all(device::Device& device, const ModelConfig& config,
-                 std::vector<models::GraphOptions> options, const std::string& label) {
+                 std::vector<models::GraphOptions> options, const std::string& model,
+                 const std::string& label) {
   const models::Architecture& architecture = models::architecture_for(config);
   std::vector<device::GraphSource> sources;
   for (const models::GraphOptions& graph : options) {
     const std::string name = models::graph_name(graph);
     sources.push_back({name, architecture.emit(config, graph).mlir, models::module_name(graph.kind),
-                       fmt::format("llama-3.2-1b-{}.{}.mlir", label, name)});
+                       fmt::format("{}-{}.{}.mlir", model, label, name)});
   }
   std::vector<device::GraphLoad> loads;
   const auto start = std::chrono::steady_clock::now();
@@ -159,11 +174,12 @@ void compile_all(device::Device& device, const ModelConfig& config,
   for (const device::GraphLoad& load : loads) {
     EXPECT_FALSE(load.cached) << load.graph << " came from the cache, not the compiler";
   }
-  std::cout << fmt::format("{} {}: {} graphs compiled in {:.1f} s\n", device.runtime(), label,
-                           loads.size(), took.count());
+  std::cout << fmt::format("{} {} {}: {} graphs compiled in {:.1f} s\n", device.runtime(), model,
+                           label, loads.size(), took.count());
 }
 
-class IreeLargeGraphs : public ::testing::TestWithParam<Case> {
+// One IREE device (and its lowering) per test process, opened for the first test of a suite.
+class IreeGraphs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (auto missing = testing::missing_runtime("iree", 1)) {
@@ -191,9 +207,11 @@ class IreeLargeGraphs : public ::testing::TestWithParam<Case> {
   static lowering::Lowering* lowering_;  // IREE's, the kernels' cases
   static std::string* skip_reason_;
 };
-device::Device* IreeLargeGraphs::device_ = nullptr;
-lowering::Lowering* IreeLargeGraphs::lowering_ = nullptr;
-std::string* IreeLargeGraphs::skip_reason_ = nullptr;
+device::Device* IreeGraphs::device_ = nullptr;
+lowering::Lowering* IreeGraphs::lowering_ = nullptr;
+std::string* IreeGraphs::skip_reason_ = nullptr;
+
+class IreeLargeGraphs : public IreeGraphs, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(IreeLargeGraphs, PrefillAndDecodeCompile) {
   if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
@@ -209,11 +227,88 @@ TEST_P(IreeLargeGraphs, PrefillAndDecodeCompile) {
     }
     for (models::GraphOptions& graph : options) graph.lowering = c.kernel ? lowering_ : nullptr;
   }
-  compile_all(*device_, config, options, c.name);
+  compile_all(*device_, config, options, "llama-3.2-1b", c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Llama32_1B, IreeLargeGraphs, ::testing::ValuesIn(cases()),
                          [](const auto& param_info) { return param_info.param.name; });
+
+// Every family, at the config of a real published model of it: tests/data/models/real_size
+// (README.md there names each model). Each family's graphs differ from Llama's in their norms,
+// activations, biases, attention (windows, softcaps, q/k norms), experts and logit transforms.
+std::vector<fs::path> real_size_configs() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(testing::test_data("models/real_size"))) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// gtest names: letters, digits and underscores.
+std::string test_name(std::string text) {
+  for (char& ch : text) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) == 0) ch = '_';
+  }
+  return text;
+}
+
+// The published model with only the layers that hold every kind of layer it has (sliding and
+// full attention): more layers repeat the same dispatches and only add compile time.
+ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored) {
+  std::ifstream in(file);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ModelConfig config = config_of(file.stem().string(), json);
+  std::set<bool> all_kinds, kinds;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    all_kinds.insert(config.is_sliding_layer(layer));
+  }
+  int64_t layers = 0;
+  while (layers < 2 || kinds != all_kinds) kinds.insert(config.is_sliding_layer(layers++));
+  config.num_layers = std::min(layers, config.num_layers);
+  if (config.layer_types.size() > static_cast<size_t>(config.num_layers)) {
+    config.layer_types.resize(static_cast<size_t>(config.num_layers));
+  }
+  if (stored) store_matrices_as(config, *stored);
+  return config;
+}
+
+// How a user's file keeps the weights: an HF directory as published (bf16, kept so), or a GGUF
+// of 4-bit blocks (Q4_0: any row of 32s; its planes go to the kernel where the CPU runs it).
+struct FamilyCase {
+  fs::path config;
+  std::string form;  // "hf_bf16" or "gguf_q4_0"
+};
+void PrintTo(const FamilyCase& c, std::ostream* out) {
+  *out << c.config.stem().string() << " " << c.form;
+}
+
+std::vector<FamilyCase> family_cases() {
+  std::vector<FamilyCase> all;
+  for (const fs::path& file : real_size_configs()) {
+    for (const char* form : {"hf_bf16", "gguf_q4_0"}) all.push_back({file, form});
+  }
+  return all;
+}
+
+class IreeFamiliesAtRealSize : public IreeGraphs,
+                               public ::testing::WithParamInterface<FamilyCase> {};
+
+TEST_P(IreeFamiliesAtRealSize, PrefillAndDecodeCompile) {
+  if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+  const FamilyCase& c = GetParam();
+  const ModelConfig config =
+      real_size_config(c.config, c.form == "hf_bf16" ? DType::kBF16 : DType::kQ4_0);
+  std::vector<models::GraphOptions> options = graphs(WeightType::kAuto);
+  for (models::GraphOptions& graph : options) graph.lowering = lowering_;  // as the executor
+  compile_all(*device_, config, options, c.config.stem().string(), c.form);
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, IreeFamiliesAtRealSize, ::testing::ValuesIn(family_cases()),
+                         [](const auto& param_info) {
+                           return test_name(param_info.param.config.stem().string() + "_" +
+                                            param_info.param.form);
+                         });
 
 // XLA takes f32/bf16/f16 weights (kAuto: an f32 copy, the f32 graphs).
 TEST(XlaLargeGraphs, PrefillAndDecodeCompile) {
@@ -223,12 +318,34 @@ TEST(XlaLargeGraphs, PrefillAndDecodeCompile) {
   options.compile_cache_dir = process_dir() / "xla-cache";
   std::unique_ptr<device::Device> device = backends::open_device("xla", options, {});
   for (WeightType weights : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
-    compile_all(*device, one_b_config(std::nullopt), graphs(weights),
+    compile_all(*device, one_b_config(std::nullopt), graphs(weights), "llama-3.2-1b",
                 models::weight_type_name(weights));
   }
   device.reset();
   fs::remove_all(process_dir());
 }
+
+// Each family's graphs on XLA, from its HF directory (bf16), as the executor emits them there.
+class XlaFamiliesAtRealSize : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(XlaFamiliesAtRealSize, PrefillAndDecodeCompile) {
+  if (auto missing = testing::missing_runtime("xla", 1)) GTEST_SKIP() << *missing;
+  device::DeviceOptions options;
+  options.threads = 1;
+  options.compile_cache_dir = process_dir() / "xla-cache";
+  backends::Runtime runtime = backends::open_runtime("xla", options, {});
+  std::vector<models::GraphOptions> graphs_of_run = graphs(WeightType::kAuto);
+  for (models::GraphOptions& graph : graphs_of_run) graph.lowering = runtime.lowering.get();
+  compile_all(*runtime.device, real_size_config(GetParam(), DType::kBF16), graphs_of_run,
+              GetParam().stem().string(), "hf_bf16");
+  runtime.device.reset();
+  fs::remove_all(process_dir());
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, XlaFamiliesAtRealSize, ::testing::ValuesIn(real_size_configs()),
+                         [](const auto& param_info) {
+                           return test_name(param_info.param.stem().string());
+                         });
 
 }  // namespace
 }  // namespace xlacel

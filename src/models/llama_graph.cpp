@@ -225,6 +225,13 @@ EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& 
     logits = logits * constant(b, logits.type(), family.logits_multiplier);
   }
   if (family.final_softcap) logits = softcap(logits, *family.final_softcap);
+  const bool transformed = family.logits_divisor != 1.0 || family.logits_multiplier != 1.0 ||
+                           family.final_softcap.has_value();
+  // Prefill returns the logits and their argmax. Fused into one dispatch, IREE's llvm-cpu keeps
+  // the whole transformed row on the stack (vocab x 4 bytes: over its 32 KiB limit past 8192
+  // tokens); the barrier has the transform write the logits and the argmax read them back, as
+  // it does when no transform comes between the head and the argmax.
+  if (prefill && transformed) logits = optimization_barrier(logits);
   std::map<std::string, Value> produced;
   if (prefill && sequences == 1) {
     logits = reshape(logits, {c.vocab_size});
