@@ -253,22 +253,24 @@ std::string test_name(std::string text) {
   return text;
 }
 
-// The published model with only the layers that hold every kind of layer it has (sliding and
-// full attention): more layers repeat the same dispatches and only add compile time.
+// The published model with only the layers that hold every kind of layer it has (sliding or
+// full attention, with or without RoPE): more layers repeat the same dispatches and only add
+// compile time.
 ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored) {
   std::ifstream in(file);
   const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ModelConfig config = config_of(file.stem().string(), json);
-  std::set<bool> all_kinds, kinds;
-  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
-    all_kinds.insert(config.is_sliding_layer(layer));
-  }
+  auto kind = [&](int64_t layer) {
+    return std::pair{config.is_sliding_layer(layer), config.skips_rope(layer)};
+  };
+  std::set<std::pair<bool, bool>> all_kinds, kinds;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) all_kinds.insert(kind(layer));
   int64_t layers = 0;
-  while (layers < 2 || kinds != all_kinds) kinds.insert(config.is_sliding_layer(layers++));
+  while (layers < 2 || kinds != all_kinds) kinds.insert(kind(layers++));
   config.num_layers = std::min(layers, config.num_layers);
-  if (config.layer_types.size() > static_cast<size_t>(config.num_layers)) {
-    config.layer_types.resize(static_cast<size_t>(config.num_layers));
-  }
+  const auto kept = static_cast<size_t>(config.num_layers);
+  if (config.layer_types.size() > kept) config.layer_types.resize(kept);
+  if (config.rope_skipped.size() > kept) config.rope_skipped.resize(kept);
   if (stored) store_matrices_as(config, *stored);
   return config;
 }

@@ -53,6 +53,13 @@ std::optional<double> json_optional_number(const Json& object, const char* key,
   return json_number(object, key, path);
 }
 
+// true for layers interval-1, 2*interval-1, ...: every interval-th layer.
+std::vector<bool> every_nth_layer(int64_t layers, int64_t interval) {
+  std::vector<bool> marked;
+  for (int64_t layer = 0; layer < layers; ++layer) marked.push_back((layer + 1) % interval == 0);
+  return marked;
+}
+
 // A number that transformers' config class defaults to `absent` when the key is missing (an
 // explicit null stays null).
 std::optional<double> json_number_or(const Json& object, const char* key, const std::string& path,
@@ -119,6 +126,29 @@ void rope_from_hf(const Json& config, ModelConfig& result, const std::string& pa
     return;
   }
   result.rope_scaling = rope_scaling_from(rope, key, result.rope_theta, path);
+}
+
+// SmolLM3Config: no_rope_layers[l] is 1 where layer l applies RoPE; absent, every
+// no_rope_layer_interval-th layer (default 4) skips it, as llama.cpp always does.
+std::vector<bool> smollm3_rope_skipped(const Json& config, const ModelConfig& result,
+                                       const std::string& path) {
+  std::vector<bool> skipped;
+  if (config.contains("no_rope_layers") && !config["no_rope_layers"].is_null()) {
+    const Json& list = config["no_rope_layers"];
+    if (!list.is_array() || static_cast<int64_t>(list.size()) != result.num_layers) {
+      fail(path, "field 'no_rope_layers' must list 0 or 1 per layer ({})", result.num_layers);
+    }
+    for (const Json& item : list) {
+      if (!item.is_number_integer() || (item.get<int64_t>() != 0 && item.get<int64_t>() != 1)) {
+        fail(path, "field 'no_rope_layers' must list 0 or 1 per layer ({})", result.num_layers);
+      }
+      skipped.push_back(item.get<int64_t>() == 0);
+    }
+    return skipped;
+  }
+  const int64_t interval = json_optional_int(config, "no_rope_layer_interval", path).value_or(4);
+  if (interval <= 0) fail(path, "no_rope_layer_interval must be positive, got {}", interval);
+  return every_nth_layer(result.num_layers, interval);
 }
 
 bool is_gemma2(const ModelConfig& c) {
@@ -267,6 +297,8 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     }
   }
   result.rotary_dim = static_cast<int64_t>(static_cast<double>(result.head_dim) * partial);
+  if (result.architecture == "smollm3")
+    result.rope_skipped = smollm3_rope_skipped(config, result, path);
   if (result.architecture == "stablelm") {
     result.attention_bias = config.contains("use_qkv_bias") &&
                             config["use_qkv_bias"].is_boolean() &&
@@ -348,7 +380,8 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
 }
 
 bool gguf_permutes_qk(const std::string& architecture) {
-  return architecture == "llama" || architecture == "mistral" || architecture == "granite";
+  return architecture == "llama" || architecture == "mistral" || architecture == "granite" ||
+         architecture == "smollm3";
 }
 
 ModelConfig config_from_gguf(const GgufFile& gguf) {
@@ -422,6 +455,8 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   result.qk_rows_interleaved =
       gguf_permutes_qk(result.architecture) && result.rope_dims() == result.head_dim;
   result.linear_bias = gguf.find_tensor("blk.0.attn_output.bias").has_value();
+  // llama.cpp's SmolLM3 skips RoPE on every 4th layer (n_no_rope_layer_step); no key says so.
+  if (result.architecture == "smollm3") result.rope_skipped = every_nth_layer(result.num_layers, 4);
   if (auto scale = optional_float("logit_scale")) result.logit_scale = *scale;
   if (int_or("expert_count", 0) > 0) {
     result.num_experts = gguf.get_int(key("expert_count"));

@@ -68,6 +68,9 @@ struct ModelConfig {
   // RoPE rotates the first rotary_dim dims of each head, the rest pass (HF partial_rotary_factor:
   // int(head_dim * factor); GGUF rope.dimension_count); 0: head_dim.
   int64_t rotary_dim = 0;
+  // Layers whose q and k pass without RoPE (SmolLM3's NoPE layers: HF no_rope_layers[l] == 0,
+  // every 4th layer in its GGUF); empty: every layer rotates.
+  std::vector<bool> rope_skipped;
   bool linear_bias = false;  // o_proj and the MLP carry biases too (Starcoder2 use_bias)
   double logit_scale = 1.0;  // logits * logit_scale (Cohere)
   // Mixture of experts (0: a dense MLP): every layer's MLP is num_experts experts of
@@ -90,6 +93,10 @@ struct ModelConfig {
   std::map<std::string, DType> stored_types;
 
   int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool skips_rope(int64_t layer) const {
+    return layer < static_cast<int64_t>(rope_skipped.size()) &&
+           rope_skipped[static_cast<size_t>(layer)];
+  }
   bool is_sliding_layer(int64_t layer) const {
     return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&
            layer_types[static_cast<size_t>(layer)] == "sliding_attention";

@@ -68,7 +68,8 @@ EmittedGraph DecoderArchitecture::emit(const ModelConfig& config,
 }
 
 const Architecture& llama_architecture() {
-  static const DecoderArchitecture architecture("llama", {"llama", "mistral", "qwen2"},
+  // SmolLM3: Llama with RoPE skipped on some layers (ModelConfig::rope_skipped).
+  static const DecoderArchitecture architecture("llama", {"llama", "mistral", "qwen2", "smollm3"},
                                                 [](const ModelConfig&) { return DecoderFamily{}; });
   return architecture;
 }

@@ -154,9 +154,11 @@ EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& 
     k = reshape(k, {tokens, c.num_kv_heads, c.head_dim});
     Value v = reshape(linear(x, matrix(l, "v_proj"), bias(l, "v_bias")),
                       {tokens, c.num_kv_heads, c.head_dim});
-    const Rotary& layer_rope = sliding && local_rope ? *local_rope : rope;
-    q = apply_rotary(q, layer_rope);
-    k = apply_rotary(k, layer_rope);
+    if (!c.skips_rope(l)) {
+      const Rotary& layer_rope = sliding && local_rope ? *local_rope : rope;
+      q = apply_rotary(q, layer_rope);
+      k = apply_rotary(k, layer_rope);
+    }
     CacheUpdate cache =
         access->update(caches[static_cast<size_t>(2 * l)], caches[static_cast<size_t>(2 * l + 1)],
                        k, v, options.capacity);

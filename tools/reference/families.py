@@ -117,6 +117,10 @@ FAMILIES = {
                        norm_topk_prob=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
     "olmoe": (dict(tie_word_embeddings=False, num_experts=3, num_experts_per_tok=2, intermediate_size=32,
                    norm_topk_prob=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "one"),
+    # RoPE skipped on every 4th layer (SmolLM3Config's no_rope_layer_interval, and all llama.cpp
+    # knows: its GGUF has no key for it), so 4 layers here.
+    "smollm3": (dict(tie_word_embeddings=True, num_hidden_layers=4,
+                     rope_parameters={"rope_type": "default", "rope_theta": 2e6}), "one"),
     "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }

@@ -9,7 +9,8 @@ Styles (what the family's published tokenizer.json is like):
   llama_spm   Llama 2's: Prepend('▁') + Replace(' ', '▁'), byte fallback, Strip in the decoder
 The tokens are: the family's special tokens at ids 0 (pad), 1 (the config's bos_token_id), 2
 (its eos_token_id) and after, then the 256 byte tokens (and '▁' for the SentencePiece styles).
-No merges: every character is its bytes, which keeps the vocabulary (and the model) small.
+No merges (SmolLM3's has one, as a GGUF needs some): every character is its bytes, which keeps the
+vocabulary (and the model) small.
 """
 import json
 import pathlib
@@ -22,9 +23,11 @@ TEMPLATES = HERE / "family_templates"
 QWEN3_TEMPLATE = HERE.parents[1] / "tests" / "data" / "chat" / "templates" / "qwen3.jinja"
 
 
-def _family(style, tokens, template, tokenizer_class, special, add_bos_token=None, unspecial=(), rstrip=()):
+def _family(style, tokens, template, tokenizer_class, special, add_bos_token=None, unspecial=(), rstrip=(),
+            merges=()):
     return dict(style=style, tokens=tokens, template=template, tokenizer_class=tokenizer_class,
-                special=special, add_bos_token=add_bos_token, unspecial=set(unspecial), rstrip=set(rstrip))
+                special=special, add_bos_token=add_bos_token, unspecial=set(unspecial), rstrip=set(rstrip),
+                merges=list(merges))
 
 
 _QWEN3 = _family("byte_level", ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
@@ -70,6 +73,15 @@ FAMILY_TEXT = {
                       dict(bos_token="<BOS_TOKEN>", eos_token="<|END_OF_TURN_TOKEN|>", pad_token="<PAD>",
                            unk_token="<UNK>", cls_token="<CLS>", sep_token="<SEP>", mask_token="<MASK_TOKEN>"),
                       add_bos_token=True),
+    # SmolLM3's Llama-3 byte-level tokenizer; no chat template: its published one writes today's
+    # date into the system turn ("Today Date: ..."), so a rendered chat is no fixed reference.
+    "smollm3": _family("byte_level", ["<|finetune_right_pad_id|>", "<|begin_of_text|>", "<|im_end|>",
+                                      "<|im_start|>", "<|end_of_text|>", "<think>", "</think>"], None,
+                       "PreTrainedTokenizerFast",
+                       dict(bos_token="<|begin_of_text|>", eos_token="<|im_end|>",
+                            pad_token="<|finetune_right_pad_id|>", unk_token=None),
+                       unspecial=["<think>", "</think>"],
+                       merges=[("\u0120", "t")]),  # one merge (" t"): GGUF loaders require the key
     "mixtral": _family("llama_spm", ["<unk>", "<s>", "</s>"], TEMPLATES / "mixtral.jinja", "LlamaTokenizer",
                        dict(bos_token="<s>", eos_token="</s>", pad_token=None, unk_token="<unk>"),
                        add_bos_token=True),
@@ -105,7 +117,7 @@ def byte_characters():
 
 def vocab_size(model_type):
     text = FAMILY_TEXT[model_type]
-    return len(text["tokens"]) + 256 + (0 if text["style"] == "byte_level" else 1)
+    return len(text["tokens"]) + 256 + (0 if text["style"] == "byte_level" else 1) + len(text["merges"])
 
 
 def build_tokenizer(text):
@@ -114,10 +126,11 @@ def build_tokenizer(text):
         tokens += byte_characters()
     else:
         tokens += [f"<0x{b:02X}>" for b in range(256)] + ["\u2581"]
+    tokens += ["".join(pair) for pair in text["merges"]]
     vocab = {token: index for index, token in enumerate(tokens)}
     special = text["special"]
     if text["style"] == "byte_level":
-        tok = Tokenizer(BPE(vocab=vocab, merges=[], dropout=None, fuse_unk=False))
+        tok = Tokenizer(BPE(vocab=vocab, merges=text["merges"], dropout=None, fuse_unk=False))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -144,10 +157,11 @@ def build_tokenizer(text):
 
 def tokenizer_config(text, tok):
     added = json.loads(tok.to_str())["added_tokens"]
+    template = {} if text["template"] is None else {"chat_template": text["template"].read_text(encoding="utf-8")}
     config = {
         "added_tokens_decoder": {str(t.pop("id")): t for t in added},
         **text["special"],
-        "chat_template": text["template"].read_text(encoding="utf-8"),
+        **template,
         "clean_up_tokenization_spaces": False,
         "model_max_length": 2048,
         "tokenizer_class": text["tokenizer_class"],
@@ -174,6 +188,8 @@ def text_prompts(model_type, tokenizer):
     for name, text in RAW_PROMPTS:
         prompts.append(({"name": name, "kind": "raw", "text": text, "add_special_tokens": True},
                         tokenizer(text, add_special_tokens=True)["input_ids"]))
+    if tokenizer.chat_template is None:
+        return prompts
     refuses_system = "raise_exception('System" in tokenizer.chat_template or \
         "System role not supported" in tokenizer.chat_template or "Only user and assistant" in tokenizer.chat_template
     for name, messages in CHATS:
