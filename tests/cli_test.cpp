@@ -274,7 +274,7 @@ TEST(Cli, UnknownArchitectureIsOneLine) {
               "xlacel: " + dir.string() +
                   ": unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, "
                   "gemma3, gemma3_text, granite, llama, mistral, mixtral, olmo2, olmoe, phi3, "
-                  "qwen2, qwen3, qwen3_moe, qwen3moe, stablelm, starcoder2)\n")
+                  "qwen2, qwen3, qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)\n")
         << args[0];
   }
 }

@@ -436,7 +436,7 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
                "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
                "gemma3_text, granite, llama, mistral, mixtral, olmo2, olmoe, phi3, qwen2, qwen3, "
-               "qwen3_moe, qwen3moe, stablelm, starcoder2)");
+               "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {

@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "models/families.h"
-#include "models/llama_architecture.h"
 #include "stablehlo/foreign.h"
 #include "stablehlo/module.h"
 

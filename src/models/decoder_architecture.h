@@ -1,7 +1,7 @@
 #pragma once
-// An Architecture for every Llama-like decoder: the weight list, KV cache, signatures and graphs
-// are written once (weight_layout.h, llama_graph.h) and shaped by the DecoderFamily a family
-// derives from its config (families.cpp).
+// An Architecture for every decoder family: the weight list, KV cache, signatures and graphs are
+// written once (decoder_weights.h, decoder_graph.h) over the DecoderFamily a family derives from
+// its config (family_<name>.cpp).
 #include <functional>
 #include <string>
 #include <vector>

@@ -1,10 +1,11 @@
 #pragma once
-// The weight arguments of the Llama-family graphs: names, shapes and element types, in argument
-// order. This list is THE one definition shared by the graph emitter (llama_graph.cpp declares
-// exactly these function arguments, in this order) and the weight loader (weight_loader.h
-// produces host tensors in this order), both reaching it through the Llama Architecture's
-// weight_specs (architecture.h), so the two cannot drift apart. Argument order of every graph's
-// `main`: inputs, these weights, then the KV caches (graph_signature.h, graph_options.h).
+// The weight arguments of the decoder graphs: names, shapes and element types, in argument
+// order. The list (decoder_weights.h, decoder_weight_specs) is THE one definition shared by the
+// graph emitter (decoder_graph.cpp declares exactly these function arguments, in this order) and
+// the weight loader (weight_loader.h produces host tensors in this order), both reaching it
+// through the Architecture's weight_specs (architecture.h), so the two cannot drift apart. Argument
+// order of every graph's `main`: inputs, these weights, then the KV caches (graph_signature.h,
+// graph_options.h).
 //
 // Weights (HF layout: linear weights are [out_features, in_features]; GGUF files are mapped to
 // HF names, their Q/K rows kept as llama.cpp's converter permuted them where RoPE turns whole
@@ -39,7 +40,6 @@
 #include <vector>
 
 #include "model_files/model_config.h"
-#include "models/decoder_family.h"
 #include "models/graph_options.h"
 #include "models/tensor_split.h"
 #include "stablehlo/types.h"
@@ -105,25 +105,5 @@ std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs);
 stablehlo::ElementType element_of(WeightType type);
 // The KV-cache element type for graphs of `weights`: the weight type (f32, bf16 or f16).
 stablehlo::ElementType cache_element(WeightType weights);
-
-// Every weight argument of a decoder of `family`, in argument order; everyone else asks
-// architecture_for(config).weight_specs. Beyond the Llama list above, as the family has them:
-//   rope_local_inv_freq  f32 [head_dim/2]  sliding layers' RoPE (local_rope; after rope_inv_freq)
-//   l{L}_q_norm, l{L}_k_norm  [head_dim] (kPerHead) or [heads*head_dim] / [kv_heads*head_dim]
-//                        (kAcrossHeads): self_attn.q_norm.weight (GGUF attn_q_norm.weight), after
-//                        l{L}_k_bias / l{L}_k_proj
-//   l{L}_attn_out_norm   [hidden]  post_attention_layernorm (GGUF post_attention_norm), after
-//   o_proj l{L}_post_norm       the norm before the MLP, named by the family (GGUF ffn_norm)
-//   l{L}_ffn_out_norm    [hidden]  post_feedforward_layernorm (GGUF post_ffw_norm), after down_proj
-//   <norm>_bias          [hidden]  every norm's bias (layer_norm families), after the norm
-//   l{L}_o_bias          [hidden]  o_proj's bias (config.linear_bias), after o_proj
-//   non-gated MLP (Starcoder2): l{L}_up_proj/_up_bias (mlp.c_fc), l{L}_down_proj/_down_bias
-//                        (mlp.c_proj), biases where config.linear_bias
-//   fused (Phi-3): q/k/v_proj are row ranges of self_attn.qkv_proj (GGUF attn_qkv), gate/up_proj
-//                        of mlp.gate_up_proj (GGUF ffn_up)
-// RoPE frequencies have config.rope_dims()/2 values (partial rotary).
-// (l{L}_input_norm and l{L}_post_norm only where the family has them.)
-std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& config, const DecoderFamily& family,
-                                             WeightType weights);
 
 }  // namespace xlacel::models

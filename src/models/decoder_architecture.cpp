@@ -1,10 +1,11 @@
-#include "models/llama_architecture.h"
+#include "models/decoder_architecture.h"
 
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "models/decoder_architecture.h"
-#include "models/llama_graph.h"
+#include "models/decoder_graph.h"
+#include "models/decoder_layer.h"
+#include "models/decoder_weights.h"
 #include "models/slot_copy_graph.h"
 #include "models/tensor_parallel.h"
 
@@ -26,8 +27,7 @@ std::vector<TensorSpec> DecoderArchitecture::cache_specs(const ModelConfig& conf
   std::vector<TensorSpec> specs;
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     // A sliding layer keeps only its window: a ring (cache_access.h).
-    const bool ring = decoder.sliding_window && config.is_sliding_layer(layer) &&
-                      *config.sliding_window < capacity;
+    const bool ring = decoder.layer->attention().keeps_window(config, layer, capacity);
     const std::vector<int64_t> shape = {slots, config.num_kv_heads,
                                         ring ? *config.sliding_window : capacity, config.head_dim};
     specs.push_back(
@@ -65,13 +65,6 @@ EmittedGraph DecoderArchitecture::emit(const ModelConfig& config,
     return emit_slot_copy(config, options, signature(config, options));
   }
   return emit_decoder_graph(config, family(config), options, signature(config, options));
-}
-
-const Architecture& llama_architecture() {
-  // SmolLM3: Llama with RoPE skipped on some layers (ModelConfig::rope_skipped).
-  static const DecoderArchitecture architecture("llama", {"llama", "mistral", "qwen2", "smollm3"},
-                                                [](const ModelConfig&) { return DecoderFamily{}; });
-  return architecture;
 }
 
 }  // namespace xlacel::models

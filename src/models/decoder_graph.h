@@ -1,0 +1,89 @@
+#pragma once
+// The graph context a decoder's layers are built in (as llama.cpp's graph context): one graph's
+// arguments (exactly its signature's, in order), the rows it computes, their positions and RoPE
+// tables, the KV caches' access, the family's norms, and the results. emit_decoder_graph stacks
+// the family's layers (decoder_layer.h) between embed() and finish(); see graph_options.h for
+// what each graph kind computes.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_files/model_config.h"
+#include "models/architecture.h"
+#include "models/cache_access.h"
+#include "models/decoder_family.h"
+#include "models/graph_options.h"
+#include "models/graph_signature.h"
+#include "models/llama_layers.h"
+#include "stablehlo/module.h"
+
+namespace xlacel::models {
+
+class DecoderGraph {
+ public:
+  DecoderGraph(const ModelConfig& config, const DecoderFamily& family, const GraphOptions& options,
+               const GraphSignature& signature);
+
+  const ModelConfig& config() const { return config_; }
+  const GraphOptions& options() const { return options_; }
+  stablehlo::Block& block() { return function_->body(); }
+  // T activation rows: prefill's bucket of each of its sequences, or decode's one token of each
+  // of N = bucket sequences.
+  int64_t tokens() const { return tokens_; }
+  int64_t sequences() const { return sequences_; }
+
+  // Weight arguments by name, and layer `layer`'s l<layer>_<name>.
+  Value weight(const std::string& name) const { return weights_.at(name); }
+  Value layer_weight(int64_t layer, const std::string& name) const;
+  // The layer's weight where the weight list has it (a bias the config asks for), else none.
+  std::optional<Value> optional_layer_weight(int64_t layer, const std::string& name) const;
+  // A matrix, possibly kept as planes of a block format (resident_weight.h).
+  Weight matrix(const std::string& name) const;
+  Weight layer_matrix(int64_t layer, const std::string& name) const;
+
+  // The family's norm of x whose weight is `name` (its bias <name>_bias for LayerNorms).
+  Value norm(Value x, const std::string& name);
+  Value layer_norm(int64_t layer, Value x, const std::string& name);
+  // A norm weight as the family applies it: w, or 1 + w in f32.
+  Value norm_weight(Value scale);
+  Value scaled(Value x, double scale);  // x unchanged for 1
+
+  // RoPE tables of these rows: the global ones, or sliding layers' (local_rope).
+  const Rotary& rope(bool local) const { return local ? *local_rope_ : rope_; }
+  // Writes this call's k and v [T, kv_heads, head_dim] into layer `layer`'s cache; what
+  // attention reads.
+  CacheRead update_cache(int64_t layer, Value k, Value v);
+  Value query_positions();                               // i32 [N, T per sequence]
+  std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
+  Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
+
+  Value embed();                 // the rows' token embeddings, scaled: f32 [T, hidden]
+  EmittedGraph finish(Value h);  // final norm, logits and their argmax, updated caches
+
+ private:
+  Value of_sequence(const char* name, int64_t s);
+
+  const ModelConfig& config_;
+  const DecoderFamily& family_;
+  const GraphOptions& options_;
+  const GraphSignature& signature_;
+  stablehlo::Module module_;
+  stablehlo::Function* function_;
+  std::map<std::string, Value> inputs_, weights_;
+  std::vector<Value> caches_, new_caches_;
+  int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
+  Value positions_, token_ids_;
+  std::optional<Value> end_;
+  std::optional<CacheAccess> access_;
+  Rotary rope_;
+  std::optional<Rotary> local_rope_;
+};
+
+// The graph of `options` of a decoder of `family`, whose `main` declares exactly `signature`'s
+// arguments and results (DecoderArchitecture::signature, which has checked the options).
+EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,
+                                const GraphOptions& options, const GraphSignature& signature);
+
+}  // namespace xlacel::models

@@ -1,0 +1,84 @@
+#pragma once
+// A decoder layer's feed-forward block: a gated MLP (gated_mlp.cpp), a plain two-matrix MLP
+// (dense_mlp.cpp) or a sparse mixture of experts (sparse_moe.cpp). Each declares its weights and
+// emits itself; a family picks one (feed_forward_for: experts where the config has them).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/decoder_graph.h"
+#include "models/decoder_weights.h"
+
+namespace xlacel::models {
+
+class FeedForward {
+ public:
+  virtual ~FeedForward() = default;
+  virtual void add_weights(DecoderWeights& weights, int64_t layer) const = 0;
+  // x f32 [T, hidden] (normed) -> f32 [T, hidden].
+  virtual Value emit(DecoderGraph& graph, int64_t layer, Value x) const = 0;
+};
+
+// down(act(gate(x)) * up(x)): l<L>_gate_proj, _up_proj (rows of one mlp.gate_up_proj tensor,
+// GGUF ffn_up, where fused: Phi-3), _down_proj.
+class GatedMlp final : public FeedForward {
+ public:
+  GatedMlp(Activation activation, bool fused_gate_up)
+      : activation_(activation), fused_gate_up_(fused_gate_up) {}
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
+
+ private:
+  Activation activation_;
+  bool fused_gate_up_;
+};
+
+// down(act(up(x) + up_bias)) + down_bias, HF mlp.c_fc / mlp.c_proj, biases where
+// config.linear_bias (Starcoder2).
+class DenseMlp final : public FeedForward {
+ public:
+  explicit DenseMlp(Activation activation) : activation_(activation) {}
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
+
+ private:
+  Activation activation_;
+};
+
+// HF names of a mixture: the router is <block>.gate.weight (GGUF ffn_gate_inp), expert E's
+// matrices <block>.experts.E.<gate|up|down>.weight (GGUF: row blocks of the stacked
+// ffn_{gate,up,down}_exps).
+struct ExpertNames {
+  std::string block = "mlp";
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+};
+
+// config.num_experts experts of gated MLPs, config.experts_per_token chosen per token
+// (llama_layers.h, mixture_of_experts): l<L>_router, then l<L>_e<E>_gate_proj, _up_proj,
+// _down_proj per expert.
+class SparseMoe final : public FeedForward {
+ public:
+  SparseMoe(Activation activation, ExpertNames names)
+      : activation_(activation), names_(std::move(names)) {}
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
+
+ private:
+  Activation activation_;
+  ExpertNames names_;
+};
+
+// A mixture where the config has experts (GGUF Mixtral is a "llama" with expert_count), else
+// `dense`.
+std::shared_ptr<const FeedForward> feed_forward_for(const ModelConfig& config,
+                                                    Activation activation,
+                                                    std::shared_ptr<const FeedForward> dense,
+                                                    ExpertNames names = {});
+
+// The common case: experts where the config has them, else a gated MLP of `activation` with
+// gate and up in tensors of their own.
+std::shared_ptr<const FeedForward> gated_feed_forward(const ModelConfig& config,
+                                                      Activation activation,
+                                                      ExpertNames names = {});
+
+}  // namespace xlacel::models
