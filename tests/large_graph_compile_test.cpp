@@ -276,10 +276,13 @@ ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& s
 }
 
 // How a user's file keeps the weights: an HF directory as published (bf16, kept so), or a GGUF
-// of 4-bit blocks (Q4_0: any row of 32s; its planes go to the kernel where the CPU runs it).
+// of 4-bit blocks (Q4_0: any row of 32s; its planes go to the kernel where the CPU runs it); and
+// what runs it: generate's graphs (graphs() above), or `serve`'s beyond those (its defaults:
+// 4 slots decoded together, 4 short prompts' chunks of 16 prefilled together), from the HF
+// directory.
 struct FamilyCase {
   fs::path config;
-  std::string form;  // "hf_bf16" or "gguf_q4_0"
+  std::string form;  // "hf_bf16", "gguf_q4_0" or "serve_hf_bf16"
 };
 void PrintTo(const FamilyCase& c, std::ostream* out) {
   *out << c.config.stem().string() << " " << c.form;
@@ -288,7 +291,9 @@ void PrintTo(const FamilyCase& c, std::ostream* out) {
 std::vector<FamilyCase> family_cases() {
   std::vector<FamilyCase> all;
   for (const fs::path& file : real_size_configs()) {
-    for (const char* form : {"hf_bf16", "gguf_q4_0"}) all.push_back({file, form});
+    for (const char* form : {"hf_bf16", "gguf_q4_0", "serve_hf_bf16"}) {
+      all.push_back({file, form});
+    }
   }
   return all;
 }
@@ -300,8 +305,19 @@ TEST_P(IreeFamiliesAtRealSize, PrefillAndDecodeCompile) {
   if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
   const FamilyCase& c = GetParam();
   const ModelConfig config =
-      real_size_config(c.config, c.form == "hf_bf16" ? DType::kBF16 : DType::kQ4_0);
+      real_size_config(c.config, c.form == "gguf_q4_0" ? DType::kQ4_0 : DType::kBF16);
   std::vector<models::GraphOptions> options = graphs(WeightType::kAuto);
+  if (c.form == "serve_hf_bf16") {
+    for (models::GraphOptions& graph : options) {
+      graph.slots = 4;
+      if (graph.kind == GraphKind::kPrefill) {
+        graph.bucket = 16;
+        graph.sequences = 4;
+      } else {
+        graph.bucket = 4;
+      }
+    }
+  }
   for (models::GraphOptions& graph : options) graph.lowering = lowering_;  // as the executor
   compile_all(*device_, config, options, c.config.stem().string(), c.form);
 }
