@@ -76,7 +76,8 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   if (!math) fail("--math", "unknown mode '{}' (exact, fast)", flags.math);
   options.executor.math = *math;
 
-  const int64_t max_positions = model.config().max_position_embeddings;
+  // The positions the model runs exactly (LongRoPE: up to its original context).
+  const int64_t max_positions = model.config().exact_positions();
   int64_t capacity = flags.context;
   if (capacity < 0) fail("--context", "must be positive, got {}", capacity);
   if (capacity == 0) {
@@ -84,7 +85,10 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
     while (capacity < positions && capacity < max_positions) capacity *= 2;
     if (max_positions > 0) capacity = std::min(capacity, max_positions);
   } else if (max_positions > 0 && capacity > max_positions) {
-    fail("--context", "{} is more than the model's {} positions", capacity, max_positions);
+    fail("--context", "{} is more than the model's {} positions{}", capacity, max_positions,
+         max_positions < model.config().max_position_embeddings
+             ? " run exactly (LongRoPE: its short factors, up to original_max_position_embeddings)"
+             : "");
   }
   options.executor.capacity = capacity;
   options.executor.slots = slots;

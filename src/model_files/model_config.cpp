@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -88,8 +89,26 @@ RopeScaling rope_scaling_from(const Json& rope, const std::string& key, double& 
     scaling.factor = json_number(rope, "factor", path);
     return scaling;
   }
+  if (type == "longrope" || type == "su") {
+    scaling.type = RopeScaling::Type::kLongRope;
+    if (!rope.contains("short_factor") || !rope["short_factor"].is_array()) {
+      fail(path, "{} longrope needs a list 'short_factor'", key);
+    }
+    for (const Json& item : rope["short_factor"]) {
+      if (!item.is_number()) fail(path, "{}.short_factor must hold numbers", key);
+      scaling.short_factor.push_back(item.get<double>());
+    }
+    if (auto original = json_optional_int(rope, "original_max_position_embeddings", path)) {
+      scaling.original_max_position_embeddings = *original;
+    }
+    // Absent (0 here): derived from the config as transformers does (longrope_defaults).
+    scaling.factor = json_optional_number(rope, "factor", path).value_or(0.0);
+    scaling.attention_factor = json_optional_number(rope, "attention_factor", path).value_or(0.0);
+    return scaling;
+  }
   if (type != "llama3") {
-    fail(path, "{} type '{}' is not supported (supported: default, linear, llama3)", key, type);
+    fail(path, "{} type '{}' is not supported (supported: default, linear, llama3, longrope)", key,
+         type);
   }
   scaling.type = RopeScaling::Type::kLlama3;
   scaling.factor = json_number(rope, "factor", path);
@@ -151,6 +170,31 @@ std::vector<bool> smollm3_rope_skipped(const Json& config, const ModelConfig& re
   return every_nth_layer(result.num_layers, interval);
 }
 
+// _compute_longrope_parameters: original_max_position_embeddings from the config where the
+// RoPE parameters lack it; factor max_position_embeddings / original when absent; the
+// attention factor sqrt(1 + ln(factor) / ln(original)) (1 for factor <= 1) when absent.
+void longrope_defaults(const Json& config, ModelConfig& result, const std::string& path) {
+  RopeScaling& s = result.rope_scaling;
+  if (s.type != RopeScaling::Type::kLongRope) return;
+  if (s.original_max_position_embeddings == 0) {
+    s.original_max_position_embeddings =
+        json_optional_int(config, "original_max_position_embeddings", path).value_or(0);
+  }
+  if (s.original_max_position_embeddings <= 0) {
+    fail(path, "longrope needs original_max_position_embeddings");
+  }
+  const auto original = static_cast<double>(s.original_max_position_embeddings);
+  if (s.factor == 0.0) s.factor = static_cast<double>(result.max_position_embeddings) / original;
+  if (s.attention_factor == 0.0) {
+    s.attention_factor =
+        s.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(s.factor) / std::log(original));
+  }
+  if (static_cast<int64_t>(s.short_factor.size()) != result.rope_dims() / 2) {
+    fail(path, "longrope short_factor has {} values, expected rotary dims / 2 = {}",
+         s.short_factor.size(), result.rope_dims() / 2);
+  }
+}
+
 bool is_gemma2(const ModelConfig& c) {
   return c.architecture == "gemma2";
 }
@@ -203,6 +247,8 @@ const char* rope_scaling_name(RopeScaling::Type type) {
       return "frequency factors (rope_freqs.weight)";
     case RopeScaling::Type::kLinear:
       return "linear";
+    case RopeScaling::Type::kLongRope:
+      return "longrope";
   }
   return "?";
 }
@@ -299,6 +345,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   result.rotary_dim = static_cast<int64_t>(static_cast<double>(result.head_dim) * partial);
   if (result.architecture == "smollm3")
     result.rope_skipped = smollm3_rope_skipped(config, result, path);
+  longrope_defaults(config, result, path);
   if (result.architecture == "stablelm") {
     result.attention_bias = config.contains("use_qkv_bias") &&
                             config["use_qkv_bias"].is_boolean() &&
@@ -407,6 +454,19 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   if (gguf.has(key("rope.freq_base"))) result.rope_theta = gguf.get_float(key("rope.freq_base"));
   if (gguf.find_tensor("rope_freqs.weight")) {
     result.rope_scaling.type = RopeScaling::Type::kFrequencyFactors;
+  }
+  // llama.cpp's Phi-3 LongRoPE: factor tensors, the original context and the attention factor
+  // under rope.scaling (short factors read with the weights: models/weight_loader.cpp).
+  if (gguf.find_tensor("rope_factors_short.weight")) {
+    RopeScaling& s = result.rope_scaling;
+    s.type = RopeScaling::Type::kLongRope;
+    s.original_max_position_embeddings = int_or("rope.scaling.original_context_length", 0);
+    if (s.original_max_position_embeddings <= 0) {
+      fail(gguf.path(), "LongRoPE factors without {}", key("rope.scaling.original_context_length"));
+    }
+    s.attention_factor = gguf.has(key("rope.scaling.attn_factor"))
+                             ? gguf.get_float(key("rope.scaling.attn_factor"))
+                             : 1.0;
   }
   if (gguf.has(key("rope.scaling.type"))) {
     std::string type = gguf.get_string(key("rope.scaling.type"));

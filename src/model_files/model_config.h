@@ -19,12 +19,17 @@ struct RopeScaling {
   // original context). kFrequencyFactors: per-frequency divisors stored as a GGUF tensor
   // (rope_freqs.weight), which is how llama.cpp stores llama3 scaling. kLinear: every frequency
   // divided by factor (position interpolation; Gemma 3's global layers).
-  enum class Type { kNone, kLlama3, kFrequencyFactors, kLinear };
+  // kLongRope: Phi-3.5 / Phi-4's per-frequency divisors, short_factor for sequences up to
+  // original_max_position_embeddings (long_factor past it: not run, see
+  // ModelConfig::exact_positions), and cos/sin multiplied by attention_factor.
+  enum class Type { kNone, kLlama3, kFrequencyFactors, kLinear, kLongRope };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 1.0;
   int64_t original_max_position_embeddings = 0;
+  std::vector<double> short_factor;
+  double attention_factor = 1.0;
 };
 const char* rope_scaling_name(RopeScaling::Type type);
 
@@ -93,6 +98,14 @@ struct ModelConfig {
   std::map<std::string, DType> stored_types;
 
   int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  // The positions xlacel runs exactly as transformers: all of them, but with LongRoPE only up to
+  // original_max_position_embeddings (past it transformers switches a forward's frequencies to
+  // long_factor by that forward's length, which chunked prefill and batched decode do not see).
+  int64_t exact_positions() const {
+    return rope_scaling.type == RopeScaling::Type::kLongRope
+               ? rope_scaling.original_max_position_embeddings
+               : max_position_embeddings;
+  }
   bool skips_rope(int64_t layer) const {
     return layer < static_cast<int64_t>(rope_skipped.size()) &&
            rope_skipped[static_cast<size_t>(layer)];

@@ -51,6 +51,13 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
   if (options.bucket < 1) fail(where, "bucket must be at least 1 (got {})", options.bucket);
   if (options.slots < 1) fail(where, "slots must be at least 1 (got {})", options.slots);
   if (options.capacity < 1) fail(where, "capacity must be at least 1 (got {})", options.capacity);
+  if (config.rope_scaling.type == RopeScaling::Type::kLongRope &&
+      options.capacity > config.exact_positions()) {
+    fail(where,
+         "capacity {} is past original_max_position_embeddings {}: xlacel runs LongRoPE's short "
+         "factors only, exact up to there (transformers switches to long_factor past it)",
+         options.capacity, config.exact_positions());
+  }
   if (options.sequences < 1 || (options.kind != GraphKind::kPrefill && options.sequences != 1)) {
     fail(where, "sequences must be 1, or more for a prefill (got {})", options.sequences);
   }

@@ -90,7 +90,7 @@ Value rms_norm(Value x, Value weight, double eps) {
   return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
 }
 
-Rotary rotary(Value positions, Value inv_freq, bool interleaved) {
+Rotary rotary(Value positions, Value inv_freq, bool interleaved, double attention_scaling) {
   const int64_t tokens = positions.shape()[0];
   const int64_t half = inv_freq.shape()[0];
   Value pos = broadcast_like(convert(positions, ElementType::kF32), {tokens, half}, {0});
@@ -98,7 +98,15 @@ Rotary rotary(Value positions, Value inv_freq, bool interleaved) {
   Value emb = interleaved
                   ? reshape(broadcast_like(freqs, {tokens, half, 2}, {0, 1}), {tokens, 2 * half})
                   : concatenate({freqs, freqs}, 1);
-  return {cosine(emb), sine(emb), interleaved};
+  Value cos = cosine(emb);
+  Value sin = sine(emb);
+  if (attention_scaling != 1.0) {
+    // emb.cos() * attention_scaling, a Python float the float32 product rounds to float32.
+    Value scale = constant(positions.block(), cos.type(), attention_scaling);
+    cos = cos * scale;
+    sin = sin * scale;
+  }
+  return {cos, sin, interleaved};
 }
 
 Value apply_rotary(Value x, const Rotary& r) {

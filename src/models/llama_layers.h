@@ -26,8 +26,10 @@ struct Rotary {
   // Cohere: cos/sin of repeat_interleave(freqs, 2), and dims (2i, 2i+1) rotate as a pair.
   bool interleaved = false;
 };
-// positions i32 [T]; inv_freq f32 [head_dim/2].
-Rotary rotary(Value positions, Value inv_freq, bool interleaved = false);
+// positions i32 [T]; inv_freq f32 [head_dim/2]; cos and sin times attention_scaling (LongRoPE's
+// attention factor) where it is not 1.
+Rotary rotary(Value positions, Value inv_freq, bool interleaved = false,
+              double attention_scaling = 1.0);
 // x f32 [T, heads, head_dim] -> x * cos + rotate_half(x) * sin. With cos/sin narrower than
 // head_dim (partial rotary), only the first dims rotate and the rest pass through.
 Value apply_rotary(Value x, const Rotary& rotary);

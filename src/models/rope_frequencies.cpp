@@ -13,12 +13,31 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
   const auto dim = static_cast<float>(config.rope_dims());
   const auto base = static_cast<float>(config.rope_theta);
   std::vector<float> inv_freq(static_cast<size_t>(half));
+  const RopeScaling& s = config.rope_scaling;
+  if (s.type == RopeScaling::Type::kLongRope) {
+    // _compute_longrope_parameters at lengths up to the original context:
+    // 1.0 / (float32(short_factor) * base ** (arange(0, dim, 2).float() / dim)), in float32. A
+    // GGUF holds the factors as rope_factors_short.weight (`frequency_factors`).
+    std::vector<float> factors(frequency_factors.begin(), frequency_factors.end());
+    if (factors.empty()) {
+      for (double f : s.short_factor) factors.push_back(static_cast<float>(f));
+    }
+    if (factors.size() != inv_freq.size()) {
+      fail(config.architecture, "longrope short factors: {} values, expected rotary dims / 2 = {}",
+           factors.size(), inv_freq.size());
+    }
+    for (int64_t i = 0; i < half; ++i) {
+      float exponent = static_cast<float>(2 * i) / dim;
+      inv_freq[static_cast<size_t>(i)] =
+          1.0f / (factors[static_cast<size_t>(i)] * std::pow(base, exponent));
+    }
+    return inv_freq;
+  }
   for (int64_t i = 0; i < half; ++i) {
     // torch: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all float32.
     float exponent = static_cast<float>(2 * i) / dim;
     inv_freq[static_cast<size_t>(i)] = 1.0f / std::pow(base, exponent);
   }
-  const RopeScaling& s = config.rope_scaling;
   if (s.type == RopeScaling::Type::kLlama3) {
     // _compute_llama3_parameters: float32 tensors with Python scalars promoted to float32.
     const auto factor = static_cast<float>(s.factor);

@@ -223,9 +223,17 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   }
   if (spec.rope_inv_freq) {
     std::vector<float> factors;
-    if (config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors) {
-      auto tensor = files.find_tensor("rope_freqs.weight");
-      if (!tensor) fail(files.path(), "tensor 'rope_freqs.weight' not found");
+    // GGUF: llama3 scaling as rope_freqs.weight; LongRoPE's short factors as
+    // rope_factors_short.weight (HF configs list them).
+    const char* factors_tensor = config.rope_scaling.type == RopeScaling::Type::kFrequencyFactors
+                                     ? "rope_freqs.weight"
+                                 : config.rope_scaling.type == RopeScaling::Type::kLongRope &&
+                                         config.rope_scaling.short_factor.empty()
+                                     ? "rope_factors_short.weight"
+                                     : nullptr;
+    if (factors_tensor != nullptr) {
+      auto tensor = files.find_tensor(factors_tensor);
+      if (!tensor) fail(files.path(), "tensor '{}' not found", factors_tensor);
       factors = to_f32(*tensor);
     }
     return rope_inverse_frequencies(config, factors);

@@ -1,11 +1,11 @@
 """GGUF files of the tiny family models written by llama.cpp's own converter, so that xlacel's
 GGUF route of a family is checked against the same HF reference as its HF directory.
 
-    .venv/bin/python tools/reference/converted_gguf.py TYPE...
+    .venv/bin/python tools/reference/converted_gguf.py NAME...
 
-For each TYPE, the pinned llama.cpp's convert_hf_to_gguf.py (from the llama-cpp-python sdist
-that tools/peer/build_llama_cpp unpacks, or LLAMA_CPP=DIR) converts tests/data/models/TYPE into
-tests/data/models/converted/TYPE.gguf (F32). One thing is not the converter's own: it names a BPE
+For each NAME (a tiny model directory, tools/reference/families.py), the pinned llama.cpp's convert_hf_to_gguf.py (from the llama-cpp-python sdist
+that tools/peer/build_llama_cpp unpacks, or LLAMA_CPP=DIR) converts tests/data/models/NAME into
+tests/data/models/converted/NAME.gguf (F32). One thing is not the converter's own: it names a BPE
 pre-tokenizer only for tokenizers it knows by a hash of their output, which the tiny models'
 byte tokenizers are not, so the family's published pre-tokenizer name is given instead
 (PRE_TOKENIZER). Every tensor, and every other key, is as the converter writes it.
@@ -20,8 +20,8 @@ CACHE = pathlib.Path(os.environ.get("XLACEL_CACHE", pathlib.Path.home() / ".cach
 LLAMA_CPP = pathlib.Path(os.environ.get(
     "LLAMA_CPP", CACHE / "peer" / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp"))
 
-# model_type -> tokenizer.ggml.pre of its published checkpoints' GGUFs.
-PRE_TOKENIZER = {"smollm3": "llama-bpe"}
+# tests/data/models directory -> tokenizer.ggml.pre of the published checkpoints' GGUFs.
+PRE_TOKENIZER = {"smollm3": "llama-bpe", "phi3_longrope": "gpt-4o"}
 
 
 def main():

@@ -124,6 +124,17 @@ FAMILIES = {
     "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
+# Variants of a family beside its tiny model: directory name -> (model_type, its text in
+# family_text.FAMILY_TEXT, overrides on the family's config). phi3_longrope: Phi-4-mini's
+# LongRoPE (short factors and the attention factor, with an original context of 512, what the
+# tests run) and its kind of tokenizer.
+VARIANTS = {
+    "phi3_longrope": ("phi3", "phi4", dict(
+        max_position_embeddings=2048, original_max_position_embeddings=512,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "short_factor": [1.0, 1.25, 2.5, 3.75], "long_factor": [2.0, 4.0, 8.0, 16.0]})),
+}
+
 # Families whose norms are LayerNorms name their epsilon otherwise.
 OWN_EPS = ("layer_norm_eps", "norm_epsilon")
 
@@ -144,9 +155,9 @@ def prompts(vocab):
     return [[1] + [int(x) for x in rng.integers(3, vocab, n - 1)] for n in PROMPT_LENGTHS]
 
 
-def family_config(model_type, vocab):
+def family_config(model_type, vocab, extra=None):
     overrides, _ = FAMILIES[model_type]
-    kwargs = {**SHAPE, "vocab_size": vocab, **overrides}
+    kwargs = {**SHAPE, "vocab_size": vocab, **overrides, **(extra or {})}
     if any(key in overrides for key in OWN_EPS):
         del kwargs["rms_norm_eps"]
     return AutoConfig.for_model(model_type, **kwargs)
@@ -157,9 +168,10 @@ def generation_config():
                             max_new_tokens=llama.N_NEW)
 
 
-def build(model_type, directory):
+def build(model_type, directory, extra=None, text=None):
     _, norm_init = FAMILIES[model_type]
-    config = family_config(model_type, family_text.vocab_size(model_type))
+    text = text or model_type
+    config = family_config(model_type, family_text.vocab_size(text), extra)
     torch.manual_seed(INIT_SEED)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(INIT_SEED + 1)
@@ -174,16 +186,17 @@ def build(model_type, directory):
     if directory.exists():
         shutil.rmtree(directory)
     model.save_pretrained(directory, safe_serialization=True)
-    family_text.write(model_type, directory)
+    family_text.write(text, directory)
     for f in directory.iterdir():
         f.chmod(0o644)
     return model, norm_init
 
 
-def family(model_type):
+def family(name):
     t0 = time.time()
-    directory = OUT / model_type
-    built, norm_init = build(model_type, directory)
+    model_type, text, extra = VARIANTS.get(name, (name, name, None))
+    directory = OUT / name
+    built, norm_init = build(model_type, directory, extra, text)
     model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32, attn_implementation=llama.ATTN)
     model.eval()
     assert model.config._attn_implementation == llama.ATTN
@@ -195,7 +208,7 @@ def family(model_type):
     vocab = model.config.vocab_size
     assert len(tokenizer) == vocab, f"{model_type}: tokenizer has {len(tokenizer)} tokens, the model {vocab}"
     entries = [({"name": f"random_{len(ids)}", "kind": "ids", "text": None}, ids) for ids in prompts(vocab)]
-    entries += family_text.text_prompts(model_type, tokenizer)
+    entries += family_text.text_prompts(text, tokenizer)
     results = []
     for entry, ids in entries:
         assert len(ids) + llama.N_NEW <= CAPACITY, f"{model_type} {entry['name']}: {len(ids)} prompt tokens"
@@ -211,8 +224,8 @@ def family(model_type):
     meta = llama.common_meta()
     meta.update({
         "generator": "tools/reference/families.py",
-        "model": model_type,
-        "loader": f"AutoModelForCausalLM.from_pretrained(tests/data/models/{model_type}, dtype=torch.float32, "
+        "model": name,
+        "loader": f"AutoModelForCausalLM.from_pretrained(tests/data/models/{name}, dtype=torch.float32, "
                   f"attn_implementation={llama.ATTN!r})",
         "attn_implementation": model.config._attn_implementation,
         "model_class": type(model).__name__,
@@ -224,7 +237,7 @@ def family(model_type):
         "eos_ids": [2],
         "tokenizer": {
             "class": type(tokenizer).__name__,
-            "declared_class": family_text.FAMILY_TEXT[model_type]["tokenizer_class"],
+            "declared_class": family_text.FAMILY_TEXT[text]["tokenizer_class"],
             "bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token,
             "chat_template_call": "apply_chat_template(messages, add_generation_prompt=True, tokenize=False), "
                                   "then encoded with add_special_tokens=False; raw text with add_special_tokens=True",
@@ -233,7 +246,7 @@ def family(model_type):
     })
     llama.dump(directory / "reference.json", meta)
     size = sum(f.stat().st_size for f in directory.iterdir())
-    print(f"{model_type}: {size // 1024} KiB in {directory.relative_to(llama.ROOT)}, {time.time() - t0:.1f}s")
+    print(f"{name}: {size // 1024} KiB in {directory.relative_to(llama.ROOT)}, {time.time() - t0:.1f}s")
 
 
 def is_norm(name):
@@ -321,8 +334,8 @@ def main():
     if not types:
         sys.exit(f"usage: {sys.argv[0]} TYPE... | all  (types: {', '.join(FAMILIES)})")
     if types == ["all"]:
-        types = list(FAMILIES)
-    unknown = [t for t in types if t not in FAMILIES]
+        types = list(FAMILIES) + list(VARIANTS)
+    unknown = [t for t in types if t not in FAMILIES and t not in VARIANTS]
     if unknown:
         sys.exit(f"unknown model type(s) {', '.join(unknown)} (known: {', '.join(FAMILIES)})")
     llama.setup_torch()

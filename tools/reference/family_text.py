@@ -82,6 +82,14 @@ FAMILY_TEXT = {
                             pad_token="<|finetune_right_pad_id|>", unk_token=None),
                        unspecial=["<think>", "</think>"],
                        merges=[("\u0120", "t")]),  # one merge (" t"): GGUF loaders require the key
+    # Phi-4-mini's kind of tokenizer (GPT2Tokenizer, byte-level) with Phi-3's role tokens and
+    # template, for the LongRoPE variant (families.py VARIANTS); one merge, as a GGUF needs some.
+    "phi4": _family("byte_level", ["<|dummy_pad|>", "<|endoftext|>", "<|end|>", "<|user|>", "<|assistant|>",
+                                   "<|system|>"], TEMPLATES / "phi3.jinja", "GPT2Tokenizer",
+                    dict(bos_token="<|endoftext|>", eos_token="<|end|>", pad_token="<|dummy_pad|>",
+                         unk_token="<|endoftext|>"),
+                    rstrip=["<|end|>", "<|user|>", "<|assistant|>", "<|system|>"],
+                    merges=[("\u0120", "t")]),
     "mixtral": _family("llama_spm", ["<unk>", "<s>", "</s>"], TEMPLATES / "mixtral.jinja", "LlamaTokenizer",
                        dict(bos_token="<s>", eos_token="</s>", pad_token=None, unk_token="<unk>"),
                        add_bos_token=True),
