@@ -1092,14 +1092,21 @@ INSTANTIATE_TEST_SUITE_P(Families, ConvertedGgufTest,
 const std::vector<std::string> kRealVocabFamilies = {"gemma2_real_vocab", "granite_real_vocab",
                                                      "cohere_real_vocab"};
 
-// `name`'s directory with its weights, written once per build tree.
+// `name`'s directory with its weights, written once per build tree (again when weights.json
+// changed: the copy beside the weights is the one they were written from).
 fs::path seeded_model(const std::string& name) {
   const fs::path out = testing::scratch_dir("engine/seeded") / name;
-  if (fs::exists(out / "model.safetensors")) return out;
+  const fs::path source = testing::test_data("models/" + name);
+  if (fs::exists(out / "model.safetensors")) {
+    if (testing::read_text(out / "weights.json") == testing::read_text(source / "weights.json")) {
+      return out;
+    }
+    fs::remove_all(out);  // stale
+  }
   const std::string command =
       fmt::format("{} {} {} {} 2>&1", testing::quote(testing::venv() / "bin" / "python"),
                   testing::quote(fs::path(XLACEL_SOURCE_DIR) / "tools/reference/seeded_weights.py"),
-                  testing::quote(testing::test_data("models/" + name)), testing::quote(out));
+                  testing::quote(source), testing::quote(out));
   if (std::system(command.c_str()) != 0) ADD_FAILURE() << "failed: " << command;
   return out;
 }
