@@ -778,6 +778,10 @@ void expect_batched_greedy_and_logits_match(Engine& engine, const json& referenc
 }
 
 using FamilyRuntime = std::tuple<std::string, std::string>;
+// The test name of a family on a runtime: "<family>_<runtime>".
+std::string family_runtime_name(const ::testing::TestParamInfo<FamilyRuntime>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+}
 class FamilyTest : public ::testing::TestWithParam<FamilyRuntime> {};
 
 TEST_P(FamilyTest, TinyModelGreedyAndLogitsMatchHf) {
@@ -1077,10 +1081,7 @@ INSTANTIATE_TEST_SUITE_P(Families, ConvertedGgufTest,
                          ::testing::Combine(::testing::ValuesIn(kConvertedFamilies),
                                             ::testing::Values(std::string("iree"),
                                                               std::string("xla"))),
-                         [](const auto& param_info) {
-                           return std::get<0>(param_info.param) + "_" +
-                                  std::get<1>(param_info.param);
-                         });
+                         family_runtime_name);
 
 // The families that transform their logits before the argmax (Gemma 2, Granite, Cohere) at the
 // vocabularies of their published checkpoints (256000, 49155, 256000), where IREE once failed to
@@ -1138,19 +1139,13 @@ INSTANTIATE_TEST_SUITE_P(Families, RealVocabFamilyTest,
                          ::testing::Combine(::testing::ValuesIn(kRealVocabFamilies),
                                             ::testing::Values(std::string("iree"),
                                                               std::string("xla"))),
-                         [](const auto& param_info) {
-                           return std::get<0>(param_info.param) + "_" +
-                                  std::get<1>(param_info.param);
-                         });
+                         family_runtime_name);
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
                          ::testing::Combine(::testing::ValuesIn(kFamilies),
                                             ::testing::Values(std::string("iree"),
                                                               std::string("xla"))),
-                         [](const auto& param_info) {
-                           return std::get<0>(param_info.param) + "_" +
-                                  std::get<1>(param_info.param);
-                         });
+                         family_runtime_name);
 
 std::string format_runtime_name(const ::testing::TestParamInfo<FormatRuntime>& info) {
   const auto& [format, runtime, weights] = info.param;

@@ -22,7 +22,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
@@ -36,6 +35,7 @@
 #include "model_files/model_files.h"
 #include "models/architecture.h"
 #include "models/graph_options.h"
+#include "models/test_support.h"
 #include "runtime_availability.h"
 #include "test_paths.h"
 
@@ -257,9 +257,7 @@ std::string test_name(std::string text) {
 // full attention, with or without RoPE): more layers repeat the same dispatches and only add
 // compile time.
 ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored) {
-  std::ifstream in(file);
-  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ModelConfig config = config_of(file.stem().string(), json);
+  ModelConfig config = config_of(file.stem().string(), testing::read_text(file));
   auto kind = [&](int64_t layer) {
     return std::pair{config.is_sliding_layer(layer), config.skips_rope(layer)};
   };
