@@ -91,6 +91,30 @@ struct EngineShape {
   int64_t prefill_sequences = 4;      // chunks of the small bucket per call, at most
 };
 
+// An engine of `shape` on `runtime`, with its compile cache in the build's scratch folder.
+std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& model_path,
+                                const EngineShape& shape, bool logits = false,
+                                bool prefix_reuse = true, bool share_choice_prompts = true) {
+  EngineOptions options;
+  options.runtime = runtime;
+  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
+  options.executor.slots = shape.slots;
+  options.executor.capacity = shape.capacity;
+  options.executor.prefill_bucket = shape.prefill_bucket;
+  options.executor.small_prefill_bucket = shape.small_prefill_bucket;
+  options.executor.prefill_sequences = shape.prefill_sequences;
+  options.executor.preload_logits = logits;
+  options.scheduler.prefix_reuse = prefix_reuse;
+  options.scheduler.share_choice_prompts = share_choice_prompts;
+  return std::make_unique<Engine>(ModelFiles::open(model_path), options);
+}
+
+using FamilyRuntime = std::tuple<std::string, std::string>;
+// The test name of a family on a runtime: "<family>_<runtime>".
+std::string family_runtime_name(const ::testing::TestParamInfo<FamilyRuntime>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+}
+
 class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -100,18 +124,7 @@ class EngineOnRuntime : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Engine> open(const std::string& model_path, const EngineShape& shape,
                                bool logits = false, bool prefix_reuse = true,
                                bool share_choice_prompts = true) {
-    EngineOptions options;
-    options.runtime = GetParam();
-    options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + GetParam());
-    options.executor.slots = shape.slots;
-    options.executor.capacity = shape.capacity;
-    options.executor.prefill_bucket = shape.prefill_bucket;
-    options.executor.small_prefill_bucket = shape.small_prefill_bucket;
-    options.executor.prefill_sequences = shape.prefill_sequences;
-    options.executor.preload_logits = logits;
-    options.scheduler.prefix_reuse = prefix_reuse;
-    options.scheduler.share_choice_prompts = share_choice_prompts;
-    return std::make_unique<Engine>(ModelFiles::open(model_path), options);
+    return open_on(GetParam(), model_path, shape, logits, prefix_reuse, share_choice_prompts);
   }
 
   std::string tiny() const { return testing::test_data("models/tiny_llama3").string(); }
@@ -506,9 +519,14 @@ TEST_P(EngineOnRuntime, SlidingLayersKeepARingOfTheWindowThatWrapsAndStillMatchH
 
 // Prefix reuse on a wrapped ring: a chat-like follow-up that extends a slot's whole resident
 // sequence reuses it; a prompt sharing only part of it is prefilled from position 0 over the
-// ring's stale rows. Both must give the tokens of runs without reuse.
-TEST_P(EngineOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPrefill) {
-  const fs::path dir = testing::test_data("models/gemma3_text");
+// ring's stale rows. Both must give the tokens of runs without reuse. The rings of sliding
+// layers (tiny Gemma 3, 24 positions) and of short convolutions (tiny LFM2, 3).
+class RingModelOnRuntime : public ::testing::TestWithParam<FamilyRuntime> {};
+
+TEST_P(RingModelOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPrefill) {
+  const auto& [model, runtime] = GetParam();
+  if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/" + model);
   const json reference = read_json(dir / "reference.json");
   const auto first = ids(reference["prompts"][1]["prompt_ids"]);  // 17 tokens
   const auto decoy = ids(reference["prompts"][2]["prompt_ids"]);  // 70 tokens
@@ -518,7 +536,7 @@ TEST_P(EngineOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPre
     std::vector<int32_t> extended_prompt;
   };
   auto run = [&](bool reuse) {
-    auto engine = open(dir.string(), {2, 256, 16}, false, reuse);
+    auto engine = open_on(runtime, dir.string(), {2, 256, 16}, false, reuse);
     Scheduler& scheduler = engine->scheduler();
     Run r;
     scheduler.submit(first, greedy(20), r.first.callback());  // 17 + 19 fed: 36 rows written
@@ -547,12 +565,14 @@ TEST_P(EngineOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPre
       << "differs at token " << matched(reused.shorter.tokens, full.shorter.tokens);
 }
 
-// The choices of one request on the tiny Gemma 3 (a ring of 24 rows that the 70-token prompt
-// wraps in prefill): with their prompt prefilled once and its rows copied to the other slots
-// (the copy-slot graph), each choice draws the tokens it draws when every choice prefills its
-// own, and the greedy one HF's; the ring of a copy wraps again in decode.
-TEST_P(EngineOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
-  const fs::path dir = testing::test_data("models/gemma3_text");
+// The choices of one request on a model with rings that the 70-token prompt wraps in prefill
+// (tiny Gemma 3: 24 rows; tiny LFM2: 3): with their prompt prefilled once and its rows copied
+// to the other slots (the copy-slot graph), each choice draws the tokens it draws when every
+// choice prefills its own, and the greedy one HF's; the ring of a copy wraps again in decode.
+TEST_P(RingModelOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
+  const auto& [model, runtime] = GetParam();
+  if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/" + model);
   const json reference = read_json(dir / "reference.json");
   const json& prompt = reference["prompts"][2];
   ASSERT_EQ(prompt["prompt_ids"].size(), 70u);
@@ -564,7 +584,7 @@ TEST_P(EngineOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
   choices[2].sampling.logprobs = true;
   choices[2].sampling.top_logprobs = 3;
   auto run = [&](bool share) {
-    auto engine = open(dir.string(), {4, 256, 32}, false, true, share);
+    auto engine = open_on(runtime, dir.string(), {4, 256, 32}, false, true, share);
     std::vector<Stream> streams(choices.size());
     engine->scheduler().submit_choices(ids(prompt["prompt_ids"]), choices,
                                        [&](std::size_t i) { return streams[i].callback(); });
@@ -588,11 +608,12 @@ TEST_P(EngineOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
 // The last chunks of four prompts in one prefill call, each in its own slot at its own start
 // (after its leading chunks ran alone), give each the logits its last chunk gives alone in
 // another slot, and HF's first-token logits; and greedy requests submitted together, whose
-// prompts prefill together, get HF's tokens. A full cache (tiny Llama 3) and sliding layers'
-// rings (tiny Gemma 3).
+// prompts prefill together, get HF's tokens. A full cache (tiny Llama 3), sliding layers'
+// rings (tiny Gemma 3) and short convolutions' (tiny LFM2).
 TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
   const fs::path models[] = {testing::test_data("models/tiny_llama3"),
-                             testing::test_data("models/gemma3_text")};
+                             testing::test_data("models/gemma3_text"),
+                             testing::test_data("models/lfm2")};
   for (const fs::path& model : models) {
     const std::string label = GetParam() + " " + model.filename().string();
     const json reference = read_json(model.filename() == "tiny_llama3"
@@ -674,6 +695,12 @@ TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),
                          [](const auto& param_info) { return param_info.param; });
 
+INSTANTIATE_TEST_SUITE_P(
+    Rings, RingModelOnRuntime,
+    ::testing::Combine(::testing::Values(std::string("gemma3_text"), std::string("lfm2")),
+                       ::testing::Values(std::string("iree"), std::string("xla"))),
+    family_runtime_name);
+
 // ---------------------------------------------------------------------------------------------
 // A tiny model against its reference: the greedy streams of its id-list prompts, each joining and
 // leaving at its own step, equal HF's; teacher-forced logits in slot min(1, slots - 1) lie within
@@ -748,8 +775,9 @@ TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& re
 // family = one line in kFamilies.
 
 const std::vector<std::string> kFamilies = {
-    "qwen3",      "gemma3_text", "gemma2",    "granite", "olmo2",   "phi3",    "stablelm",
-    "starcoder2", "cohere",      "qwen3_moe", "olmoe",   "mixtral", "smollm3", "phi3_longrope",
+    "qwen3", "gemma3_text", "gemma2",     "granite",       "olmo2",
+    "phi3",  "stablelm",    "starcoder2", "cohere",        "qwen3_moe",
+    "olmoe", "mixtral",     "smollm3",    "phi3_longrope", "lfm2",
 };
 
 // Four slots, so that requests are decoded together, and logits on the host for teacher forcing.
@@ -777,11 +805,6 @@ void expect_batched_greedy_and_logits_match(Engine& engine, const json& referenc
   EXPECT_LE(diff, kLogitTolerance);
 }
 
-using FamilyRuntime = std::tuple<std::string, std::string>;
-// The test name of a family on a runtime: "<family>_<runtime>".
-std::string family_runtime_name(const ::testing::TestParamInfo<FamilyRuntime>& info) {
-  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-}
 class FamilyTest : public ::testing::TestWithParam<FamilyRuntime> {};
 
 TEST_P(FamilyTest, TinyModelGreedyAndLogitsMatchHf) {
@@ -1059,7 +1082,7 @@ TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
 // (tests/data/models/converted/<type>.gguf, tools/reference/converted_gguf.py): its id-list
 // prompts give HF's greedy tokens and logits from the GGUF route too (q/k rows as the converter
 // permutes them, keys as it names them), on both runtimes.
-const std::vector<std::string> kConvertedFamilies = {"smollm3", "phi3_longrope"};
+const std::vector<std::string> kConvertedFamilies = {"smollm3", "phi3_longrope", "lfm2"};
 
 class ConvertedGgufTest : public ::testing::TestWithParam<FamilyRuntime> {};
 

@@ -113,8 +113,13 @@ fs::path process_dir() {
 // What ModelFiles records for a file storing every matrix as `stored` (vectors stay f32).
 void store_matrices_as(ModelConfig& config, DType stored) {
   const models::Architecture& architecture = models::architecture_for(config);
+  // As llama-quantize: a matrix whose rows are not whole blocks (LFM2's convolution weights,
+  // 3 taps per row) stays f32.
+  const auto block = static_cast<int64_t>(dtype_block_elements(stored));
   for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
-    if (spec.shape.size() == 2 && !spec.rope_inv_freq) config.stored_types[spec.hf_name] = stored;
+    if (spec.shape.size() == 2 && !spec.rope_inv_freq && spec.shape[1] % block == 0) {
+      config.stored_types[spec.hf_name] = stored;
+    }
   }
 }
 
@@ -254,14 +259,16 @@ std::string test_name(std::string text) {
 }
 
 // The published model with only the layers that hold every kind of layer it has (sliding or
-// full attention, with or without RoPE): more layers repeat the same dispatches and only add
-// compile time.
+// full attention or a short convolution, with or without RoPE): more layers repeat the same
+// dispatches and only add compile time.
 ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored) {
   ModelConfig config = config_of(file.stem().string(), testing::read_text(file));
   auto kind = [&](int64_t layer) {
-    return std::pair{config.is_sliding_layer(layer), config.skips_rope(layer)};
+    const auto index = static_cast<size_t>(layer);
+    return std::pair{index < config.layer_types.size() ? config.layer_types[index] : "",
+                     config.skips_rope(layer)};
   };
-  std::set<std::pair<bool, bool>> all_kinds, kinds;
+  std::set<std::pair<std::string, bool>> all_kinds, kinds;
   for (int64_t layer = 0; layer < config.num_layers; ++layer) all_kinds.insert(kind(layer));
   int64_t layers = 0;
   while (layers < 2 || kinds != all_kinds) kinds.insert(kind(layers++));

@@ -373,6 +373,38 @@ TEST(HfDirectory, Gemma3LegacyConfigTakesTransformersDefaults) {
   EXPECT_FALSE(c.is_sliding_layer(2));
 }
 
+// LFM2's published config (LFM2-1.2B: block_ff_dim and full_attn_idxs, no intermediate_size
+// or layer_types) reads as Lfm2Config does; the tiny model's transformers 5 config and the GGUF
+// llama.cpp's converter writes of it (kv heads per layer, 0 on conv layers) read alike.
+TEST(HfDirectory, Lfm2ConfigsReadAsTransformersAndTheConverterWriteThem) {
+  const ModelConfig published =
+      ModelFiles::open(make_hf_directory("lfm2_published",
+                                         read_bytes(test_data("models/real_size/lfm2-1.2b.json")))
+                           .string())
+          .config();
+  EXPECT_EQ(published.intermediate_size, 8192);  // 256 * ceil(int(2 * 12288 / 3) / 256)
+  EXPECT_EQ(published.conv_kernel, 3);
+  EXPECT_TRUE(published.tie_word_embeddings);
+  EXPECT_EQ(published.rope_theta, 1000000.0);
+  EXPECT_EQ(published.rms_norm_eps, 1e-5);
+  std::vector<int64_t> attention;
+  for (int64_t l = 0; l < published.num_layers; ++l) {
+    if (!published.is_conv_layer(l)) attention.push_back(l);
+  }
+  EXPECT_EQ(attention, (std::vector<int64_t>{2, 5, 8, 10, 12, 14}));
+
+  const ModelConfig hf = ModelFiles::open(testing::test_data("models/lfm2").string()).config();
+  const ModelConfig gguf =
+      ModelFiles::open(testing::test_data("models/converted/lfm2.gguf").string()).config();
+  for (const ModelConfig* c : {&hf, &gguf}) {
+    EXPECT_EQ(c->layer_types, (std::vector<std::string>{"conv", "conv", "full_attention", "conv"}));
+    EXPECT_EQ(c->intermediate_size, 64);  // 16 * ceil(int(2 * 96 / 3) / 16)
+    EXPECT_EQ(c->num_kv_heads, 2);
+    EXPECT_EQ(c->conv_kernel, 3);
+    EXPECT_FALSE(c->conv_bias);
+  }
+}
+
 // What a family's graph cannot compute is refused with one line naming the file and the field.
 TEST(HfDirectory, UnsupportedFamilyOptionsAreErrors) {
   struct Case {
@@ -433,10 +465,11 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   fs::path dir = make_hf_directory("unknown", config.dump());
   ModelFiles model = ModelFiles::open(dir.string());
   EXPECT_EQ(model.config().architecture, "gpt_neox");
-  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
-               "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
-               "gemma3_text, granite, llama, mistral, mixtral, olmo2, olmoe, phi3, qwen2, qwen3, "
-               "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
+  expect_error(
+      [&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+      "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
+      "gemma3_text, granite, lfm2, llama, mistral, mixtral, olmo2, olmoe, phi3, qwen2, qwen3, "
+      "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {

@@ -40,6 +40,15 @@ void run_inspect(const std::string& path) {
   }
   fmt::print("layers: {}  hidden: {}  intermediate: {}\n", c.num_layers, c.hidden_size,
              c.intermediate_size);
+  std::vector<int64_t> conv_layers;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    if (c.is_conv_layer(l)) conv_layers.push_back(l);
+  }
+  if (!conv_layers.empty()) {
+    fmt::print("short-convolution layers: {} of {} ({}), {} taps{}\n", conv_layers.size(),
+               c.num_layers, fmt::join(conv_layers, ", "), c.conv_kernel,
+               c.conv_bias ? ", with biases" : "");
+  }
   fmt::print("heads: {}  kv heads: {}  head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
   fmt::print("vocab: {}  context: {}\n", c.vocab_size, c.max_position_embeddings);
   fmt::print("rms norm eps: {:g}  rope theta: {:g}  rope scaling: {}", c.rms_norm_eps, c.rope_theta,

@@ -165,7 +165,7 @@ Executor::Executor(std::unique_ptr<device::Device> device,
     }
   }
   const std::string ring = capabilities_.ring_rows > 0
-                               ? fmt::format(", sliding layers {}", capabilities_.ring_rows)
+                               ? fmt::format(", rings of {} positions", capabilities_.ring_rows)
                                : std::string();
   const std::string per_device =
       parts > 1 ? fmt::format("; per device of {}: weights {:.1f} MiB, KV cache {:.1f} MiB", parts,

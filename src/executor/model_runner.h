@@ -24,7 +24,8 @@ struct Capabilities {
   // 1: one per call. A short chunk costs about what the weights take to read, so a burst of
   // short prompts prefills together in about the time of one.
   int64_t prefill_sequences = 1;
-  // Sliding layers keep only this many positions per slot, position p at row p mod ring_rows
+  // The shortest ring among the caches: sliding layers (their window) and short convolutions
+  // (their taps) keep only this many positions per slot, position p at row p mod ring_rows
   // (models/cache_access.h); 0: every layer keeps all `capacity`. Writing position n replaces
   // n - ring_rows, so a slot's rows stay reusable only up to its newest position.
   int64_t ring_rows = 0;

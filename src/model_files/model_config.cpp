@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "common/error.h"
 #include "model_files/gguf_file.h"
@@ -216,8 +218,11 @@ void gemma_defaults(ModelConfig& c, int64_t pattern) {
   }
 }
 
+// config.json's layer_types, each one of `kinds` (the two attention kinds, or LFM2's).
 std::vector<std::string> layer_types_from_hf(const Json& config, int64_t layers,
-                                             const std::string& path) {
+                                             const std::string& path,
+                                             std::pair<const char*, const char*> kinds = {
+                                                 "sliding_attention", "full_attention"}) {
   std::vector<std::string> types;
   if (!config.contains("layer_types") || config["layer_types"].is_null()) return types;
   const Json& list = config["layer_types"];
@@ -225,14 +230,63 @@ std::vector<std::string> layer_types_from_hf(const Json& config, int64_t layers,
     fail(path, "field 'layer_types' must list one type per layer ({})", layers);
   }
   for (const Json& item : list) {
-    if (!item.is_string() || (item.get<std::string>() != "sliding_attention" &&
-                              item.get<std::string>() != "full_attention")) {
-      fail(path, "field 'layer_types' holds '{}' (supported: sliding_attention, full_attention)",
-           item.dump());
+    if (!item.is_string() ||
+        (item.get<std::string>() != kinds.first && item.get<std::string>() != kinds.second)) {
+      fail(path, "field 'layer_types' holds '{}' (supported: {}, {})", item.dump(), kinds.first,
+           kinds.second);
     }
     types.push_back(item.get<std::string>());
   }
   return types;
+}
+
+// Lfm2Config: layer_types, or full_attn_idxs (the attention layers; the rest convolve; absent:
+// all attention); the feed-forward width adjusted as Lfm2MLP does (2/3 of block_ff_dim, times
+// block_ffn_dim_multiplier, rounded up to block_multiple_of); the head tied unless said
+// otherwise (tie_embedding is the older key).
+void lfm2_from_hf(const Json& config, ModelConfig& result, const std::string& path) {
+  result.layer_types =
+      layer_types_from_hf(config, result.num_layers, path, {"conv", "full_attention"});
+  if (result.layer_types.empty()) {
+    result.layer_types.assign(static_cast<size_t>(result.num_layers), "full_attention");
+    if (config.contains("full_attn_idxs") && !config["full_attn_idxs"].is_null()) {
+      result.layer_types.assign(static_cast<size_t>(result.num_layers), "conv");
+      for (int64_t layer : json_id_list(config["full_attn_idxs"], "full_attn_idxs", path)) {
+        if (layer < 0 || layer >= result.num_layers) {
+          fail(path, "field 'full_attn_idxs' names layer {} of {}", layer, result.num_layers);
+        }
+        result.layer_types[static_cast<size_t>(layer)] = "full_attention";
+      }
+    }
+  }
+  result.conv_kernel = json_optional_int(config, "conv_L_cache", path).value_or(3);
+  result.conv_bias = config.contains("conv_bias") && config["conv_bias"].is_boolean() &&
+                     config["conv_bias"].get<bool>();
+  if (auto width = json_optional_int(config, "block_ff_dim", path)) {
+    result.intermediate_size = *width;
+  }
+  const bool adjust = !config.contains("block_auto_adjust_ff_dim") ||
+                      !config["block_auto_adjust_ff_dim"].is_boolean() ||
+                      config["block_auto_adjust_ff_dim"].get<bool>();
+  if (adjust) {
+    auto width = static_cast<int64_t>(2.0 * static_cast<double>(result.intermediate_size) / 3.0);
+    if (!config.contains("block_ffn_dim_multiplier") ||
+        !config["block_ffn_dim_multiplier"].is_null()) {
+      const double multiplier =
+          json_optional_number(config, "block_ffn_dim_multiplier", path).value_or(1.0);
+      const int64_t multiple = json_optional_int(config, "block_multiple_of", path).value_or(256);
+      if (multiple <= 0) fail(path, "block_multiple_of must be positive, got {}", multiple);
+      width = static_cast<int64_t>(multiplier * static_cast<double>(width));
+      width = multiple * ((width + multiple - 1) / multiple);
+    }
+    result.intermediate_size = width;
+  }
+  result.tie_word_embeddings = true;
+  for (const char* key : {"tie_word_embeddings", "tie_embedding"}) {
+    if (config.contains(key) && config[key].is_boolean()) {
+      result.tie_word_embeddings = config[key].get<bool>();
+    }
+  }
 }
 
 }  // namespace
@@ -264,7 +318,9 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
 
   result.vocab_size = json_int(config, "vocab_size", path);
   result.hidden_size = json_int(config, "hidden_size", path);
-  result.intermediate_size = json_int(config, "intermediate_size", path);
+  result.intermediate_size = result.architecture == "lfm2" && config.contains("block_ff_dim")
+                                 ? json_int(config, "block_ff_dim", path)
+                                 : json_int(config, "intermediate_size", path);
   result.num_layers = json_int(config, "num_hidden_layers", path);
   result.num_heads = json_int(config, "num_attention_heads", path);
   result.num_kv_heads =
@@ -275,11 +331,12 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   result.max_position_embeddings = json_int(config, "max_position_embeddings", path);
   // LayerNorm families name their epsilon otherwise (StableLM, Starcoder2).
   const char* eps_key = "rms_norm_eps";
-  for (const char* key : {"layer_norm_eps", "norm_epsilon"}) {
+  for (const char* key : {"layer_norm_eps", "norm_epsilon", "norm_eps"}) {
     if (!config.contains(eps_key) && config.contains(key)) eps_key = key;
   }
   result.rms_norm_eps = json_number(config, eps_key, path);
-  if (is_gemma3(result)) result.rope_theta = 1000000.0;  // Gemma3TextConfig's global base
+  // Gemma3TextConfig's global base, and Lfm2Config's.
+  if (is_gemma3(result) || result.architecture == "lfm2") result.rope_theta = 1000000.0;
   rope_from_hf(config, result, path);
   // transformers' Llama, Mistral and Qwen2 configs default to an untied head.
   if (config.contains("tie_word_embeddings")) {
@@ -346,6 +403,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   if (result.architecture == "smollm3")
     result.rope_skipped = smollm3_rope_skipped(config, result, path);
   longrope_defaults(config, result, path);
+  if (result.architecture == "lfm2") lfm2_from_hf(config, result, path);
   if (result.architecture == "stablelm") {
     result.attention_bias = config.contains("use_qkv_bias") &&
                             config["use_qkv_bias"].is_boolean() &&
@@ -444,7 +502,17 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   result.intermediate_size = gguf.get_int(key("feed_forward_length"));
   result.num_layers = gguf.get_int(key("block_count"));
   result.num_heads = gguf.get_int(key("attention.head_count"));
-  result.num_kv_heads = int_or("attention.head_count_kv", result.num_heads);
+  // LFM2's converter lists kv heads per layer: 0 for a conv layer.
+  if (const GgufValue* kv = gguf.find(key("attention.head_count_kv"));
+      kv != nullptr && std::holds_alternative<GgufArray>(kv->value)) {
+    result.num_kv_heads = 0;
+    for (int64_t heads : gguf.get_int_array(key("attention.head_count_kv"))) {
+      result.layer_types.push_back(heads == 0 ? "conv" : "full_attention");
+      result.num_kv_heads = std::max(result.num_kv_heads, heads);
+    }
+  } else {
+    result.num_kv_heads = int_or("attention.head_count_kv", result.num_heads);
+  }
   result.head_dim = int_or("attention.key_length",
                            result.num_heads > 0 ? result.hidden_size / result.num_heads : 0);
   result.max_position_embeddings = gguf.get_int(key("context_length"));
@@ -532,6 +600,7 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
       result.sliding_window) {
     result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
   }
+  result.conv_kernel = int_or("shortconv.l_cache", 0);
   if (auto scale = optional_float("attention.scale")) result.attention_multiplier = *scale;
   if (auto scale = optional_float("embedding_scale")) result.embedding_multiplier = *scale;
   if (auto scale = optional_float("residual_scale")) result.residual_multiplier = *scale;
@@ -569,6 +638,14 @@ void validate_config(const ModelConfig& c, const std::string& where) {
   if (!(c.rms_norm_eps > 0)) fail(where, "rms_norm_eps must be positive");
   if (!(c.rope_theta > 0)) fail(where, "rope_theta must be positive");
   if (!(c.rope_local_theta > 0)) fail(where, "rope_local_base_freq must be positive");
+  if (c.num_layers != static_cast<int64_t>(c.layer_types.size()) && !c.layer_types.empty()) {
+    fail(where, "{} layer types for {} layers", c.layer_types.size(), c.num_layers);
+  }
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+    if (c.is_conv_layer(layer) && c.conv_kernel < 2) {
+      fail(where, "conv layers need a convolution of at least 2 taps, got {}", c.conv_kernel);
+    }
+  }
   if (c.sliding_window && *c.sliding_window <= 0) {
     fail(where, "sliding_window must be positive, got {}", *c.sliding_window);
   }

@@ -59,8 +59,14 @@ struct ModelConfig {
   // transformers' config classes supply when config.json or the GGUF omits a value are filled
   // in here too (gemma2, gemma3_text), so both sources give the same config.
   std::optional<int64_t> sliding_window;  // keys older than this many positions are masked
-  // Per layer "sliding_attention" or "full_attention" (HF layer_types); empty: all full.
+  // Per layer "sliding_attention", "full_attention" or "conv" (HF layer_types; LFM2's
+  // full_attn_idxs; in LFM2's GGUF, a layer with 0 kv heads is a conv layer); empty: all full.
   std::vector<std::string> layer_types;
+  // LFM2's short convolutions: a conv layer mixes each channel's last conv_kernel inputs (HF
+  // conv_L_cache, GGUF shortconv.l_cache), with biases on its linears and convolution where
+  // conv_bias.
+  int64_t conv_kernel = 0;
+  bool conv_bias = false;
   double rope_local_theta = 10000.0;              // RoPE base of sliding layers (Gemma 3)
   RopeScaling rope_local_scaling;                 // RoPE scaling of sliding layers (Gemma 3)
   std::optional<double> query_pre_attn_scalar;    // attention scale = this^-0.5 (Gemma)
@@ -109,6 +115,10 @@ struct ModelConfig {
   bool skips_rope(int64_t layer) const {
     return layer < static_cast<int64_t>(rope_skipped.size()) &&
            rope_skipped[static_cast<size_t>(layer)];
+  }
+  bool is_conv_layer(int64_t layer) const {
+    return layer < static_cast<int64_t>(layer_types.size()) &&
+           layer_types[static_cast<size_t>(layer)] == "conv";
   }
   bool is_sliding_layer(int64_t layer) const {
     return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&

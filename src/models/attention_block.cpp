@@ -1,5 +1,7 @@
 #include "models/attention_block.h"
 
+#include <fmt/format.h>
+
 #include "stablehlo/ops.h"
 
 namespace xlacel::models {
@@ -34,17 +36,20 @@ void AttentionBlock::add_weights(DecoderWeights& weights, int64_t l) const {
   bias("k", "k_proj", "attn_k.bias", kv_dim, Split::kKvOutputs);
   if (options_.qk_norm != QkNorm::kNone) {
     const bool per_head = options_.qk_norm == QkNorm::kPerHead;
-    weights.add_layer_qk_norm(l, "q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight",
-                              per_head ? c.head_dim : q_dim);
-    weights.add_layer_qk_norm(l, "k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight",
-                              per_head ? c.head_dim : kv_dim);
+    const AttentionNames& n = options_.names;
+    weights.add_layer_qk_norm(l, "q_norm", fmt::format("self_attn.{}.weight", n.q_norm),
+                              "attn_q_norm.weight", per_head ? c.head_dim : q_dim);
+    weights.add_layer_qk_norm(l, "k_norm", fmt::format("self_attn.{}.weight", n.k_norm),
+                              "attn_k_norm.weight", per_head ? c.head_dim : kv_dim);
   }
   projection("v", "v_proj", "attn_v.weight", q_dim + kv_dim, kv_dim, Split::kKvOutputs);
   bias("v", "v_proj", "attn_v.bias", kv_dim, Split::kKvOutputs);
-  weights.add_layer(l, "o_proj", "self_attn.o_proj.weight", "attn_output.weight",
+  const std::string& output = options_.names.output;
+  weights.add_layer(l, "o_proj", fmt::format("self_attn.{}.weight", output), "attn_output.weight",
                     {c.hidden_size, q_dim}, Split::kInputs);
   if (c.linear_bias) {
-    weights.add_layer(l, "o_bias", "self_attn.o_proj.bias", "attn_output.bias", {c.hidden_size});
+    weights.add_layer(l, "o_bias", fmt::format("self_attn.{}.bias", output), "attn_output.bias",
+                      {c.hidden_size});
   }
 }
 
@@ -98,6 +103,15 @@ Value AttentionBlock::emit(DecoderGraph& graph, int64_t l, Value x) const {
                      .kernel = graph.options().attention_kernel()};
   return linear(attention(in), graph.layer_matrix(l, "o_proj"),
                 graph.optional_layer_weight(l, "o_bias"));
+}
+
+void AttentionBlock::add_caches(std::vector<TensorSpec>& caches, const ModelConfig& config,
+                                int64_t layer, ElementType element, int64_t slots,
+                                int64_t capacity) const {
+  const int64_t rows = keeps_window(config, layer, capacity) ? *config.sliding_window : capacity;
+  const std::vector<int64_t> shape = {slots, config.num_kv_heads, rows, config.head_dim};
+  caches.push_back({fmt::format("k_cache_{}", layer), element, shape, Split::kKvHeads});
+  caches.push_back({fmt::format("v_cache_{}", layer), element, shape, Split::kKvHeads});
 }
 
 bool AttentionBlock::keeps_window(const ModelConfig& config, int64_t layer,

@@ -5,9 +5,12 @@
 // on sliding layers) and the output projection. AttentionOptions holds where families differ.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "models/decoder_graph.h"
 #include "models/decoder_weights.h"
+#include "models/graph_signature.h"
 
 namespace xlacel::models {
 
@@ -15,6 +18,13 @@ enum class QkNorm {
   kNone,
   kPerHead,      // RMSNorm of each head's q/k over head_dim, before RoPE (Qwen 3, Gemma 3)
   kAcrossHeads,  // RMSNorm of the whole q/k projection (heads * head_dim), before RoPE (OLMo 2)
+};
+
+// HF names of a family's attention tensors where they are not Llama's (LFM2: out_proj,
+// q_layernorm, k_layernorm): self_attn.<name>.weight.
+struct AttentionNames {
+  std::string output = "o_proj";
+  std::string q_norm = "q_norm", k_norm = "k_norm";
 };
 
 struct AttentionOptions {
@@ -29,6 +39,7 @@ struct AttentionOptions {
   bool local_rope = false;
   double scale = 0;                              // scores * scale; 0: 1/sqrt(head_dim)
   std::optional<double> softcap = std::nullopt;  // scores: cap * tanh(scores / cap) (Gemma 2)
+  AttentionNames names = {};
 };
 
 class AttentionBlock {
@@ -41,6 +52,10 @@ class AttentionBlock {
   void add_weights(DecoderWeights& weights, int64_t layer) const;
   // x f32 [T, hidden] (normed) -> the output projection's f32 [T, hidden].
   Value emit(DecoderGraph& graph, int64_t layer, Value x) const;
+  // k_cache_<L> and v_cache_<L> [slots, kv_heads, rows, head_dim] of `element`: rows the
+  // capacity, or a sliding layer's window where it keeps only that (a ring, cache_access.h).
+  void add_caches(std::vector<TensorSpec>& caches, const ModelConfig& config, int64_t layer,
+                  stablehlo::ElementType element, int64_t slots, int64_t capacity) const;
   // Whether layer `layer` keeps only its window (a ring, cache_access.h) in a cache of
   // `capacity` positions.
   bool keeps_window(const ModelConfig& config, int64_t layer, int64_t capacity) const;

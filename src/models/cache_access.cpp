@@ -135,6 +135,68 @@ CacheUpdate CacheAccess::update(Value k_cache, Value v_cache, Value k, Value v,
   return result;
 }
 
+RecentInputs CacheAccess::recent_inputs(Value cache, Value x) const {
+  Block& b = x.block();
+  const std::vector<int64_t> shape = cache.shape();  // [slots, 1, taps, D]
+  const int64_t taps = shape[2], width = shape[3];
+  auto as_f32 = [](Value v) {
+    return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
+  };
+  // Rows `index` (i32, any shape) of `table` [M, D], zero where `position` (same shape) < 0.
+  auto rows_at = [&](Value table, Value index, Value position) {
+    Value rows = as_f32(take(table, index));
+    std::vector<int64_t> dims(index.shape().size());
+    for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+    Value before_start =
+        broadcast_in_dim(compare(position, i32_constant(b, position.shape(), 0), Direction::kLT),
+                         rows.shape(), dims);
+    return select(before_start, constant(b, rows.type(), 0.0), rows);
+  };
+  // The ring row holding `position` (> -taps).
+  auto ring_row = [&](Value position) {
+    const std::vector<int64_t>& s = position.shape();
+    return remainder(position + i32_constant(b, s, taps), i32_constant(b, s, taps));
+  };
+  RecentInputs result;
+  if (kind_ == GraphKind::kPrefill) {
+    std::vector<Value> windows;
+    result.cache = cache;
+    const TensorType taps_i32(ElementType::kI32, {taps - 1});
+    const TensorType window_i32(ElementType::kI32, {tokens_, taps});
+    for (std::size_t s = 0; s < chunks_.size(); ++s) {
+      const PrefillChunkRows& chunk = chunks_[s];
+      const auto first = static_cast<int64_t>(s) * tokens_;
+      Value rows = slice(x, {first, 0}, {first + tokens_, width});
+      // [the slot's ring ; the chunk's rows]: the ring's new rows and the window are both read
+      // from it (see update(): the write must depend on the read).
+      Value attended = attended_rows(result.cache, chunk, reshape(rows, {tokens_, 1, width}));
+      Value table = reshape(attended, {taps + tokens_, width});
+      // The taps - 1 positions before the chunk, then the chunk's own.
+      Value before = broadcast_in_dim(chunk.start, {taps - 1}, {}) + iota(b, taps_i32, 0) -
+                     i32_constant(b, {taps - 1}, taps - 1);
+      Value sequence = concatenate({rows_at(table, ring_row(before), before),
+                                    as_f32(slice(table, {taps, 0}, {taps + tokens_, width}))},
+                                   0);
+      // Row i's window is sequence rows i .. i + taps - 1.
+      Value index = iota(b, window_i32, 0) + iota(b, window_i32, 1);
+      windows.push_back(take(sequence, index));
+      result.cache = prefill_ring_store(result.cache, chunk, attended);
+    }
+    result.window = windows.size() == 1 ? windows[0] : concatenate(windows, 0);
+    return result;
+  }
+  result.cache = decode_store(cache, reshape(x, {tokens_, 1, width}), taps);
+  // Slot n's ring after the write, as rows n * taps .. n * taps + taps - 1 of one table.
+  Value table = reshape(slice(result.cache, {0, 0, 0, 0}, {tokens_, 1, taps, width}),
+                        {tokens_ * taps, width});
+  const TensorType window_i32(ElementType::kI32, {tokens_, taps});
+  Value position = broadcast_in_dim(positions_, {tokens_, taps}, {0}) + iota(b, window_i32, 1) -
+                   i32_constant(b, {tokens_, taps}, taps - 1);
+  Value slot_first = iota(b, window_i32, 0) * i32_constant(b, {tokens_, taps}, taps);
+  result.window = rows_at(table, slot_first + ring_row(position), position);
+  return result;
+}
+
 Value CacheAccess::prefill_store(Value cache, const PrefillChunkRows& chunk, Value block) const {
   // The block's T rows go at `start`, except that they must lie inside the cache: near the end
   // they go at capacity - T, with the rows before `start` kept as they are and the rows past the

@@ -36,6 +36,14 @@ struct CacheUpdate {
   CacheRead read;
 };
 
+// A short convolution's inputs around each of the call's rows (CacheAccess::recent_inputs).
+struct RecentInputs {
+  stablehlo::Value cache;  // the layer's cache after the call
+  // f32 [T, taps, D]: for the row at position p, the inputs at p - taps + 1 .. p in order, zero
+  // before position 0.
+  stablehlo::Value window;
+};
+
 // One sequence's prefill chunk (i32 scalars): `bucket` tokens of slot `slot` at positions
 // start .. start + bucket - 1, the first `valid_length` real.
 struct PrefillChunkRows {
@@ -61,6 +69,11 @@ class CacheAccess {
   // `capacity` is a ring.
   CacheUpdate update(stablehlo::Value k_cache, stablehlo::Value v_cache, stablehlo::Value k,
                      stablehlo::Value v, int64_t capacity) const;
+  // A recurrent layer's ring of its latest inputs (LFM2's short convolution): `cache`
+  // [slots, 1, taps, D] holds position p's input at row p mod taps, as a ring of KV rows does,
+  // so what a row holds follows from the slot's position alone, an idle decode row's write is
+  // harmless and a slot may resume from its newest position; x f32 [T, D]: this call's inputs.
+  RecentInputs recent_inputs(stablehlo::Value cache, stablehlo::Value x) const;
 
  private:
   CacheAccess() = default;

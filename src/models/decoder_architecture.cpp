@@ -26,14 +26,7 @@ std::vector<TensorSpec> DecoderArchitecture::cache_specs(const ModelConfig& conf
   const DecoderFamily decoder = family(config);
   std::vector<TensorSpec> specs;
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
-    // A sliding layer keeps only its window: a ring (cache_access.h).
-    const bool ring = decoder.layer->attention().keeps_window(config, layer, capacity);
-    const std::vector<int64_t> shape = {slots, config.num_kv_heads,
-                                        ring ? *config.sliding_window : capacity, config.head_dim};
-    specs.push_back(
-        {fmt::format("k_cache_{}", layer), cache_element(weights), shape, Split::kKvHeads});
-    specs.push_back(
-        {fmt::format("v_cache_{}", layer), cache_element(weights), shape, Split::kKvHeads});
+    decoder.layer->add_caches(specs, config, layer, cache_element(weights), slots, capacity);
   }
   return specs;
 }

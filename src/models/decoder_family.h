@@ -6,6 +6,7 @@
 // list (decoder_weights.h) are written once for all of them.
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "model_files/model_config.h"
 
@@ -34,6 +35,9 @@ struct DecoderFamily {
   // (Gemma2TensorProcessor), and so do we, in f32.
   bool gguf_norms_minus_one = false;
   double embedding_scale = 1.0;  // embeddings * f32(scale) (Gemma: sqrt(hidden); Granite)
+  // The final norm's HF and GGUF names (LFM2: model.embedding_norm, token_embd_norm).
+  std::string final_norm_hf = "model.norm.weight";
+  std::string final_norm_gguf = "output_norm.weight";
   LogitTransform logits;
   std::shared_ptr<const DecoderLayer> layer;  // every layer's kind
 };

@@ -35,8 +35,10 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
     weights_[spec.name] = f.argument(spec.name, TensorType(spec.element, spec.shape));
   }
   for (const TensorSpec& spec : signature.caches) {
+    cache_index_[spec.name] = caches_.size();
     caches_.push_back(f.argument(spec.name, type_of(spec)));
   }
+  new_caches_ = caches_;
 
   const bool prefill = options.kind == GraphKind::kPrefill;
   sequences_ = prefill ? options.sequences : options.bucket;
@@ -132,12 +134,19 @@ Value DecoderGraph::scaled(Value x, double scale) {
 }
 
 CacheRead DecoderGraph::update_cache(int64_t layer, Value k, Value v) {
-  CacheUpdate cache =
-      access_->update(caches_[static_cast<size_t>(2 * layer)],
-                      caches_[static_cast<size_t>(2 * layer + 1)], k, v, options_.capacity);
-  new_caches_.push_back(cache.k_cache);
-  new_caches_.push_back(cache.v_cache);
+  const std::size_t k_index = cache_index_.at(fmt::format("k_cache_{}", layer));
+  const std::size_t v_index = cache_index_.at(fmt::format("v_cache_{}", layer));
+  CacheUpdate cache = access_->update(caches_[k_index], caches_[v_index], k, v, options_.capacity);
+  new_caches_[k_index] = cache.k_cache;
+  new_caches_[v_index] = cache.v_cache;
   return cache.read;
+}
+
+Value DecoderGraph::recent_inputs(int64_t layer, Value x) {
+  const std::size_t index = cache_index_.at(fmt::format("conv_cache_{}", layer));
+  RecentInputs recent = access_->recent_inputs(caches_[index], x);
+  new_caches_[index] = recent.cache;
+  return recent.window;
 }
 
 Value DecoderGraph::query_positions() {

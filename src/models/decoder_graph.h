@@ -55,6 +55,9 @@ class DecoderGraph {
   // Writes this call's k and v [T, kv_heads, head_dim] into layer `layer`'s cache; what
   // attention reads.
   CacheRead update_cache(int64_t layer, Value k, Value v);
+  // Writes this call's inputs x f32 [T, D] of layer `layer`'s short convolution into its cache;
+  // each row's window of inputs (CacheAccess::recent_inputs): f32 [T, taps, D].
+  Value recent_inputs(int64_t layer, Value x);
   Value query_positions();                               // i32 [N, T per sequence]
   std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
   Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
@@ -72,7 +75,10 @@ class DecoderGraph {
   stablehlo::Module module_;
   stablehlo::Function* function_;
   std::map<std::string, Value> inputs_, weights_;
+  // The caches in signature order, their values after this call's writes so far (unwritten:
+  // the argument), and their positions by name (k_cache_<L>, v_cache_<L>, conv_cache_<L>).
   std::vector<Value> caches_, new_caches_;
+  std::map<std::string, std::size_t> cache_index_;
   int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
   Value positions_, token_ids_;
   std::optional<Value> end_;

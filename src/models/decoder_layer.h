@@ -5,15 +5,21 @@
 //   sandwich_norm_layer.cpp  norms before and after each block            (Gemma 2 and 3)
 //   post_norm_layer.cpp      norms after each block only                  (OLMo 2)
 //   parallel_layer.cpp       h += attn(x) + ffn(x), x = norm(h)           (Cohere)
-// A new kind of layer (a recurrent mixer beside attention, say) is a new DecoderLayer.
+//   short_conv_or_attention_layer.cpp
+//                            pre-norm, a short convolution in place of attention on conv
+//                            layers                                        (LFM2)
+// A new kind of layer (a recurrent mixer beside attention, say) is a new DecoderLayer, its
+// state a cache of its own (add_caches).
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/attention_block.h"
 #include "models/decoder_graph.h"
 #include "models/decoder_weights.h"
 #include "models/feed_forward.h"
+#include "models/short_conv_block.h"
 
 namespace xlacel::models {
 
@@ -26,6 +32,12 @@ class DecoderLayer {
   const AttentionBlock& attention() const { return attention_; }
   // Layer `layer`'s weights in argument order: its norms and its blocks'.
   virtual void add_weights(DecoderWeights& weights, int64_t layer) const = 0;
+  // Layer `layer`'s caches in argument order (Architecture::cache_specs): its attention's k and
+  // v, unless the layer keeps another state.
+  virtual void add_caches(std::vector<TensorSpec>& caches, const ModelConfig& config, int64_t layer,
+                          stablehlo::ElementType element, int64_t slots, int64_t capacity) const {
+    attention_.add_caches(caches, config, layer, element, slots, capacity);
+  }
   // h f32 [T, hidden] -> the layer's output.
   virtual Value emit(DecoderGraph& graph, int64_t layer, Value h) const = 0;
 
@@ -75,6 +87,21 @@ class ParallelLayer final : public DecoderLayer {
   using DecoderLayer::DecoderLayer;
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value h) const override;
+};
+
+// h += mixer(operator_norm(h)); h += ffn(ffn_norm(h)), the mixer a short convolution
+// (short_conv_block.h) on the config's conv layers and attention on the others (LFM2); a conv
+// layer's state is its conv cache instead of a KV cache.
+class ShortConvOrAttentionLayer final : public DecoderLayer {
+ public:
+  using DecoderLayer::DecoderLayer;
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  void add_caches(std::vector<TensorSpec>& caches, const ModelConfig& config, int64_t layer,
+                  stablehlo::ElementType element, int64_t slots, int64_t capacity) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value h) const override;
+
+ private:
+  ShortConvBlock conv_;
 };
 
 // The norms a layer's wiring declares, with their HF and GGUF names.

@@ -74,7 +74,7 @@ std::vector<WeightSpec> decoder_weight_specs(const ModelConfig& c, const Decoder
   list.add("embed_tokens", "model.embed_tokens.weight", "token_embd.weight",
            {c.vocab_size, c.hidden_size}, Split::kOutputs);
   for (int64_t layer = 0; layer < c.num_layers; ++layer) family.layer->add_weights(list, layer);
-  list.add_norm("final_norm", "model.norm.weight", "output_norm.weight", c.hidden_size);
+  list.add_norm("final_norm", family.final_norm_hf, family.final_norm_gguf, c.hidden_size);
   if (!c.tie_word_embeddings) {
     list.add("lm_head", "lm_head.weight", "output.weight", {c.vocab_size, c.hidden_size},
              Split::kOutputs);

@@ -18,5 +18,6 @@ const Architecture& stablelm_architecture();   // stablelm: LayerNorm, qkv bias,
 const Architecture& starcoder2_architecture();  // starcoder2: LayerNorm, biases, GELU MLP
 const Architecture& cohere_architecture();  // cohere: parallel block, interleaved RoPE, logit scale
 const Architecture& mixtral_architecture();  // mixtral: Llama with a mixture of experts
+const Architecture& lfm2_architecture();     // lfm2: short convolutions beside attention
 
 }  // namespace xlacel::models

@@ -19,18 +19,28 @@ class FeedForward {
   virtual Value emit(DecoderGraph& graph, int64_t layer, Value x) const = 0;
 };
 
+// HF names of an MLP's matrices: <block>.<gate|up|down>.weight; in a mixture, the router is
+// <block>.gate.weight (GGUF ffn_gate_inp) and expert E's matrices
+// <block>.experts.E.<gate|up|down>.weight (GGUF: row blocks of the stacked
+// ffn_{gate,up,down}_exps).
+struct MlpNames {
+  std::string block = "mlp";
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+};
+
 // down(act(gate(x)) * up(x)): l<L>_gate_proj, _up_proj (rows of one mlp.gate_up_proj tensor,
-// GGUF ffn_up, where fused: Phi-3), _down_proj.
+// GGUF ffn_up, where fused: Phi-3), _down_proj; HF names as `names` say.
 class GatedMlp final : public FeedForward {
  public:
-  GatedMlp(Activation activation, bool fused_gate_up)
-      : activation_(activation), fused_gate_up_(fused_gate_up) {}
+  GatedMlp(Activation activation, bool fused_gate_up, MlpNames names = {})
+      : activation_(activation), fused_gate_up_(fused_gate_up), names_(std::move(names)) {}
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
 
  private:
   Activation activation_;
   bool fused_gate_up_;
+  MlpNames names_;
 };
 
 // down(act(up(x) + up_bias)) + down_bias, HF mlp.c_fc / mlp.c_proj, biases where
@@ -45,27 +55,19 @@ class DenseMlp final : public FeedForward {
   Activation activation_;
 };
 
-// HF names of a mixture: the router is <block>.gate.weight (GGUF ffn_gate_inp), expert E's
-// matrices <block>.experts.E.<gate|up|down>.weight (GGUF: row blocks of the stacked
-// ffn_{gate,up,down}_exps).
-struct ExpertNames {
-  std::string block = "mlp";
-  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
-};
-
 // config.num_experts experts of gated MLPs, config.experts_per_token chosen per token
 // (llama_layers.h, mixture_of_experts): l<L>_router, then l<L>_e<E>_gate_proj, _up_proj,
 // _down_proj per expert.
 class SparseMoe final : public FeedForward {
  public:
-  SparseMoe(Activation activation, ExpertNames names)
+  SparseMoe(Activation activation, MlpNames names)
       : activation_(activation), names_(std::move(names)) {}
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
 
  private:
   Activation activation_;
-  ExpertNames names_;
+  MlpNames names_;
 };
 
 // A mixture where the config has experts (GGUF Mixtral is a "llama" with expert_count), else
@@ -73,12 +75,11 @@ class SparseMoe final : public FeedForward {
 std::shared_ptr<const FeedForward> feed_forward_for(const ModelConfig& config,
                                                     Activation activation,
                                                     std::shared_ptr<const FeedForward> dense,
-                                                    ExpertNames names = {});
+                                                    MlpNames names = {});
 
 // The common case: experts where the config has them, else a gated MLP of `activation` with
 // gate and up in tensors of their own.
 std::shared_ptr<const FeedForward> gated_feed_forward(const ModelConfig& config,
-                                                      Activation activation,
-                                                      ExpertNames names = {});
+                                                      Activation activation, MlpNames names = {});
 
 }  // namespace xlacel::models

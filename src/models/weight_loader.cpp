@@ -69,7 +69,13 @@ TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
     for (size_t d = 0; d + 1 < got.size(); ++d) outer *= got[d];
     got = {outer, got.back()};
   }
-  if (got != shape) {
+  // HF keeps a depthwise convolution's weight as [channels, 1, taps]; llama.cpp's converter
+  // squeezes it, as the argument is: dimensions of one are not compared.
+  auto squeezed = [](std::vector<int64_t> dims) {
+    std::erase(dims, int64_t{1});
+    return dims;
+  };
+  if (got != shape && (shape.size() == got.size() || squeezed(got) != squeezed(shape))) {
     fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
          fmt::join(tensor->shape, ", "), fmt::join(shape, ", "));
   }

@@ -121,6 +121,12 @@ FAMILIES = {
     # knows: its GGUF has no key for it), so 4 layers here.
     "smollm3": (dict(tie_word_embeddings=True, num_hidden_layers=4,
                      rope_parameters={"rope_type": "default", "rope_theta": 2e6}), "one"),
+    # Short convolutions (3 taps) on layers 0, 1 and 3, attention with per-head q/k norms on layer 2; the
+    # MLP width adjusted as Lfm2MLP does (2/3 of 96, a multiple of 16: 64); the head tied.
+    "lfm2": (dict(norm_eps=1e-5, num_hidden_layers=4, layer_types=["conv", "conv", "full_attention", "conv"],
+                  conv_L_cache=3, conv_bias=False, block_auto_adjust_ff_dim=True, block_multiple_of=16,
+                  block_ffn_dim_multiplier=1.0, tie_word_embeddings=True,
+                  rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
     "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
@@ -136,7 +142,7 @@ VARIANTS = {
 }
 
 # Families whose norms are LayerNorms name their epsilon otherwise.
-OWN_EPS = ("layer_norm_eps", "norm_epsilon")
+OWN_EPS = ("layer_norm_eps", "norm_epsilon", "norm_eps")
 
 # The families that transform their logits before the argmax (Gemma 2's softcap, Granite's divisor,
 # Cohere's multiplier), also at the vocabulary of their published checkpoints: the dimension at

@@ -90,6 +90,12 @@ FAMILY_TEXT = {
                          unk_token="<|endoftext|>"),
                     rstrip=["<|end|>", "<|user|>", "<|assistant|>", "<|system|>"],
                     merges=[("\u0120", "t")]),
+    # LFM2's ChatML roles and tool markers, byte-level; one merge, as a GGUF needs some.
+    "lfm2": _family("byte_level", ["<|pad|>", "<|startoftext|>", "<|im_end|>", "<|im_start|>", "<|endoftext|>",
+                                   "<|tool_list_start|>", "<|tool_list_end|>", "<|tool_response_start|>",
+                                   "<|tool_response_end|>"], TEMPLATES / "lfm2.jinja", "PreTrainedTokenizerFast",
+                    dict(bos_token="<|startoftext|>", eos_token="<|im_end|>", pad_token="<|pad|>", unk_token=None),
+                    merges=[("\u0120", "t")]),
     "mixtral": _family("llama_spm", ["<unk>", "<s>", "</s>"], TEMPLATES / "mixtral.jinja", "LlamaTokenizer",
                        dict(bos_token="<s>", eos_token="</s>", pad_token=None, unk_token="<unk>"),
                        add_bos_token=True),
