@@ -495,8 +495,10 @@ TEST(HfDirectory, BadConfigsNameTheProblem) {
   heads["num_key_value_heads"] = 3;
   check(heads, "not a multiple");
   Json rope = base;
-  rope["rope_scaling"]["rope_type"] = "yarn";
-  check(rope, "rope_scaling type 'yarn'");
+  rope["rope_scaling"]["rope_type"] = "dynamic";  // dynamic NTK: by the sequence's length
+  check(rope,
+        "rope_scaling type 'dynamic' is not supported (supported: default, linear, llama3, "
+        "longrope, yarn)");
 
   fs::path dir = make_hf_directory("escape", kLlama3Config);
   write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"w": "../x"}})");

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -294,6 +295,29 @@ TEST(RopeFrequencies, Llama3MatchesTransformers) {
   for (size_t i = 0; i < got.size(); ++i) {
     // Within one ulp (torch's float32 pow may differ from libm's by an ulp).
     EXPECT_LE(std::abs(got[i] - want[i]), std::abs(want[i]) * 1.2e-7f) << i;
+  }
+}
+
+// YaRN (tests/data/models/yarn_frequencies.json, tools/reference/yarn_frequencies.py): each
+// config.json read as ModelFiles reads it gives transformers' frequencies, within one ulp (its
+// float32 pow), and its attention factor.
+TEST(RopeFrequencies, YarnMatchesTransformers) {
+  const auto reference =
+      nlohmann::json::parse(testing::read_text(testing::test_data("models/yarn_frequencies.json")));
+  ASSERT_FALSE(reference["cases"].empty());
+  for (const auto& [name, entry] : reference["cases"].items()) {
+    const fs::path dir = testing::scratch_dir("models_graph/yarn_" + name);
+    std::ofstream(dir / "config.json") << entry["config"].dump();
+    const ModelConfig c = ModelFiles::open(dir.string()).config();
+    ASSERT_EQ(c.rope_scaling.type, RopeScaling::Type::kYarn) << name;
+    EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, entry["attention_factor"].get<double>())
+        << name;
+    const std::vector<float> want = entry["inv_freq"].get<std::vector<float>>();
+    const std::vector<float> got = rope_inverse_frequencies(c);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LE(std::abs(got[i] - want[i]), std::abs(want[i]) * 1.2e-7f) << name << " " << i;
+    }
   }
 }
 

@@ -57,6 +57,11 @@ void run_inspect(const std::string& path) {
     fmt::print(" (factor {:g}, low {:g}, high {:g}, original context {})", c.rope_scaling.factor,
                c.rope_scaling.low_freq_factor, c.rope_scaling.high_freq_factor,
                c.rope_scaling.original_max_position_embeddings);
+  } else if (c.rope_scaling.type == RopeScaling::Type::kYarn) {
+    fmt::print(" (factor {:g}, original context {}, beta fast {:g}, slow {:g}{}, cos/sin x {:g})",
+               c.rope_scaling.factor, c.rope_scaling.original_max_position_embeddings,
+               c.rope_scaling.beta_fast, c.rope_scaling.beta_slow,
+               c.rope_scaling.truncate ? "" : ", untruncated", c.rope_scaling.attention_factor);
   }
   fmt::print("\n");
   fmt::print("tied embeddings: {}  attention bias: {}\n", c.tie_word_embeddings ? "yes" : "no",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -71,6 +72,43 @@ std::optional<double> json_number_or(const Json& object, const char* key, const 
   return json_optional_number(object, key, path);
 }
 
+// transformers' get_mscale: the YaRN attention factor of a scale.
+double yarn_mscale(double scale, double mscale = 1.0) {
+  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+// _compute_yarn_parameters' inputs: the factor, the original context (yarn_defaults), beta_fast /
+// beta_slow (32 and 1 when absent or 0), `truncate` (default true), and the attention factor:
+// given, or get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) where both are given,
+// else get_mscale(factor).
+RopeScaling yarn_scaling(const Json& rope, const std::string& path) {
+  RopeScaling scaling;
+  scaling.type = RopeScaling::Type::kYarn;
+  scaling.factor = json_number(rope, "factor", path);
+  // Absent (0 here): the config's (yarn_defaults).
+  scaling.original_max_position_embeddings =
+      json_optional_int(rope, "original_max_position_embeddings", path).value_or(0);
+  for (auto [name, field, fallback] : {std::tuple{"beta_fast", &scaling.beta_fast, 32.0},
+                                       std::tuple{"beta_slow", &scaling.beta_slow, 1.0}}) {
+    const double value = json_optional_number(rope, name, path).value_or(0.0);
+    *field = value != 0.0 ? value : fallback;  // Python's `or`
+  }
+  if (rope.contains("truncate") && rope["truncate"].is_boolean()) {
+    scaling.truncate = rope["truncate"].get<bool>();
+  }
+  const auto mscale = json_optional_number(rope, "mscale", path);
+  const auto mscale_all_dim = json_optional_number(rope, "mscale_all_dim", path);
+  if (auto given = json_optional_number(rope, "attention_factor", path)) {
+    scaling.attention_factor = *given;
+  } else if (mscale && *mscale != 0.0 && mscale_all_dim && *mscale_all_dim != 0.0) {
+    scaling.attention_factor =
+        yarn_mscale(scaling.factor, *mscale) / yarn_mscale(scaling.factor, *mscale_all_dim);
+  } else {
+    scaling.attention_factor = yarn_mscale(scaling.factor);
+  }
+  return scaling;
+}
+
 // One RoPE parameter object ({rope_type, rope_theta, factor, ...}): sets `rope_theta` when it
 // holds one and returns its scaling.
 RopeScaling rope_scaling_from(const Json& rope, const std::string& key, double& rope_theta,
@@ -108,9 +146,10 @@ RopeScaling rope_scaling_from(const Json& rope, const std::string& key, double& 
     scaling.attention_factor = json_optional_number(rope, "attention_factor", path).value_or(0.0);
     return scaling;
   }
+  if (type == "yarn") return yarn_scaling(rope, path);
   if (type != "llama3") {
-    fail(path, "{} type '{}' is not supported (supported: default, linear, llama3, longrope)", key,
-         type);
+    fail(path, "{} type '{}' is not supported (supported: default, linear, llama3, longrope, yarn)",
+         key, type);
   }
   scaling.type = RopeScaling::Type::kLlama3;
   scaling.factor = json_number(rope, "factor", path);
@@ -194,6 +233,22 @@ void longrope_defaults(const Json& config, ModelConfig& result, const std::strin
   if (static_cast<int64_t>(s.short_factor.size()) != result.rope_dims() / 2) {
     fail(path, "longrope short_factor has {} values, expected rotary dims / 2 = {}",
          s.short_factor.size(), result.rope_dims() / 2);
+  }
+}
+
+// standardize_rope_params for YaRN: a top-level original_max_position_embeddings wins over the
+// RoPE parameters' own, and max_position_embeddings stands in where neither has one.
+void yarn_defaults(const Json& config, ModelConfig& result, const std::string& path) {
+  RopeScaling& s = result.rope_scaling;
+  if (s.type != RopeScaling::Type::kYarn) return;
+  if (auto original = json_optional_int(config, "original_max_position_embeddings", path)) {
+    s.original_max_position_embeddings = *original;
+  }
+  if (s.original_max_position_embeddings == 0) {
+    s.original_max_position_embeddings = result.max_position_embeddings;
+  }
+  if (s.original_max_position_embeddings <= 0) {
+    fail(path, "yarn's original_max_position_embeddings must be positive");
   }
 }
 
@@ -303,6 +358,8 @@ const char* rope_scaling_name(RopeScaling::Type type) {
       return "linear";
     case RopeScaling::Type::kLongRope:
       return "longrope";
+    case RopeScaling::Type::kYarn:
+      return "yarn";
   }
   return "?";
 }
@@ -403,6 +460,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   if (result.architecture == "smollm3")
     result.rope_skipped = smollm3_rope_skipped(config, result, path);
   longrope_defaults(config, result, path);
+  yarn_defaults(config, result, path);
   if (result.architecture == "lfm2") lfm2_from_hf(config, result, path);
   if (result.architecture == "stablelm") {
     result.attention_bias = config.contains("use_qkv_bias") &&
@@ -538,7 +596,24 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   }
   if (gguf.has(key("rope.scaling.type"))) {
     std::string type = gguf.get_string(key("rope.scaling.type"));
-    if (type != "none") {
+    if (type == "yarn") {
+      // As the converter writes YaRN (no `truncate` key: transformers' default, true).
+      RopeScaling& s = result.rope_scaling;
+      s.type = RopeScaling::Type::kYarn;
+      s.factor = gguf.get_float(key("rope.scaling.factor"));
+      s.original_max_position_embeddings =
+          gguf.get_int(key("rope.scaling.original_context_length"));
+      if (s.original_max_position_embeddings <= 0) {
+        fail(gguf.path(), "{} must be positive", key("rope.scaling.original_context_length"));
+      }
+      for (auto [suffix, field] : {std::pair{"rope.scaling.yarn_beta_fast", &s.beta_fast},
+                                   std::pair{"rope.scaling.yarn_beta_slow", &s.beta_slow}}) {
+        if (gguf.has(key(suffix))) *field = gguf.get_float(key(suffix));
+      }
+      s.attention_factor = gguf.has(key("rope.scaling.yarn_attn_factor"))
+                               ? gguf.get_float(key("rope.scaling.yarn_attn_factor"))
+                               : yarn_mscale(s.factor);
+    } else if (type != "none") {
       fail(gguf.path(), "rope scaling type '{}' is not supported", type);
     }
   }

@@ -22,7 +22,11 @@ struct RopeScaling {
   // kLongRope: Phi-3.5 / Phi-4's per-frequency divisors, short_factor for sequences up to
   // original_max_position_embeddings (long_factor past it: not run, see
   // ModelConfig::exact_positions), and cos/sin multiplied by attention_factor.
-  enum class Type { kNone, kLlama3, kFrequencyFactors, kLinear, kLongRope };
+  // kYarn: YaRN (Qwen 2.5/3 long context, gpt-oss): each frequency blended between itself and
+  // itself / factor by a linear ramp over the dims between the correction dims of beta_fast and
+  // beta_slow rotations in the original context (floored and ceiled where `truncate`), and
+  // cos/sin multiplied by attention_factor (0.1 ln(factor) + 1 unless given).
+  enum class Type { kNone, kLlama3, kFrequencyFactors, kLinear, kLongRope, kYarn };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
@@ -30,6 +34,8 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 0;
   std::vector<double> short_factor;
   double attention_factor = 1.0;
+  double beta_fast = 32.0, beta_slow = 1.0;  // kYarn
+  bool truncate = true;                      // kYarn
 };
 const char* rope_scaling_name(RopeScaling::Type type);
 

@@ -71,8 +71,10 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
   const AttentionOptions& attention = family.layer->attention().options();
   const bool interleaved = attention.interleaved_rope || config.qk_rows_interleaved;
   const RopeScaling& scaling = config.rope_scaling;
+  const bool scales_cos_sin =
+      scaling.type == RopeScaling::Type::kLongRope || scaling.type == RopeScaling::Type::kYarn;
   rope_ = rotary(positions_, weights_.at("rope_inv_freq"), interleaved,
-                 scaling.type == RopeScaling::Type::kLongRope ? scaling.attention_factor : 1.0);
+                 scales_cos_sin ? scaling.attention_factor : 1.0);
   if (attention.local_rope) {
     local_rope_ = rotary(positions_, weights_.at("rope_local_inv_freq"), interleaved);
   }

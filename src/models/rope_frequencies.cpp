@@ -1,5 +1,6 @@
 #include "models/rope_frequencies.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -55,6 +56,34 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config,
       float smoothed = (1.0f - smooth) * scaled / factor + smooth * scaled;
       bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
       f = medium ? smoothed : scaled;
+    }
+  } else if (s.type == RopeScaling::Type::kYarn) {
+    // _compute_yarn_parameters: the correction range in Python doubles, the blend in float32
+    // (Python scalars promoted to float32).
+    const double base_d = config.rope_theta, dim_d = static_cast<double>(config.rope_dims());
+    const auto original = static_cast<double>(s.original_max_position_embeddings);
+    auto correction_dim = [&](double rotations) {
+      return dim_d * std::log(original / (rotations * 2 * std::numbers::pi)) /
+             (2 * std::log(base_d));
+    };
+    double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+    if (s.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim_d - 1);
+    if (low == high) high += 0.001;  // linear_ramp_factor's guard
+    const auto low_f = static_cast<float>(low), span_f = static_cast<float>(high - low);
+    const auto factor = static_cast<float>(s.factor);
+    for (int64_t i = 0; i < half; ++i) {
+      const float extrapolation = inv_freq[static_cast<size_t>(i)];
+      const float pos_freq = std::pow(base, static_cast<float>(2 * i) / dim);
+      const float interpolation = 1.0f / (factor * pos_freq);
+      const float ramp = std::clamp((static_cast<float>(i) - low_f) / span_f, 0.0f, 1.0f);
+      const float extrapolation_factor = 1.0f - ramp;
+      inv_freq[static_cast<size_t>(i)] =
+          interpolation * (1.0f - extrapolation_factor) + extrapolation * extrapolation_factor;
     }
   } else if (s.type == RopeScaling::Type::kLinear) {
     // _compute_linear_scaling_rope_parameters: inv_freq /= factor, in float32.

@@ -135,6 +135,10 @@ FAMILIES = {
 # LongRoPE (short factors and the attention factor, with an original context of 512, what the
 # tests run) and its kind of tokenizer.
 VARIANTS = {
+    # YaRN as Qwen 3 ships it for long context (factor 4 over an original context of 512, the
+    # correction range truncated): frequencies blended, cos/sin times 0.1 ln 4 + 1.
+    "qwen3_yarn": ("qwen3", "qwen3_with_merge", dict(rope_parameters={
+        "rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 512})),
     "phi3_longrope": ("phi3", "phi4", dict(
         max_position_embeddings=2048, original_max_position_embeddings=512,
         rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,

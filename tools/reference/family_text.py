@@ -43,6 +43,8 @@ _OLMO = dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|
 FAMILY_TEXT = {
     "qwen3": _QWEN3,
     "qwen3_moe": _QWEN3,
+    # Qwen 3's text with one merge, as a GGUF needs some (the YaRN variant, also converted).
+    "qwen3_with_merge": {**_QWEN3, "merges": [("\u0120", "t")]},
     "gemma3_text": _family("gemma", _GEMMA_TOKENS, TEMPLATES / "gemma3_text.jinja", "GemmaTokenizer",
                            _GEMMA_SPECIAL, add_bos_token=True),
     "gemma2": _family("gemma", _GEMMA_TOKENS, TEMPLATES / "gemma2.jinja", "GemmaTokenizer", _GEMMA_SPECIAL,
