@@ -65,6 +65,7 @@ std::string attention_module(const Shape& s, const lowering::AttentionKernel& ke
       .scale = 0,
       .softcap = std::nullopt,
       .sliding_window = std::nullopt,
+      .sinks = std::nullopt,
       .kernel = nullptr};
   Value by_graph = models::attention(in);
   in.kernel = &kernel;

@@ -775,9 +775,9 @@ TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& re
 // family = one line in kFamilies.
 
 const std::vector<std::string> kFamilies = {
-    "qwen3",    "gemma3_text",   "gemma2", "granite",    "olmo2", "phi3",
-    "stablelm", "starcoder2",    "cohere", "qwen3_moe",  "olmoe", "mixtral",
-    "smollm3",  "phi3_longrope", "lfm2",   "qwen3_yarn",
+    "qwen3",    "gemma3_text",   "gemma2", "granite",    "olmo2",   "phi3",
+    "stablelm", "starcoder2",    "cohere", "qwen3_moe",  "olmoe",   "mixtral",
+    "smollm3",  "phi3_longrope", "lfm2",   "qwen3_yarn", "gpt_oss",
 };
 
 // Four slots, so that requests are decoded together, and logits on the host for teacher forcing.
@@ -1083,7 +1083,7 @@ TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
 // prompts give HF's greedy tokens and logits from the GGUF route too (q/k rows as the converter
 // permutes them, keys as it names them), on both runtimes.
 const std::vector<std::string> kConvertedFamilies = {"smollm3", "phi3_longrope", "lfm2",
-                                                     "qwen3_yarn"};
+                                                     "qwen3_yarn", "gpt_oss"};
 
 class ConvertedGgufTest : public ::testing::TestWithParam<FamilyRuntime> {};
 

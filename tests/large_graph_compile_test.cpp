@@ -114,10 +114,11 @@ fs::path process_dir() {
 void store_matrices_as(ModelConfig& config, DType stored) {
   const models::Architecture& architecture = models::architecture_for(config);
   // As llama-quantize: a matrix whose rows are not whole blocks (LFM2's convolution weights,
-  // 3 taps per row) stays f32.
+  // 3 taps per row) stays f32, as do biases (gpt-oss's experts' rows of biases).
   const auto block = static_cast<int64_t>(dtype_block_elements(stored));
   for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
-    if (spec.shape.size() == 2 && !spec.rope_inv_freq && spec.shape[1] % block == 0) {
+    if (spec.shape.size() == 2 && !spec.rope_inv_freq && spec.shape[1] % block == 0 &&
+        !spec.name.ends_with("_bias")) {
       config.stored_types[spec.hf_name] = stored;
     }
   }

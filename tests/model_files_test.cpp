@@ -465,11 +465,11 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   fs::path dir = make_hf_directory("unknown", config.dump());
   ModelFiles model = ModelFiles::open(dir.string());
   EXPECT_EQ(model.config().architecture, "gpt_neox");
-  expect_error(
-      [&] { models::architecture_for(model.config(), model.path()); }, model.path(),
-      "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
-      "gemma3_text, granite, lfm2, llama, mistral, mixtral, olmo2, olmoe, phi3, qwen2, qwen3, "
-      "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
+  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+               "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
+               "gemma3_text, gpt-oss, gpt_oss, granite, lfm2, llama, mistral, mixtral, olmo2, "
+               "olmoe, phi3, qwen2, qwen3, "
+               "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {

@@ -171,13 +171,14 @@ std::string emit(const ModelConfig& c, const GraphOptions& options) {
 TEST(Architecture, RegistryKnowsEveryFamily) {
   // model_type (HF or GGUF) -> the family that runs it.
   const std::map<std::string, std::string> families = {
-      {"cohere", "cohere"},       {"command-r", "cohere"},      {"gemma2", "gemma2"},
-      {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"},    {"granite", "granite"},
-      {"lfm2", "lfm2"},           {"llama", "llama"},           {"mistral", "llama"},
-      {"mixtral", "mixtral"},     {"olmo2", "olmo2"},           {"olmoe", "olmoe"},
-      {"phi3", "phi3"},           {"qwen2", "llama"},           {"qwen3", "qwen3"},
-      {"qwen3_moe", "qwen3_moe"}, {"qwen3moe", "qwen3_moe"},    {"smollm3", "llama"},
-      {"stablelm", "stablelm"},   {"starcoder2", "starcoder2"},
+      {"cohere", "cohere"},         {"command-r", "cohere"},   {"gemma2", "gemma2"},
+      {"gemma3", "gemma3"},         {"gemma3_text", "gemma3"}, {"gpt-oss", "gpt_oss"},
+      {"gpt_oss", "gpt_oss"},       {"granite", "granite"},    {"lfm2", "lfm2"},
+      {"llama", "llama"},           {"mistral", "llama"},      {"mixtral", "mixtral"},
+      {"olmo2", "olmo2"},           {"olmoe", "olmoe"},        {"phi3", "phi3"},
+      {"qwen2", "llama"},           {"qwen3", "qwen3"},        {"qwen3_moe", "qwen3_moe"},
+      {"qwen3moe", "qwen3_moe"},    {"smollm3", "llama"},      {"stablelm", "stablelm"},
+      {"starcoder2", "starcoder2"},
   };
   std::vector<std::string> types;
   ModelConfig c = smol_like();

@@ -295,6 +295,40 @@ std::vector<std::string> layer_types_from_hf(const Json& config, int64_t layers,
   return types;
 }
 
+// GptOssConfig: every layer a mixture (num_local_experts of intermediate_size, top
+// num_experts_per_tok by the router's logits), sliding (window 128) and full attention
+// alternating from layer 0, biases on q/k/v/o (attention_bias, default true), YaRN by default
+// (factor 32 over 4096, untruncated), an untied head, the clamped SwiGLU's alpha and limit.
+void gpt_oss_from_hf(const Json& config, ModelConfig& result, const std::string& path) {
+  result.num_experts = json_int(config, "num_local_experts", path);
+  result.experts_per_token = json_int(config, "num_experts_per_tok", path);
+  result.expert_intermediate_size = result.intermediate_size;
+  result.sliding_window = json_optional_int(config, "sliding_window", path).value_or(128);
+  result.layer_types = layer_types_from_hf(config, result.num_layers, path);
+  if (result.layer_types.empty()) {
+    for (int64_t layer = 0; layer < result.num_layers; ++layer) {
+      result.layer_types.push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
+    }
+  }
+  const bool bias = !config.contains("attention_bias") || !config["attention_bias"].is_boolean() ||
+                    config["attention_bias"].get<bool>();
+  result.attention_bias = bias;
+  result.linear_bias = bias;  // o_proj's
+  if (!config.contains("rope_parameters") && !config.contains("rope_scaling")) {
+    RopeScaling& s = result.rope_scaling;
+    s.type = RopeScaling::Type::kYarn;
+    s.factor = 32.0;
+    s.original_max_position_embeddings = 4096;
+    s.truncate = false;
+    s.attention_factor = yarn_mscale(s.factor);
+  }
+  if (!config.contains("rope_theta") && !config.contains("rope_parameters")) {
+    result.rope_theta = 150000.0;
+  }
+  result.swiglu_alpha = json_optional_number(config, "swiglu_alpha", path).value_or(1.702);
+  result.swiglu_limit = json_optional_number(config, "swiglu_limit", path).value_or(7.0);
+}
+
 // Lfm2Config: layer_types, or full_attn_idxs (the attention layers; the rest convolve; absent:
 // all attention); the feed-forward width adjusted as Lfm2MLP does (2/3 of block_ff_dim, times
 // block_ffn_dim_multiplier, rounded up to block_multiple_of); the head tied unless said
@@ -489,6 +523,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     if (!config.contains("tie_word_embeddings")) result.tie_word_embeddings = true;
   }
   // Mixture of experts (qwen3_moe, olmoe, mixtral), with transformers' config defaults.
+  if (result.architecture == "gpt_oss") gpt_oss_from_hf(config, result, path);
   if (result.architecture == "qwen3_moe" || result.architecture == "olmoe" ||
       result.architecture == "mixtral") {
     const bool mixtral = result.architecture == "mixtral";
@@ -670,6 +705,16 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     result.norm_topk_prob = gguf.has(key("expert_weights_norm"))
                                 ? gguf.get_bool(key("expert_weights_norm"))
                                 : result.architecture == "llama";
+  }
+  // llama.cpp's gpt-oss: sliding and full attention alternate from layer 0. Its YaRN is
+  // untruncated in the published config, which the GGUF keys do not say.
+  if (result.architecture == "gpt-oss") {
+    if (result.sliding_window) {
+      for (int64_t layer = 0; layer < result.num_layers; ++layer) {
+        result.layer_types.push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
+      }
+    }
+    result.rope_scaling.truncate = false;
   }
   if ((result.architecture == "phi3" || result.architecture == "starcoder2") &&
       result.sliding_window) {

@@ -97,6 +97,9 @@ struct ModelConfig {
   int64_t experts_per_token = 0;
   int64_t expert_intermediate_size = 0;
   bool norm_topk_prob = false;
+  // gpt-oss's experts: a clamped SwiGLU, (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g)
+  // with g = min(gate, limit) (HF swiglu_alpha / swiglu_limit; llama.cpp's constants).
+  double swiglu_alpha = 1.702, swiglu_limit = 7.0;
 
   // Q and K projection rows as llama.cpp's converter stores them for the families it permutes
   // (gguf_permutes_qk): each head's two rotated halves interleaved row by row. Used as stored, with

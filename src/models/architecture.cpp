@@ -28,7 +28,7 @@ const std::vector<const Architecture*>& registry() {
       &gemma2_architecture(),  &granite_architecture(),   &olmo2_architecture(),
       &phi3_architecture(),    &stablelm_architecture(),  &starcoder2_architecture(),
       &cohere_architecture(),  &qwen3_moe_architecture(), &olmoe_architecture(),
-      &mixtral_architecture(), &lfm2_architecture(),
+      &mixtral_architecture(), &lfm2_architecture(),      &gpt_oss_architecture(),
   };
   return architectures;
 }

@@ -44,6 +44,10 @@ void AttentionBlock::add_weights(DecoderWeights& weights, int64_t l) const {
   }
   projection("v", "v_proj", "attn_v.weight", q_dim + kv_dim, kv_dim, Split::kKvOutputs);
   bias("v", "v_proj", "attn_v.bias", kv_dim, Split::kKvOutputs);
+  if (options_.sinks) {
+    weights.add_layer(l, "sinks", "self_attn.sinks", "attn_sinks.weight", {c.num_heads},
+                      Split::kOutputs);
+  }
   const std::string& output = options_.names.output;
   weights.add_layer(l, "o_proj", fmt::format("self_attn.{}.weight", output), "attn_output.weight",
                     {c.hidden_size, q_dim}, Split::kInputs);
@@ -89,18 +93,20 @@ Value AttentionBlock::emit(DecoderGraph& graph, int64_t l, Value x) const {
     k = apply_rotary(k, rope);
   }
   const CacheRead cache = graph.update_cache(l, k, v);
-  AttentionInputs in{.q = graph.by_sequence(q),
-                     .k_cache = cache.keys,
-                     .v_cache = cache.values,
-                     .whole_k_cache = cache.whole_keys,
-                     .whole_v_cache = cache.whole_values,
-                     .positions = graph.query_positions(),
-                     .key_positions = cache.positions,
-                     .end = graph.key_end(),
-                     .scale = options_.scale,
-                     .softcap = options_.softcap,
-                     .sliding_window = sliding ? c.sliding_window : std::nullopt,
-                     .kernel = graph.options().attention_kernel()};
+  AttentionInputs in{
+      .q = graph.by_sequence(q),
+      .k_cache = cache.keys,
+      .v_cache = cache.values,
+      .whole_k_cache = cache.whole_keys,
+      .whole_v_cache = cache.whole_values,
+      .positions = graph.query_positions(),
+      .key_positions = cache.positions,
+      .end = graph.key_end(),
+      .scale = options_.scale,
+      .softcap = options_.softcap,
+      .sliding_window = sliding ? c.sliding_window : std::nullopt,
+      .sinks = options_.sinks ? graph.optional_layer_weight(l, "sinks") : std::nullopt,
+      .kernel = graph.options().attention_kernel()};
   return linear(attention(in), graph.layer_matrix(l, "o_proj"),
                 graph.optional_layer_weight(l, "o_bias"));
 }

@@ -39,6 +39,9 @@ struct AttentionOptions {
   bool local_rope = false;
   double scale = 0;                              // scores * scale; 0: 1/sqrt(head_dim)
   std::optional<double> softcap = std::nullopt;  // scores: cap * tanh(scores / cap) (Gemma 2)
+  // A learned sink logit per head in the softmax (gpt-oss: l<L>_sinks, HF self_attn.sinks,
+  // GGUF attn_sinks.weight).
+  bool sinks = false;
   AttentionNames names = {};
 };
 

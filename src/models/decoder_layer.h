@@ -47,18 +47,21 @@ class DecoderLayer {
 };
 
 // h += s * attn(input_norm(h)); h += s * ffn(post_norm(h)), s = residual_scale (Granite's
-// residual_multiplier); post_norm's HF name is <ffn_norm_hf>.weight.
+// residual_multiplier); post_norm is HF post_attention_layernorm, GGUF `post_norm_gguf`
+// (ffn_norm; gpt-oss's converter writes post_attention_norm).
 class PreNormLayer final : public DecoderLayer {
  public:
   PreNormLayer(AttentionBlock attention, std::shared_ptr<const FeedForward> feed_forward,
-               double residual_scale = 1.0)
+               double residual_scale = 1.0, std::string post_norm_gguf = "ffn_norm.weight")
       : DecoderLayer(std::move(attention), std::move(feed_forward)),
-        residual_scale_(residual_scale) {}
+        residual_scale_(residual_scale),
+        post_norm_gguf_(std::move(post_norm_gguf)) {}
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value h) const override;
 
  private:
   double residual_scale_;
+  std::string post_norm_gguf_;
 };
 
 // h += attn_out_norm(attn(input_norm(h))); h += ffn_out_norm(ffn(post_norm(h))): Gemma's
@@ -106,7 +109,8 @@ class ShortConvOrAttentionLayer final : public DecoderLayer {
 
 // The norms a layer's wiring declares, with their HF and GGUF names.
 void add_input_norm(DecoderWeights& weights, int64_t layer);
-void add_post_norm(DecoderWeights& weights, int64_t layer, const std::string& hf);
+void add_post_norm(DecoderWeights& weights, int64_t layer, const std::string& hf,
+                   const std::string& gguf = "ffn_norm.weight");
 void add_attn_out_norm(DecoderWeights& weights, int64_t layer);
 void add_ffn_out_norm(DecoderWeights& weights, int64_t layer);
 

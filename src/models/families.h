@@ -19,5 +19,6 @@ const Architecture& starcoder2_architecture();  // starcoder2: LayerNorm, biases
 const Architecture& cohere_architecture();  // cohere: parallel block, interleaved RoPE, logit scale
 const Architecture& mixtral_architecture();  // mixtral: Llama with a mixture of experts
 const Architecture& lfm2_architecture();     // lfm2: short convolutions beside attention
+const Architecture& gpt_oss_architecture();  // gpt_oss: attention sinks, biased experts
 
 }  // namespace xlacel::models

@@ -70,6 +70,23 @@ class SparseMoe final : public FeedForward {
   MlpNames names_;
 };
 
+// gpt-oss's mixture (GptOssMLP): a router with a bias whose top config.experts_per_token logits
+// get their own softmax, and experts with biases and the clamped SwiGLU (ModelConfig::
+// swiglu_alpha, swiglu_limit): l<L>_router (+ _router_bias), then per expert l<L>_e<E>_gate_proj,
+// _gate_bias [1, inter], _up_proj, _up_bias, _down_proj, _down_bias [1, hidden]. HF stacks the
+// experts (mlp.experts.gate_up_proj [E, hidden, 2 inter], gate and up interleaved by column,
+// stored as x @ W; down_proj [E, inter, hidden]; their biases [E, ...]); GGUF as
+// ffn_{gate,up,down}_exps.{weight,bias}.
+class GptOssMoe final : public FeedForward {
+ public:
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
+};
+
+// Layer `layer`'s experts as the mixture's blocks declare them: l<L>_e<E>_gate_proj, _up_proj,
+// _down_proj, and with `biases` _gate_bias, _up_bias, _down_bias.
+std::vector<Expert> layer_experts(DecoderGraph& graph, int64_t layer, bool biases);
+
 // A mixture where the config has experts (GGUF Mixtral is a "llama" with expert_count), else
 // `dense`.
 std::shared_ptr<const FeedForward> feed_forward_for(const ModelConfig& config,

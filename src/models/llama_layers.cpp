@@ -139,11 +139,11 @@ Value apply_rotary(Value x, const Rotary& r) {
 namespace {
 
 // The runtime's decode attention, where it takes `in`: one query per sequence, key c at position
-// c (no ring), no soft cap or sliding window, f32 throughout.
+// c (no ring), no soft cap, sliding window or sinks, f32 throughout.
 std::optional<Value> kernel_attention(const AttentionInputs& in) {
   const std::vector<int64_t>& q_shape = in.q.shape();  // [N, T, H, D]
   const std::vector<int64_t>& k_shape = in.k_cache.shape();
-  if (in.kernel == nullptr || in.key_positions || in.softcap || in.sliding_window ||
+  if (in.kernel == nullptr || in.key_positions || in.softcap || in.sliding_window || in.sinks ||
       in.q.element() != ElementType::kF32 || in.k_cache.element() != ElementType::kF32 ||
       in.v_cache.element() != ElementType::kF32) {
     return std::nullopt;
@@ -217,9 +217,19 @@ Value attention(const AttentionInputs& in) {
   Value lowest = constant(b, score_type, static_cast<double>(std::numeric_limits<float>::lowest()));
   scores = select(visible, scores, lowest);
 
-  Value max = broadcast_like(reduce_max(scores, {4}), score_type.shape(), {0, 1, 2, 3});
+  Value row_max = reduce_max(scores, {4});  // [N, Hkv, G, T]
+  std::optional<Value> sink;                // the sink's logit of each row's head
+  if (in.sinks) {
+    // eager_attention_forward with s_aux: softmax over [scores ; sink], the sink's column
+    // dropped.
+    sink = broadcast_like(to_f32(reshape(*in.sinks, {kv_heads, group})), row_max.shape(), {1, 2});
+    row_max = maximum(row_max, *sink);
+  }
+  Value max = broadcast_like(row_max, score_type.shape(), {0, 1, 2, 3});
   Value e = exponential(scores - max);
-  Value sum = broadcast_like(reduce_sum(e, {4}), score_type.shape(), {0, 1, 2, 3});
+  Value row_sum = reduce_sum(e, {4});
+  if (sink) row_sum = row_sum + exponential(*sink - row_max);
+  Value sum = broadcast_like(row_sum, score_type.shape(), {0, 1, 2, 3});
   Value probs = reshape(e / sum, {n, kv_heads, group * tokens, capacity});
 
   Value out = dot_f32(probs, in.v_cache,
@@ -276,17 +286,54 @@ bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts) {
   return rows * top_k < 2 * experts;
 }
 
+namespace {
+
+// One expert's MLP on `rows` (gate and up biases [1, out] broadcast over the rows).
+Value expert_mlp(Value rows, const Expert& expert, const ExpertGate& how) {
+  auto projected = [&](const Weight& weight, const std::optional<Value>& bias) {
+    Value y = linear(rows, weight);
+    if (!bias) return y;
+    return y + broadcast_like(to_f32(reshape(*bias, {bias->shape().back()})), y.shape(), {1});
+  };
+  Value gate = projected(expert.gate, expert.gate_bias);
+  Value up = projected(expert.up, expert.up_bias);
+  Value gated;
+  if (how.clamped_swiglu) {
+    // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit),
+    // (up + 1) * (gate * sigmoid(gate * alpha)).
+    auto c = [&](double value) { return constant(rows.block(), gate.type(), value); };
+    const auto [alpha, limit] = *how.clamped_swiglu;
+    gate = minimum(gate, c(limit));
+    up = maximum(minimum(up, c(limit)), c(-limit));
+    gated = (up + c(1.0)) * (gate * logistic(gate * c(alpha)));
+  } else {
+    gated = activate(gate, how.activation) * up;
+  }
+  Value out = linear(gated, expert.down);
+  if (!expert.down_bias) return out;
+  const Value bias = *expert.down_bias;
+  return out + broadcast_like(to_f32(reshape(bias, {bias.shape().back()})), out.shape(), {1});
+}
+
+}  // namespace
+
 Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
-                         int64_t top_k, bool normalize, Activation activation) {
+                         const Routing& routing, const ExpertGate& how) {
   Block& b = x.block();
-  const int64_t tokens = x.shape()[0];
+  const int64_t tokens = x.shape()[0], top_k = routing.top_k;
   const auto count = static_cast<int64_t>(experts.size());
   const TensorType scores(ElementType::kF32, {tokens, count});
-  // softmax(router_logits, dtype=float32)
   Value logits = linear(x, router);
+  if (routing.bias) {
+    logits = logits + broadcast_like(to_f32(*routing.bias), scores.shape(), {1});
+  }
+  // softmax(router_logits, dtype=float32); the picks below follow it, or the logits themselves
+  // (the same order) where the chosen logits get their own softmax.
   Value max = broadcast_like(reduce_max(logits, {1}), scores.shape(), {0});
   Value e = exponential(logits - max);
-  Value probs = e / broadcast_like(reduce_sum(e, {1}), scores.shape(), {0});
+  Value probs = routing.softmax_of_chosen
+                    ? logits
+                    : e / broadcast_like(reduce_sum(e, {1}), scores.shape(), {0});
   // torch.topk, one pick at a time: the largest remaining probability, the lowest expert among
   // equals. `chosen` marks the experts picked; `total` sums their probabilities in topk order
   // (largest first), as router_top_value.sum(-1). (No stablehlo argmax here: IREE 3.13 cannot
@@ -313,12 +360,20 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     // split per pick and layer.
     if (tokens > 1 && i + 1 < top_k) remaining = optimization_barrier(remaining);
   }
-  Value weights = normalize ? probs / broadcast_like(*total, scores.shape(), {0}) : probs;
+  Value weights = probs;
+  if (routing.softmax_of_chosen) {
+    // softmax over the chosen logits: exp(l - the largest chosen, which is the row's largest)
+    // over their sum.
+    Value chosen_e = select(*chosen, e, constant(b, scores, 0.0));
+    weights = chosen_e / broadcast_like(reduce_sum(chosen_e, {1}), scores.shape(), {0});
+  } else if (routing.normalize) {
+    weights = probs / broadcast_like(*total, scores.shape(), {0});
+  }
   weights = select(*chosen, weights, constant(b, scores, 0.0));
   // Expert i's MLP (`expert`, its weights as the block at hand reads them) times its column of
   // `all_weights` [T, count]: rows that did not choose it weigh 0, which adds exactly 0.
   auto weighted = [&](Value rows, const Expert& expert, int64_t i, Value all_weights) {
-    Value y = mlp(rows, expert.gate, expert.up, expert.down, activation);
+    Value y = expert_mlp(rows, expert, how);
     Value w = reshape(slice(all_weights, {0, i}, {tokens, i + 1}), {tokens});
     return y * broadcast_like(w, y.shape(), {0});
   };
@@ -343,8 +398,13 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     // (which compilers fuse into one kernel of as many operands as experts).
     auto run = [&](Block& branch) -> std::vector<Value> {
       const Expert& expert = experts[static_cast<size_t>(i)];
+      auto bias = [&](const std::optional<Value>& value) -> std::optional<Value> {
+        if (!value) return std::nullopt;
+        return branch.capture(*value);
+      };
       const Expert inside{captured(expert.gate, branch), captured(expert.up, branch),
-                          captured(expert.down, branch)};
+                          captured(expert.down, branch), bias(expert.gate_bias),
+                          bias(expert.up_bias),          bias(expert.down_bias)};
       return {branch.capture(out) +
               weighted(branch.capture(x), inside, i, branch.capture(weights))};
     };

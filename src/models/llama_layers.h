@@ -4,6 +4,7 @@
 // attention with repeat_kv, LlamaMLP). Activations are f32 [tokens, features]; weights may be
 // bf16/f16, in which case matmul inputs are narrowed to the weight type and accumulate in f32.
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "lowering/attention_kernel.h"
@@ -50,6 +51,9 @@ struct AttentionInputs {
   double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
   std::optional<double> softcap;  // scores = cap * tanh(scores / cap) before the mask
   std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
+  // Learned per-head logits (gpt-oss's sinks, [heads]) that join each row's softmax as one more
+  // key whose value is zero: they take weight from every key without adding to the output.
+  std::optional<Value> sinks;
   // The runtime's hand-written attention (GraphOptions::attention_kernel), used where it takes
   // these.
   const lowering::AttentionKernel* kernel = nullptr;
@@ -82,17 +86,33 @@ Value cohere_layer_norm(Value x, Value weight, double eps);
 // choose few experts; many (prefill) choose most, where the conditionals would save little.
 bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts);
 
+// One expert's gated MLP; biases [1, out] where the family has them (gpt-oss).
 struct Expert {
   Weight gate, up, down;
+  std::optional<Value> gate_bias = std::nullopt, up_bias = std::nullopt, down_bias = std::nullopt;
 };
-// A sparse mixture of experts as transformers computes it: router probabilities
-// softmax(x @ router^T) in f32, the top `top_k` per token (ties to the lower expert), renormalised
-// to sum 1 when `normalize`; the result sums each chosen expert's gated MLP times its weight, in
-// expert order. Every expert runs on every row (unchosen ones weigh 0, which adds exactly 0),
-// except where experts_run_conditionally: an expert no row chose then does not run at all (a
-// stablehlo.if), so its weights are not read.
+// How a mixture's router weighs the experts a token chooses.
+struct Routing {
+  int64_t top_k = 1;
+  std::optional<Value> bias = std::nullopt;  // added to the router's logits (gpt-oss)
+  // softmax(logits) in f32, the top_k chosen (ties to the lower expert), renormalised to sum 1
+  // when `normalize` (Qwen3-MoE, OLMoE, Mixtral); or, with softmax_of_chosen, the top_k logits
+  // chosen and their own softmax (gpt-oss's GptOssTopKRouter).
+  bool normalize = false;
+  bool softmax_of_chosen = false;
+};
+// What each expert computes between its projections: act(gate) * up, or gpt-oss's clamped
+// SwiGLU (ModelConfig::swiglu_alpha, swiglu_limit).
+struct ExpertGate {
+  Activation activation = Activation::kSilu;
+  std::optional<std::pair<double, double>> clamped_swiglu = std::nullopt;  // alpha, limit
+};
+// A sparse mixture of experts as transformers computes it (`routing`); the result sums each
+// chosen expert's gated MLP times its weight, in expert order. Every expert runs on every row
+// (unchosen ones weigh 0, which adds exactly 0), except where experts_run_conditionally: an
+// expert no row chose then does not run at all (a stablehlo.if), so its weights are not read.
 Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
-                         int64_t top_k, bool normalize, Activation activation);
+                         const Routing& routing, const ExpertGate& gate);
 
 // A non-gated MLP: down(act(up(x) + up_bias)) + down_bias (Starcoder2's c_fc / c_proj).
 Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const Weight& down,

@@ -7,14 +7,15 @@ void add_input_norm(DecoderWeights& weights, int64_t l) {
                          weights.config().hidden_size);
 }
 
-void add_post_norm(DecoderWeights& weights, int64_t l, const std::string& hf) {
-  weights.add_layer_norm(l, "post_norm", hf, "ffn_norm.weight", weights.config().hidden_size);
+void add_post_norm(DecoderWeights& weights, int64_t l, const std::string& hf,
+                   const std::string& gguf) {
+  weights.add_layer_norm(l, "post_norm", hf, gguf, weights.config().hidden_size);
 }
 
 void PreNormLayer::add_weights(DecoderWeights& weights, int64_t l) const {
   add_input_norm(weights, l);
   attention_.add_weights(weights, l);
-  add_post_norm(weights, l, "post_attention_layernorm.weight");
+  add_post_norm(weights, l, "post_attention_layernorm.weight", post_norm_gguf_);
   feed_forward_->add_weights(weights, l);
 }
 

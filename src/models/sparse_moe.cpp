@@ -28,17 +28,28 @@ void SparseMoe::add_weights(DecoderWeights& weights, int64_t l) const {
   }
 }
 
-Value SparseMoe::emit(DecoderGraph& graph, int64_t l, Value x) const {
-  const ModelConfig& c = graph.config();
+std::vector<Expert> layer_experts(DecoderGraph& graph, int64_t l, bool biases) {
   std::vector<Expert> experts;
-  for (int64_t e = 0; e < c.num_experts; ++e) {
-    auto expert = [&](const char* name) {
+  for (int64_t e = 0; e < graph.config().num_experts; ++e) {
+    auto matrix = [&](const char* name) {
       return graph.layer_matrix(l, fmt::format("e{}_{}", e, name));
     };
-    experts.push_back({expert("gate_proj"), expert("up_proj"), expert("down_proj")});
+    auto bias = [&](const char* name) -> std::optional<Value> {
+      if (!biases) return std::nullopt;
+      return graph.layer_weight(l, fmt::format("e{}_{}", e, name));
+    };
+    experts.push_back({matrix("gate_proj"), matrix("up_proj"), matrix("down_proj"),
+                       bias("gate_bias"), bias("up_bias"), bias("down_bias")});
   }
-  return mixture_of_experts(x, graph.layer_matrix(l, "router"), experts, c.experts_per_token,
-                            c.norm_topk_prob, activation_);
+  return experts;
+}
+
+Value SparseMoe::emit(DecoderGraph& graph, int64_t l, Value x) const {
+  const ModelConfig& c = graph.config();
+  const std::vector<Expert> experts = layer_experts(graph, l, false);
+  return mixture_of_experts(x, graph.layer_matrix(l, "router"), experts,
+                            {.top_k = c.experts_per_token, .normalize = c.norm_topk_prob},
+                            {.activation = activation_});
 }
 
 }  // namespace xlacel::models

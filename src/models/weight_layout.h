@@ -76,6 +76,13 @@ struct WeightSpec {
   int64_t source_rows = 0;
   int64_t source_row = 0;
   bool source_rows_gguf_only = false;  // HF files hold the argument as its own tensor (experts)
+  // HF files only, where >= 0: the argument is matrix `hf_stacked` of the stacked tensor
+  // hf_name ([n, a, b], or [n, b] for a vector), of whose last axis it takes every
+  // hf_interleave-th element from hf_interleave_offset (gpt-oss's gate_up_proj: gate at even
+  // columns, up at odd), transposed where hf_transposed (stored [in, out], as x @ W).
+  int64_t hf_stacked = -1;
+  int64_t hf_interleave = 1, hf_interleave_offset = 0;
+  bool hf_transposed = false;
   bool expert = false;  // one expert's matrix (or plane) of a mixture: decode may skip it
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format

@@ -82,6 +82,52 @@ TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
   return *tensor;
 }
 
+// Whether `spec` is one matrix of a stacked HF tensor (WeightSpec::hf_stacked).
+bool takes_stacked(const ModelFiles& files, const WeightSpec& spec) {
+  return spec.hf_stacked >= 0 && files.format() == ModelFiles::Format::kHuggingFaceDirectory;
+}
+
+// Matrix hf_stacked of the stacked tensor, its interleaved columns taken and transposed as the
+// spec says, in f32: only that matrix's bytes are widened.
+std::vector<float> stacked_matrix(const ModelFiles& files, const WeightSpec& spec) {
+  auto tensor = files.find_tensor(spec.hf_name);
+  if (!tensor)
+    fail(files.path(), "tensor '{}' not found (for argument {})", spec.hf_name, spec.name);
+  const std::vector<int64_t>& shape = tensor->shape;
+  const int64_t step = spec.hf_interleave;
+  if ((shape.size() != 2 && shape.size() != 3) || spec.hf_stacked >= shape[0] ||
+      shape.back() % step != 0 || dtype_block_elements(tensor->dtype) != 1) {
+    fail(files.path(), "tensor '{}' of shape [{}] does not stack matrix {} of argument {}",
+         spec.hf_name, fmt::join(shape, ", "), spec.hf_stacked, spec.name);
+  }
+  const int64_t rows = shape.size() == 3 ? shape[1] : 1, columns = shape.back();
+  const auto element_bytes = static_cast<std::size_t>(dtype_block_bytes(tensor->dtype));
+  const auto matrix_bytes = static_cast<std::size_t>(rows * columns) * element_bytes;
+  TensorView one{
+      tensor->name,
+      tensor->dtype,
+      {rows, columns},
+      tensor->data.subspan(static_cast<std::size_t>(spec.hf_stacked) * matrix_bytes, matrix_bytes)};
+  const std::vector<float> all = to_f32(one);
+  const int64_t taken = columns / step;
+  std::vector<float> values(static_cast<std::size_t>(rows * taken));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < taken; ++c) {
+      const float value =
+          all[static_cast<std::size_t>(r * columns + c * step + spec.hf_interleave_offset)];
+      const int64_t at = spec.hf_transposed ? c * rows + r : r * taken + c;
+      values[static_cast<std::size_t>(at)] = value;
+    }
+  }
+  int64_t expected = 1;
+  for (int64_t d : spec.shape) expected *= d;
+  if (expected != static_cast<int64_t>(values.size())) {
+    fail(files.path(), "tensor '{}' gives {} values for argument {} of shape [{}]", spec.hf_name,
+         values.size(), spec.name, fmt::join(spec.shape, ", "));
+  }
+  return values;
+}
+
 // Heads whose rows llama.cpp permuted in this GGUF tensor and the graphs take un-permuted (0:
 // none; ModelConfig::qk_rows_interleaved).
 int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
@@ -244,6 +290,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
     }
     return rope_inverse_frequencies(config, factors);
   }
+  if (takes_stacked(files, spec)) return stacked_matrix(files, spec);
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
   files.release(tensor);
@@ -288,7 +335,7 @@ HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const Te
 // (another type, a value added, a computed weight).
 std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec& spec) {
   const std::optional<DType> dtype = stored_dtype(spec.element);
-  if (!dtype || spec.rope_inv_freq) return std::nullopt;
+  if (!dtype || spec.rope_inv_freq || takes_stacked(files, spec)) return std::nullopt;
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) return std::nullopt;
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   if (tensor.dtype != *dtype) return std::nullopt;

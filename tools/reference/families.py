@@ -127,6 +127,14 @@ FAMILIES = {
                   conv_L_cache=3, conv_bias=False, block_auto_adjust_ff_dim=True, block_multiple_of=16,
                   block_ffn_dim_multiplier=1.0, tie_word_embeddings=True,
                   rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
+    # Attention sinks, sliding (layer 0) and full (layer 1) attention, YaRN as gpt-oss ships it (factor 32,
+    # untruncated, here over an original context of 64), 3 experts of 32, top 2, with biases (randomised, as
+    # the sinks are: build()) and the clamped SwiGLU (its gate/up weights scaled so that the clamps act).
+    "gpt_oss": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
+                     sliding_window=WINDOW, attention_bias=True,
+                     rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                                      "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 64}),
+                "one"),
     "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
@@ -192,6 +200,10 @@ def build(model_type, directory, extra=None, text=None):
                 p.copy_(base + 0.25 * torch.randn(p.shape, generator=g))
             elif name.endswith("norm.bias") or name.endswith("layernorm.bias"):
                 p.copy_(0.25 * torch.randn(p.shape, generator=g))
+            elif model_type == "gpt_oss" and (name.endswith("_bias") or name.endswith("sinks")):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            elif model_type == "gpt_oss" and name.endswith("gate_up_proj"):
+                p.mul_(4.0)
     model.generation_config = generation_config()
     if directory.exists():
         shutil.rmtree(directory)

@@ -98,6 +98,13 @@ FAMILY_TEXT = {
                                    "<|tool_response_end|>"], TEMPLATES / "lfm2.jinja", "PreTrainedTokenizerFast",
                     dict(bos_token="<|startoftext|>", eos_token="<|im_end|>", pad_token="<|pad|>", unk_token=None),
                     merges=[("\u0120", "t")]),
+    # gpt-oss's o200k kind of tokenizer with its harmony tokens; no chat template (harmony's
+    # renders the current date into the system message); one merge, as a GGUF needs some.
+    "gpt_oss": _family("byte_level", ["<|endoftext|>", "<|startoftext|>", "<|return|>", "<|start|>", "<|end|>",
+                                      "<|message|>", "<|channel|>", "<|call|>"], None, "PreTrainedTokenizerFast",
+                       dict(bos_token="<|startoftext|>", eos_token="<|return|>", pad_token="<|endoftext|>",
+                            unk_token=None),
+                       merges=[("\u0120", "t")]),
     "mixtral": _family("llama_spm", ["<unk>", "<s>", "</s>"], TEMPLATES / "mixtral.jinja", "LlamaTokenizer",
                        dict(bos_token="<s>", eos_token="</s>", pad_token=None, unk_token="<unk>"),
                        add_bos_token=True),
