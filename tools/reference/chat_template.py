@@ -15,13 +15,25 @@ import json
 import pathlib
 import sys
 
+import datetime
+
 import jinja2
+import transformers.utils.chat_template_utils as chat_template_utils
 from transformers.utils.chat_template_utils import render_jinja_template
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "chat"
 
 DATE = {"date_string": "26 Jul 2024"}  # Llama 3.x would otherwise print today's date
+# strftime_now's day for templates that print it unasked (gpt-oss's "Current date:"); the C++
+# test puts this day where its own rendering printed today's.
+FIXED_DAY = datetime.datetime(2024, 7, 26, 12, 0, 0)
+
+
+class FixedDatetime(datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return FIXED_DAY
 
 # template -> (special tokens, list of extra_context variants, conversations or None for all)
 ALL = None
@@ -45,6 +57,12 @@ def templates(tools):
         ),
         "mistral-7b-instruct-v0.3.jinja": (
             {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}, [{}, {"tools": tools}], ALL),
+        # openai/gpt-oss-120b's harmony template (llama.cpp models/templates/openai-gpt-oss-120b.jinja).
+        "gpt-oss.jinja": (
+            {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+            [{}, {"tools": tools}, {"reasoning_effort": "high", "model_identity": "You are a test."}],
+            ALL,
+        ),
         "synthetic-whitespace.jinja": ({}, [{}], ["system_user", "multi_turn"]),
         "synthetic-values.jinja": ({}, [{}], ["system_user", "unicode", "special_chars"]),
         "synthetic-expressions.jinja": ({}, [{}], SYNTHETIC_CONVERSATIONS),
@@ -67,6 +85,7 @@ def sort_keys(value):
 
 
 def main():
+    chat_template_utils.datetime = FixedDatetime
     conversations = sort_keys(json.loads((DATA / "conversations.json").read_text()))
     tools = sort_keys(json.loads((DATA / "tools.json").read_text()))
     cases = []
@@ -82,6 +101,8 @@ def main():
                         "special_tokens": special,
                         "extra_context": extra,
                     }
+                    if "strftime_now" in source:
+                        case["strftime_day"] = FIXED_DAY.strftime("%Y-%m-%d")
                     kwargs = {**special, **{k: v for k, v in extra.items() if k not in ("tools", "documents")}}
                     try:
                         rendered, _ = render_jinja_template(
