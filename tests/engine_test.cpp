@@ -1101,6 +1101,24 @@ TEST_P(ConvertedGgufTest, TinyModelGreedyAndLogitsMatchHf) {
   expect_batched_greedy_and_logits_match(engine, reference, runtime + " " + family + " gguf");
 }
 
+// gpt-oss as llama.cpp stores it, its experts in MXFP4 (the other matrices Q8_0):
+// tests/data/models/converted/gpt_oss_mxfp4.gguf, whose reference HF computed from gguf-py's
+// dequantization of the same file (tools/reference/gpt_oss_mxfp4.py). Greedy streams and
+// teacher-forced logits on both runtimes; IREE keeps the experts as 8-bit codes under their
+// power-of-two scales, for its kernel.
+class Mxfp4GgufTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Mxfp4GgufTest, GptOssExpertsInMxfp4MatchHfOnTheFilesWeights) {
+  if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
+  const json reference = read_json(testing::test_data("models/converted/gpt_oss_mxfp4.json"));
+  const fs::path file = testing::test_data("models/converted/gpt_oss_mxfp4.gguf");
+  Engine engine(ModelFiles::open(file.string()), family_engine_options(GetParam()));
+  expect_batched_greedy_and_logits_match(engine, reference, GetParam() + " gpt_oss mxfp4");
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, Mxfp4GgufTest, ::testing::Values("iree", "xla"),
+                         [](const auto& param_info) { return param_info.param; });
+
 INSTANTIATE_TEST_SUITE_P(Families, ConvertedGgufTest,
                          ::testing::Combine(::testing::ValuesIn(kConvertedFamilies),
                                             ::testing::Values(std::string("iree"),

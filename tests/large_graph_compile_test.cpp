@@ -111,15 +111,19 @@ fs::path process_dir() {
 }
 
 // What ModelFiles records for a file storing every matrix as `stored` (vectors stay f32).
-void store_matrices_as(ModelConfig& config, DType stored) {
+// Every matrix stored as `stored`, the experts' as `experts` where given (llama.cpp's gpt-oss:
+// MXFP4 experts, Q8_0 for the rest).
+void store_matrices_as(ModelConfig& config, DType stored,
+                       std::optional<DType> experts = std::nullopt) {
   const models::Architecture& architecture = models::architecture_for(config);
   // As llama-quantize: a matrix whose rows are not whole blocks (LFM2's convolution weights,
   // 3 taps per row) stays f32, as do biases (gpt-oss's experts' rows of biases).
-  const auto block = static_cast<int64_t>(dtype_block_elements(stored));
   for (const models::WeightSpec& spec : architecture.weight_specs(config, WeightType::kF32)) {
+    const DType type = spec.expert && experts ? *experts : stored;
+    const auto block = static_cast<int64_t>(dtype_block_elements(type));
     if (spec.shape.size() == 2 && !spec.rope_inv_freq && spec.shape[1] % block == 0 &&
         !spec.name.ends_with("_bias")) {
-      config.stored_types[spec.hf_name] = stored;
+      config.stored_types[spec.hf_name] = type;
     }
   }
 }
@@ -262,7 +266,8 @@ std::string test_name(std::string text) {
 // The published model with only the layers that hold every kind of layer it has (sliding or
 // full attention or a short convolution, with or without RoPE): more layers repeat the same
 // dispatches and only add compile time.
-ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored) {
+ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& stored,
+                             std::optional<DType> experts = std::nullopt) {
   ModelConfig config = config_of(file.stem().string(), testing::read_text(file));
   auto kind = [&](int64_t layer) {
     const auto index = static_cast<size_t>(layer);
@@ -277,7 +282,7 @@ ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& s
   const auto kept = static_cast<size_t>(config.num_layers);
   if (config.layer_types.size() > kept) config.layer_types.resize(kept);
   if (config.rope_skipped.size() > kept) config.rope_skipped.resize(kept);
-  if (stored) store_matrices_as(config, *stored);
+  if (stored) store_matrices_as(config, *stored, experts);
   return config;
 }
 
@@ -288,7 +293,7 @@ ModelConfig real_size_config(const fs::path& file, const std::optional<DType>& s
 // directory.
 struct FamilyCase {
   fs::path config;
-  std::string form;  // "hf_bf16", "gguf_q4_0" or "serve_hf_bf16"
+  std::string form;  // "hf_bf16", "gguf_q4_0", "serve_hf_bf16" or "gguf_mxfp4" (gpt-oss)
 };
 void PrintTo(const FamilyCase& c, std::ostream* out) {
   *out << c.config.stem().string() << " " << c.form;
@@ -300,6 +305,8 @@ std::vector<FamilyCase> family_cases() {
     for (const char* form : {"hf_bf16", "gguf_q4_0", "serve_hf_bf16"}) {
       all.push_back({file, form});
     }
+    // gpt-oss as llama.cpp's files keep it: MXFP4 experts.
+    if (file.stem().string().starts_with("gpt-oss")) all.push_back({file, "gguf_mxfp4"});
   }
   return all;
 }
@@ -310,8 +317,10 @@ class IreeFamiliesAtRealSize : public IreeGraphs,
 TEST_P(IreeFamiliesAtRealSize, PrefillAndDecodeCompile) {
   if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
   const FamilyCase& c = GetParam();
-  const ModelConfig config =
-      real_size_config(c.config, c.form == "gguf_q4_0" ? DType::kQ4_0 : DType::kBF16);
+  const ModelConfig config = c.form == "gguf_mxfp4"
+                                 ? real_size_config(c.config, DType::kQ8_0, DType::kMXFP4)
+                             : c.form == "gguf_q4_0" ? real_size_config(c.config, DType::kQ4_0)
+                                                     : real_size_config(c.config, DType::kBF16);
   std::vector<models::GraphOptions> options = graphs(WeightType::kAuto);
   if (c.form == "serve_hf_bf16") {
     for (models::GraphOptions& graph : options) {

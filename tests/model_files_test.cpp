@@ -1,7 +1,9 @@
 // Model-file readers against the gguf Python package (bit-exact dequantization), the real
 // SmolLM2 GGUF, and corrupt inputs that must fail with one clear Error.
 #include <gtest/gtest.h>
+
 #include <xxhash.h>
+#include <bit>
 
 #include <cstring>
 #include <filesystem>
@@ -128,6 +130,25 @@ TEST(Gguf, SmolLM2ConfigAndEveryTensorMatchTheReference) {
                   static_cast<unsigned long long>(XXH64(values.data(), values.size() * 4, 0)));
     EXPECT_EQ(entry["xxh64"].get<std::string>(), hash) << tensor.name;
   }
+}
+
+// MXFP4 (gpt-oss's experts as llama.cpp stores them): every value of a tensor equals the gguf
+// package's dequantization, bit for bit (tools/reference/gpt_oss_mxfp4.py).
+TEST(Gguf, DequantizesMxfp4BitExactlyLikeTheGgufPackage) {
+  const Json reference =
+      Json::parse(read_bytes(test_data("models/converted/gpt_oss_mxfp4.json")))["dequantized"];
+  ModelFiles model = ModelFiles::open(test_data("models/converted/gpt_oss_mxfp4.gguf").string());
+  auto tensor = model.find_tensor(reference["tensor"].get<std::string>());
+  ASSERT_TRUE(tensor.has_value());
+  EXPECT_EQ(tensor->dtype, DType::kMXFP4);
+  const std::vector<float> got = to_f32(*tensor);
+  const auto want = reference["values"].get<std::vector<float>>();
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    differing += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i]) ? 1 : 0;
+  }
+  EXPECT_EQ(differing, 0u);
 }
 
 TEST(Gguf, ReadsVersion2) {

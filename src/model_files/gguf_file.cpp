@@ -180,6 +180,8 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
       return DType::kQ6_K;
     case 30:
       return DType::kBF16;
+    case 39:
+      return DType::kMXFP4;
     default:
       return std::nullopt;
   }

@@ -1,5 +1,6 @@
 #include "model_files/planar_blocks.h"
 
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -177,6 +178,21 @@ void q6_k(const std::byte* block, BlockOut out) {
   }
 }
 
+// MXFP4: an E8M0 exponent byte, then 16 bytes of E2M1 nibbles (byte j: element j low, j + 16
+// high). Kept as 8-bit codes, each the value the gguf package tabulates (kvalues: E2M1 doubled,
+// -12 to 12), under the scale it forms from the exponent (e8m0_to_fp32_half: 2^(e - 128), a
+// subnormal below e = 2); their product is exact in f32.
+void mxfp4(const std::byte* block, BlockOut out) {
+  static constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  const uint32_t e = byte_at(block, 0);
+  out.scales[0] = std::bit_cast<float>(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t q = byte_at(block + 1, static_cast<std::size_t>(j));
+    out.codes[j] = kValues[q & 0x0F];
+    out.codes[j + 16] = kValues[q >> 4];
+  }
+}
+
 using BlockFn = void (*)(const std::byte*, BlockOut);
 
 // Calls visit.template operator()<F>() with the block function F of `dtype` (a constant, so
@@ -207,6 +223,9 @@ bool with_block_fn(DType dtype, const Visit& visit) {
       return true;
     case DType::kQ6_K:
       visit.template operator()<q6_k>();
+      return true;
+    case DType::kMXFP4:
+      visit.template operator()<mxfp4>();
       return true;
     default:
       return false;

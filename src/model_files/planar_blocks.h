@@ -3,7 +3,8 @@
 // element and, per group of 16 or 32 consecutive elements of a row, an f32 scale and (for the
 // formats with a minimum) an f32 offset, such that
 //
-//   value = scale * code            (Q8_0, Q4_0, Q5_0, Q6_K)
+//   value = scale * code            (Q8_0, Q4_0, Q5_0, Q6_K; MXFP4, whose 8-bit codes are its
+//                                    E2M1 values doubled, -12 to 12, under 2^(e - 128))
 //   value = scale * code + offset   (Q4_1, Q5_1, Q4_K, Q5_K)
 //
 // computed in f32 gives exactly the gguf Python package's dequantized value (which is what

@@ -38,6 +38,8 @@ DTypeInfo info(DType dtype) {
       return {"Q5_K", 256, 176};
     case DType::kQ6_K:
       return {"Q6_K", 256, 210};
+    case DType::kMXFP4:
+      return {"MXFP4", 32, 17};
   }
   return {"?", 1, 1};
 }

@@ -10,7 +10,20 @@
 namespace xlacel {
 
 // Plain float types and the GGML block-quantized types xlacel reads.
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+enum class DType {
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+  kMXFP4,  // gpt-oss's experts: 32 E2M1 codes under one E8M0 (power of two) scale
+};
 
 const char* dtype_name(DType dtype);
 // Elements per block (1 for plain types) and bytes per block.
