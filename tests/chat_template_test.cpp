@@ -12,6 +12,7 @@
 #include "chat/chat_template.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "reference_day.h"
 #include "test_paths.h"
 
 namespace xlacel {
@@ -22,15 +23,6 @@ std::string read_text(const std::filesystem::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Today as strftime_now("%Y-%m-%d") prints it.
-std::string today() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm local{};
-  localtime_r(&t, &local);
-  char text[16];
-  return std::string(text, std::strftime(text, sizeof text, "%Y-%m-%d", &local));
 }
 
 std::string escaped(std::string_view s) {
@@ -116,11 +108,7 @@ TEST(ChatTemplate, MatchesTransformersReference) {
     try {
       std::string actual = templates.at(name).render(messages, options);
       if (c.contains("strftime_day")) {
-        // The reference printed a fixed day where strftime_now prints today's (gpt-oss's
-        // "Current date:").
-        for (std::size_t at; (at = actual.find(today())) != std::string::npos;) {
-          actual.replace(at, today().size(), c["strftime_day"].get<std::string>());
-        }
+        actual = testing::on_reference_day(actual, c["strftime_day"].get<std::string>());
       }
       const std::string want = c["expected"].get<std::string>();
       if (actual == want) {

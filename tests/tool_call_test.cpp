@@ -20,6 +20,7 @@
 #include "common/json_file.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
+#include "reference_day.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -427,14 +428,18 @@ TEST(ToolRequest, RendersAsTransformersThroughTheServersPath) {
             << e.what();
       }
     } else {
-      EXPECT_EQ(chat_template.render(prompt.messages, options), c["expected"].get<std::string>())
+      std::string rendered = chat_template.render(prompt.messages, options);
+      if (c.contains("strftime_day")) {
+        rendered = testing::on_reference_day(rendered, c["strftime_day"].get<std::string>());
+      }
+      EXPECT_EQ(rendered, c["expected"].get<std::string>())
           << name << " " << conversation << " " << c["extra_context"].dump();
     }
     ++compared;
   }
-  // Llama 3.2 (two variants), Qwen 2.5, Qwen 3, Mistral; two conversations; with and without
-  // the generation prompt.
-  EXPECT_EQ(compared, 20);
+  // Llama 3.2 (two variants), Qwen 2.5, Qwen 3, Mistral, gpt-oss; two conversations; with and
+  // without the generation prompt.
+  EXPECT_EQ(compared, 24);
 }
 
 TEST(ToolRequest, GenericFallbackDescribesToolsAndWritesPastCallsAsText) {

@@ -46,9 +46,11 @@ class Architecture {
   // the graph declares from this one list.
   std::vector<WeightSpec> weight_arguments(const ModelConfig& config, WeightType weights,
                                            bool paired_nibbles) const;
-  // The KV-cache tensors for `slots` sequences of `capacity` positions, in argument order:
-  // [slots, kv_heads, rows, head_dim], where rows below `capacity` make a ring holding position p
-  // at row p mod rows (models/cache_access.h).
+  // The cache tensors for `slots` sequences of `capacity` positions, in argument order, each
+  // layer's as the layer declares them (DecoderLayer::add_caches): attention's K and V
+  // [slots, kv_heads, rows, head_dim], or a recurrent block's state (LFM2's short convolution:
+  // [slots, 1, taps, hidden]); rows below `capacity` make a ring holding position p at row
+  // p mod rows (models/cache_access.h).
   virtual std::vector<TensorSpec> cache_specs(const ModelConfig& config, WeightType weights,
                                               int64_t slots, int64_t capacity) const = 0;
   // The graph's arguments and results (graph_signature.h); emit() declares exactly these. Error
