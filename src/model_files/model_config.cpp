@@ -57,6 +57,15 @@ std::optional<double> json_optional_number(const Json& object, const char* key,
   return json_number(object, key, path);
 }
 
+// gpt-oss's layer pattern: sliding and full attention alternating from a sliding layer 0.
+std::vector<std::string> alternating_sliding_layers(int64_t layers) {
+  std::vector<std::string> types;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    types.push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  return types;
+}
+
 // true for layers interval-1, 2*interval-1, ...: every interval-th layer.
 std::vector<bool> every_nth_layer(int64_t layers, int64_t interval) {
   std::vector<bool> marked;
@@ -305,11 +314,8 @@ void gpt_oss_from_hf(const Json& config, ModelConfig& result, const std::string&
   result.expert_intermediate_size = result.intermediate_size;
   result.sliding_window = json_optional_int(config, "sliding_window", path).value_or(128);
   result.layer_types = layer_types_from_hf(config, result.num_layers, path);
-  if (result.layer_types.empty()) {
-    for (int64_t layer = 0; layer < result.num_layers; ++layer) {
-      result.layer_types.push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
-    }
-  }
+  if (result.layer_types.empty())
+    result.layer_types = alternating_sliding_layers(result.num_layers);
   const bool bias = !config.contains("attention_bias") || !config["attention_bias"].is_boolean() ||
                     config["attention_bias"].get<bool>();
   result.attention_bias = bias;
@@ -709,11 +715,7 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   // llama.cpp's gpt-oss: sliding and full attention alternate from layer 0. Its YaRN is
   // untruncated in the published config, which the GGUF keys do not say.
   if (result.architecture == "gpt-oss") {
-    if (result.sliding_window) {
-      for (int64_t layer = 0; layer < result.num_layers; ++layer) {
-        result.layer_types.push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
-      }
-    }
+    if (result.sliding_window) result.layer_types = alternating_sliding_layers(result.num_layers);
     result.rope_scaling.truncate = false;
   }
   if ((result.architecture == "phi3" || result.architecture == "starcoder2") &&

@@ -33,7 +33,7 @@ struct RopeScaling {
   double high_freq_factor = 1.0;
   int64_t original_max_position_embeddings = 0;
   std::vector<double> short_factor;
-  double attention_factor = 1.0;
+  double attention_factor = 1.0;  // cos/sin x this (LongRoPE, YaRN); 1 for the other types
   double beta_fast = 32.0, beta_slow = 1.0;  // kYarn
   bool truncate = true;                      // kYarn
 };

@@ -70,11 +70,9 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
   // them.
   const AttentionOptions& attention = family.layer->attention().options();
   const bool interleaved = attention.interleaved_rope || config.qk_rows_interleaved;
-  const RopeScaling& scaling = config.rope_scaling;
-  const bool scales_cos_sin =
-      scaling.type == RopeScaling::Type::kLongRope || scaling.type == RopeScaling::Type::kYarn;
+  // cos/sin times the scaling's attention factor (LongRoPE's, YaRN's; 1 for the others).
   rope_ = rotary(positions_, weights_.at("rope_inv_freq"), interleaved,
-                 scales_cos_sin ? scaling.attention_factor : 1.0);
+                 config.rope_scaling.attention_factor);
   if (attention.local_rope) {
     local_rope_ = rotary(positions_, weights_.at("rope_local_inv_freq"), interleaved);
   }

@@ -288,15 +288,15 @@ bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts) {
 
 namespace {
 
-// One expert's MLP on `rows` (gate and up biases [1, out] broadcast over the rows).
+// One expert's MLP on `rows`; its biases are [1, out] rows (one row of the file's stacked
+// biases), added by `linear` as vectors.
 Value expert_mlp(Value rows, const Expert& expert, const ExpertGate& how) {
-  auto projected = [&](const Weight& weight, const std::optional<Value>& bias) {
-    Value y = linear(rows, weight);
-    if (!bias) return y;
-    return y + broadcast_like(to_f32(reshape(*bias, {bias->shape().back()})), y.shape(), {1});
+  auto vector = [](const std::optional<Value>& bias) -> std::optional<Value> {
+    if (!bias) return std::nullopt;
+    return reshape(*bias, {bias->shape().back()});
   };
-  Value gate = projected(expert.gate, expert.gate_bias);
-  Value up = projected(expert.up, expert.up_bias);
+  Value gate = linear(rows, expert.gate, vector(expert.gate_bias));
+  Value up = linear(rows, expert.up, vector(expert.up_bias));
   Value gated;
   if (how.clamped_swiglu) {
     // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit),
@@ -309,10 +309,7 @@ Value expert_mlp(Value rows, const Expert& expert, const ExpertGate& how) {
   } else {
     gated = activate(gate, how.activation) * up;
   }
-  Value out = linear(gated, expert.down);
-  if (!expert.down_bias) return out;
-  const Value bias = *expert.down_bias;
-  return out + broadcast_like(to_f32(reshape(bias, {bias.shape().back()})), out.shape(), {1});
+  return linear(gated, expert.down, vector(expert.down_bias));
 }
 
 }  // namespace
