@@ -777,7 +777,7 @@ TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& re
 const std::vector<std::string> kFamilies = {
     "qwen3",    "gemma3_text",   "gemma2", "granite",    "olmo2",   "phi3",
     "stablelm", "starcoder2",    "cohere", "qwen3_moe",  "olmoe",   "mixtral",
-    "smollm3",  "phi3_longrope", "lfm2",   "qwen3_yarn", "gpt_oss",
+    "smollm3",  "phi3_longrope", "lfm2",   "qwen3_yarn", "gpt_oss", "granitemoehybrid",
 };
 
 // Four slots, so that requests are decoded together, and logits on the host for teacher forcing.

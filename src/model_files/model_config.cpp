@@ -384,6 +384,101 @@ void lfm2_from_hf(const Json& config, ModelConfig& result, const std::string& pa
   }
 }
 
+bool json_bool_or(const Json& object, const char* key, bool fallback, const std::string& path) {
+  if (!object.contains(key) || object[key].is_null()) return fallback;
+  if (!object[key].is_boolean()) fail(path, "field '{}' must be a boolean", key);
+  return object[key].get<bool>();
+}
+
+// GraniteMoeHybridConfig (Granite 4.0-H): layer_types (its older name layers_block_type) of
+// "mamba" and "attention" as published, or transformers' own "linear_attention" and
+// "full_attention" as it saves them; the Mamba-2 mixer's mamba_* fields with the config class's
+// defaults (mamba_d_head "auto": the inner width over the heads); attention without RoPE unless
+// position_embedding_type is "rope"; a shared MLP of shared_intermediate_size on every layer,
+// beside num_local_experts experts of intermediate_size where there are any (the dense variant
+// is that shared MLP alone).
+void granite_hybrid_from_hf(const Json& config, ModelConfig& result, const std::string& path) {
+  const char* types_key = config.contains("layer_types") ? "layer_types" : "layers_block_type";
+  if (!config.contains(types_key) || !config[types_key].is_array() ||
+      static_cast<int64_t>(config[types_key].size()) != result.num_layers) {
+    fail(path, "field 'layer_types' must list one type per layer ({})", result.num_layers);
+  }
+  for (const Json& item : config[types_key]) {
+    const std::string type = item.is_string() ? item.get<std::string>() : item.dump();
+    if (type == "mamba" || type == "linear_attention") {
+      result.layer_types.push_back("mamba");
+    } else if (type == "attention" || type == "full_attention") {
+      result.layer_types.push_back("full_attention");
+    } else {
+      fail(path, "field 'layer_types' holds '{}' (supported: mamba, attention)", type);
+    }
+  }
+  result.ssm_heads = json_optional_int(config, "mamba_n_heads", path).value_or(128);
+  const int64_t expand = json_optional_int(config, "mamba_expand", path).value_or(2);
+  const int64_t inner = expand * result.hidden_size;
+  if (config.contains("mamba_d_head") && config["mamba_d_head"].is_string()) {
+    if (config["mamba_d_head"].get<std::string>() != "auto") {
+      fail(path, "field 'mamba_d_head' must be an integer or \"auto\"");
+    }
+  } else if (auto head = json_optional_int(config, "mamba_d_head", path)) {
+    result.ssm_head_dim = *head;
+  }
+  if (result.ssm_head_dim == 0 && result.ssm_heads > 0)
+    result.ssm_head_dim = inner / result.ssm_heads;
+  if (result.ssm_inner() != inner) {
+    fail(path, "mamba_n_heads ({}) x mamba_d_head ({}) must be mamba_expand x hidden_size ({})",
+         result.ssm_heads, result.ssm_head_dim, inner);
+  }
+  result.ssm_state = json_optional_int(config, "mamba_d_state", path).value_or(256);
+  result.ssm_groups = json_optional_int(config, "mamba_n_groups", path).value_or(1);
+  result.conv_kernel = json_optional_int(config, "mamba_d_conv", path).value_or(4);
+  result.conv_bias = json_bool_or(config, "mamba_conv_bias", true, path);
+  result.ssm_proj_bias = json_bool_or(config, "mamba_proj_bias", false, path);
+  const bool rope = config.contains("position_embedding_type") &&
+                    config["position_embedding_type"] == Json("rope");
+  if (!rope) result.rope_skipped.assign(static_cast<size_t>(result.num_layers), true);
+  const int64_t shared = json_optional_int(config, "shared_intermediate_size", path).value_or(1024);
+  result.num_experts = json_optional_int(config, "num_local_experts", path).value_or(8);
+  if (result.num_experts > 0) {
+    result.experts_per_token = json_optional_int(config, "num_experts_per_tok", path).value_or(2);
+    result.expert_intermediate_size = result.intermediate_size;
+    result.shared_expert_intermediate_size = shared;
+  } else {
+    result.intermediate_size = shared;
+  }
+}
+
+// llama.cpp's Granite 4.0-H (granitehybrid): the Mamba-2 mixer under ssm.* (time_step_rank is
+// the head count), biases found by their tensors, attention without RoPE unless
+// rope.scaling.finetuned says otherwise (the converter's flag for Bamba's RoPE), and the shared
+// MLP's width; without experts that MLP is the whole feed-forward block.
+void granite_hybrid_from_gguf(const GgufFile& gguf, ModelConfig& result) {
+  const std::string prefix = result.architecture + ".";
+  result.ssm_heads = gguf.get_int(prefix + "ssm.time_step_rank");
+  const int64_t inner = gguf.get_int(prefix + "ssm.inner_size");
+  result.ssm_head_dim = result.ssm_heads > 0 ? inner / result.ssm_heads : 0;
+  result.ssm_state = gguf.get_int(prefix + "ssm.state_size");
+  result.ssm_groups = gguf.get_int(prefix + "ssm.group_count");
+  result.conv_kernel = gguf.get_int(prefix + "ssm.conv_kernel");
+  for (int64_t layer = 0; layer < result.num_layers; ++layer) {
+    if (!result.is_mamba_layer(layer)) continue;
+    result.conv_bias = gguf.find_tensor(fmt::format("blk.{}.ssm_conv1d.bias", layer)).has_value();
+    result.ssm_proj_bias = gguf.find_tensor(fmt::format("blk.{}.ssm_in.bias", layer)).has_value();
+    break;
+  }
+  const std::string rope_key = prefix + "rope.scaling.finetuned";
+  if (!gguf.has(rope_key) || !gguf.get_bool(rope_key)) {
+    result.rope_skipped.assign(static_cast<size_t>(result.num_layers), true);
+  }
+  const std::string shared_key = prefix + "expert_shared_feed_forward_length";
+  const int64_t shared = gguf.has(shared_key) ? gguf.get_int(shared_key) : 0;
+  if (result.num_experts > 0) {
+    result.shared_expert_intermediate_size = shared;
+  } else if (shared > 0) {
+    result.intermediate_size = shared;
+  }
+}
+
 }  // namespace
 
 const char* rope_scaling_name(RopeScaling::Type type) {
@@ -502,6 +597,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
   longrope_defaults(config, result, path);
   yarn_defaults(config, result, path);
   if (result.architecture == "lfm2") lfm2_from_hf(config, result, path);
+  if (result.architecture == "granitemoehybrid") granite_hybrid_from_hf(config, result, path);
   if (result.architecture == "stablelm") {
     result.attention_bias = config.contains("use_qkv_bias") &&
                             config["use_qkv_bias"].is_boolean() &&
@@ -601,12 +697,13 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   result.intermediate_size = gguf.get_int(key("feed_forward_length"));
   result.num_layers = gguf.get_int(key("block_count"));
   result.num_heads = gguf.get_int(key("attention.head_count"));
-  // LFM2's converter lists kv heads per layer: 0 for a conv layer.
+  // LFM2's and Granite 4.0-H's converters list kv heads per layer: 0 for a recurrent layer.
   if (const GgufValue* kv = gguf.find(key("attention.head_count_kv"));
       kv != nullptr && std::holds_alternative<GgufArray>(kv->value)) {
     result.num_kv_heads = 0;
+    const char* recurrent = result.architecture == "granitehybrid" ? "mamba" : "conv";
     for (int64_t heads : gguf.get_int_array(key("attention.head_count_kv"))) {
-      result.layer_types.push_back(heads == 0 ? "conv" : "full_attention");
+      result.layer_types.push_back(heads == 0 ? recurrent : "full_attention");
       result.num_kv_heads = std::max(result.num_kv_heads, heads);
     }
   } else {
@@ -723,6 +820,7 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     result.layer_types.assign(static_cast<size_t>(result.num_layers), "sliding_attention");
   }
   result.conv_kernel = int_or("shortconv.l_cache", 0);
+  if (result.architecture == "granitehybrid") granite_hybrid_from_gguf(gguf, result);
   if (auto scale = optional_float("attention.scale")) result.attention_multiplier = *scale;
   if (auto scale = optional_float("embedding_scale")) result.embedding_multiplier = *scale;
   if (auto scale = optional_float("residual_scale")) result.residual_multiplier = *scale;
@@ -764,8 +862,16 @@ void validate_config(const ModelConfig& c, const std::string& where) {
     fail(where, "{} layer types for {} layers", c.layer_types.size(), c.num_layers);
   }
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
-    if (c.is_conv_layer(layer) && c.conv_kernel < 2) {
-      fail(where, "conv layers need a convolution of at least 2 taps, got {}", c.conv_kernel);
+    if ((c.is_conv_layer(layer) || c.is_mamba_layer(layer)) && c.conv_kernel < 2) {
+      fail(where, "{} layers need a convolution of at least 2 taps, got {}",
+           c.layer_types[static_cast<size_t>(layer)], c.conv_kernel);
+    }
+    if (c.is_mamba_layer(layer) && (c.ssm_heads <= 0 || c.ssm_head_dim <= 0 || c.ssm_state <= 0 ||
+                                    c.ssm_groups <= 0 || c.ssm_heads % c.ssm_groups != 0)) {
+      fail(where,
+           "Mamba layers need positive heads ({}), head dims ({}) and state ({}), the heads a "
+           "multiple of the groups ({})",
+           c.ssm_heads, c.ssm_head_dim, c.ssm_state, c.ssm_groups);
     }
   }
   if (c.sliding_window && *c.sliding_window <= 0) {

@@ -65,14 +65,20 @@ struct ModelConfig {
   // transformers' config classes supply when config.json or the GGUF omits a value are filled
   // in here too (gemma2, gemma3_text), so both sources give the same config.
   std::optional<int64_t> sliding_window;  // keys older than this many positions are masked
-  // Per layer "sliding_attention", "full_attention" or "conv" (HF layer_types; LFM2's
-  // full_attn_idxs; in LFM2's GGUF, a layer with 0 kv heads is a conv layer); empty: all full.
+  // Per layer "sliding_attention", "full_attention", "conv" or "mamba" (HF layer_types; LFM2's
+  // full_attn_idxs; Granite 4.0-H's "mamba"/"attention"; in LFM2's and Granite 4.0-H's GGUFs a
+  // layer with 0 kv heads is a conv or Mamba layer); empty: all full.
   std::vector<std::string> layer_types;
-  // LFM2's short convolutions: a conv layer mixes each channel's last conv_kernel inputs (HF
-  // conv_L_cache, GGUF shortconv.l_cache), with biases on its linears and convolution where
-  // conv_bias.
+  // The causal depthwise convolution of a recurrent layer: each channel's last conv_kernel inputs
+  // (LFM2: HF conv_L_cache, GGUF shortconv.l_cache; Mamba-2: mamba_d_conv, ssm.conv_kernel), with
+  // a bias where conv_bias (LFM2: on its linears too).
   int64_t conv_kernel = 0;
   bool conv_bias = false;
+  // Mamba-2 layers (Granite 4.0-H): ssm_heads heads of ssm_head_dim channels, each channel a
+  // state of ssm_state values; B and C shared by the heads of each of ssm_groups groups; biases
+  // on the in/out projections where ssm_proj_bias.
+  int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 1;
+  bool ssm_proj_bias = false;
   double rope_local_theta = 10000.0;              // RoPE base of sliding layers (Gemma 3)
   RopeScaling rope_local_scaling;                 // RoPE scaling of sliding layers (Gemma 3)
   std::optional<double> query_pre_attn_scalar;    // attention scale = this^-0.5 (Gemma)
@@ -97,6 +103,9 @@ struct ModelConfig {
   int64_t experts_per_token = 0;
   int64_t expert_intermediate_size = 0;
   bool norm_topk_prob = false;
+  // A shared expert beside the mixture, run on every token (Granite 4.0-H's shared_mlp), of this
+  // width; 0: none.
+  int64_t shared_expert_intermediate_size = 0;
   // gpt-oss's experts: a clamped SwiGLU, (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g)
   // with g = min(gate, limit) (HF swiglu_alpha / swiglu_limit; llama.cpp's constants).
   double swiglu_alpha = 1.702, swiglu_limit = 7.0;
@@ -129,6 +138,11 @@ struct ModelConfig {
     return layer < static_cast<int64_t>(layer_types.size()) &&
            layer_types[static_cast<size_t>(layer)] == "conv";
   }
+  bool is_mamba_layer(int64_t layer) const {
+    return layer < static_cast<int64_t>(layer_types.size()) &&
+           layer_types[static_cast<size_t>(layer)] == "mamba";
+  }
+  int64_t ssm_inner() const { return ssm_heads * ssm_head_dim; }
   bool is_sliding_layer(int64_t layer) const {
     return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&
            layer_types[static_cast<size_t>(layer)] == "sliding_attention";

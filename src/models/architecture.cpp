@@ -24,11 +24,12 @@ namespace {
 // general.architecture) it accepts.
 const std::vector<const Architecture*>& registry() {
   static const std::vector<const Architecture*> architectures = {
-      &llama_architecture(),   &qwen3_architecture(),     &gemma3_architecture(),
-      &gemma2_architecture(),  &granite_architecture(),   &olmo2_architecture(),
-      &phi3_architecture(),    &stablelm_architecture(),  &starcoder2_architecture(),
-      &cohere_architecture(),  &qwen3_moe_architecture(), &olmoe_architecture(),
-      &mixtral_architecture(), &lfm2_architecture(),      &gpt_oss_architecture(),
+      &llama_architecture(),          &qwen3_architecture(),     &gemma3_architecture(),
+      &gemma2_architecture(),         &granite_architecture(),   &olmo2_architecture(),
+      &phi3_architecture(),           &stablelm_architecture(),  &starcoder2_architecture(),
+      &cohere_architecture(),         &qwen3_moe_architecture(), &olmoe_architecture(),
+      &mixtral_architecture(),        &lfm2_architecture(),      &gpt_oss_architecture(),
+      &granite_hybrid_architecture(),
   };
   return architectures;
 }

@@ -197,6 +197,64 @@ RecentInputs CacheAccess::recent_inputs(Value cache, Value x) const {
   return result;
 }
 
+Value CacheAccess::state_before(Value cache) const {
+  Block& b = cache.block();
+  const std::vector<int64_t>& shape = cache.shape();  // [slots, 1, 2, S]
+  const int64_t width = shape[3];
+  auto as_f32 = [](Value v) {
+    return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
+  };
+  // The row holding position p - 1 (p >= 0): (p + 1) mod 2.
+  auto previous_row = [&](Value p) {
+    const std::vector<int64_t>& s = p.shape();
+    return remainder(p + i32_constant(b, s, 1), i32_constant(b, s, 2));
+  };
+  if (kind_ == GraphKind::kPrefill) {
+    Value zero = i32_constant(b, {}, 0);
+    std::vector<Value> states;
+    for (const PrefillChunkRows& chunk : chunks_) {
+      Value row = previous_row(chunk.start);
+      Value state =
+          reshape(as_f32(dynamic_slice(cache, {chunk.slot, zero, row, zero}, {1, 1, 1, width})),
+                  {1, width});
+      Value fresh = broadcast_in_dim(compare(chunk.start, zero, Direction::kLE), {1, width}, {});
+      states.push_back(select(fresh, constant(b, state.type(), 0.0), state));
+    }
+    return states.size() == 1 ? states[0] : concatenate(states, 0);
+  }
+  // Slot n's two rows as rows 2n, 2n + 1 of one table.
+  Value table = reshape(slice(cache, {0, 0, 0, 0}, {tokens_, 1, 2, width}), {tokens_ * 2, width});
+  const TensorType rows_i32(ElementType::kI32, {tokens_});
+  Value index = iota(b, rows_i32, 0) * i32_constant(b, {tokens_}, 2) + previous_row(positions_);
+  Value state = as_f32(take(table, index));
+  Value fresh = broadcast_in_dim(compare(positions_, i32_constant(b, {tokens_}, 0), Direction::kLE),
+                                 {tokens_, width}, {0});
+  return select(fresh, constant(b, state.type(), 0.0), state);
+}
+
+Value CacheAccess::store_state(Value cache, Value after) const {
+  Block& b = cache.block();
+  const int64_t width = cache.shape()[3];
+  if (after.element() != cache.element()) after = convert(after, cache.element());
+  if (kind_ != GraphKind::kPrefill) {
+    return decode_store(cache, reshape(after, {tokens_, 1, width}), 2);
+  }
+  Value zero = i32_constant(b, {}, 0);
+  for (std::size_t s = 0; s < chunks_.size(); ++s) {
+    const PrefillChunkRows& chunk = chunks_[s];
+    const auto n = static_cast<int64_t>(s);
+    // The row of the last real position, start + valid_length - 1 (kept non-negative).
+    Value row = remainder(chunk.start + chunk.valid_length + i32_constant(b, {}, 1),
+                          i32_constant(b, {}, 2));
+    Value state = reshape(slice(after, {n, 0}, {n + 1, width}), {1, 1, 1, width});
+    Value held = dynamic_slice(cache, {chunk.slot, zero, row, zero}, {1, 1, 1, width});
+    Value real =
+        broadcast_in_dim(compare(chunk.valid_length, zero, Direction::kGT), {1, 1, 1, width}, {});
+    cache = dynamic_update_slice(cache, select(real, state, held), {chunk.slot, zero, row, zero});
+  }
+  return cache;
+}
+
 Value CacheAccess::prefill_store(Value cache, const PrefillChunkRows& chunk, Value block) const {
   // The block's T rows go at `start`, except that they must lie inside the cache: near the end
   // they go at capacity - T, with the rows before `start` kept as they are and the rows past the

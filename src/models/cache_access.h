@@ -74,6 +74,15 @@ class CacheAccess {
   // so what a row holds follows from the slot's position alone, an idle decode row's write is
   // harmless and a slot may resume from its newest position; x f32 [T, D]: this call's inputs.
   RecentInputs recent_inputs(stablehlo::Value cache, stablehlo::Value x) const;
+  // A recurrent state kept at two positions (Mamba-2's SSM state): `cache` [slots, 1, 2, S] holds
+  // a slot's state after position p at row p mod 2, so a sequence resumes from its newest
+  // position while an idle decode row, which writes its slot's next position, leaves it intact.
+  // Each sequence's state before this call's rows: f32 [N, S] (the state after start - 1 (prefill)
+  // or position - 1 (decode)), zero for a sequence that starts at position 0.
+  stablehlo::Value state_before(stablehlo::Value cache) const;
+  // `cache` with each sequence's state after its last real row, `after` f32 [N, S], written at
+  // that position's row; a prefill sequence with no real rows (padding) writes nothing.
+  stablehlo::Value store_state(stablehlo::Value cache, stablehlo::Value after) const;
 
  private:
   CacheAccess() = default;

@@ -58,6 +58,14 @@ class DecoderGraph {
   // Writes this call's inputs x f32 [T, D] of layer `layer`'s short convolution into its cache;
   // each row's window of inputs (CacheAccess::recent_inputs): f32 [T, taps, D].
   Value recent_inputs(int64_t layer, Value x);
+  // Layer `layer`'s recurrent state (ssm_cache_<L>, CacheAccess::state_before): each sequence's
+  // state before this call's rows, f32 [N, S]; store_state writes each one's state after its
+  // last real row.
+  Value state_before(int64_t layer);
+  void store_state(int64_t layer, Value after);
+  // i32 [N]: each prefill sequence's real rows (valid_length); none for decode, whose rows are
+  // all real.
+  std::optional<Value> valid_lengths() const { return valid_; }
   Value query_positions();                               // i32 [N, T per sequence]
   std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
   Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
@@ -76,12 +84,13 @@ class DecoderGraph {
   stablehlo::Function* function_;
   std::map<std::string, Value> inputs_, weights_;
   // The caches in signature order, their values after this call's writes so far (unwritten:
-  // the argument), and their positions by name (k_cache_<L>, v_cache_<L>, conv_cache_<L>).
+  // the argument), and their positions by name (k_cache_<L>, v_cache_<L>, conv_cache_<L>,
+  // ssm_cache_<L>).
   std::vector<Value> caches_, new_caches_;
   std::map<std::string, std::size_t> cache_index_;
   int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
   Value positions_, token_ids_;
-  std::optional<Value> end_;
+  std::optional<Value> end_, valid_;
   std::optional<CacheAccess> access_;
   Rotary rope_;
   std::optional<Rotary> local_rope_;

@@ -8,6 +8,9 @@
 //   short_conv_or_attention_layer.cpp
 //                            pre-norm, a short convolution in place of attention on conv
 //                            layers                                        (LFM2)
+//   mamba_or_attention_layer.cpp
+//                            pre-norm, Mamba-2 in place of attention on Mamba layers
+//                                                                          (Granite 4.0-H)
 // A new kind of layer (a recurrent mixer beside attention, say) is a new DecoderLayer, its
 // state a cache of its own (add_caches).
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include "models/decoder_graph.h"
 #include "models/decoder_weights.h"
 #include "models/feed_forward.h"
+#include "models/mamba2_block.h"
 #include "models/short_conv_block.h"
 
 namespace xlacel::models {
@@ -105,6 +109,26 @@ class ShortConvOrAttentionLayer final : public DecoderLayer {
 
  private:
   ShortConvBlock conv_;
+};
+
+// h += s * mixer(input_norm(h)); h += s * ffn(post_norm(h)), the mixer Mamba-2
+// (mamba2_block.h) on the config's Mamba layers and attention on the others, s the residual
+// scale (Granite 4.0-H's residual_multiplier); a Mamba layer's state is its conv and SSM caches
+// instead of a KV cache.
+class MambaOrAttentionLayer final : public DecoderLayer {
+ public:
+  MambaOrAttentionLayer(AttentionBlock attention, std::shared_ptr<const FeedForward> feed_forward,
+                        double residual_scale)
+      : DecoderLayer(std::move(attention), std::move(feed_forward)),
+        residual_scale_(residual_scale) {}
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  void add_caches(std::vector<TensorSpec>& caches, const ModelConfig& config, int64_t layer,
+                  stablehlo::ElementType element, int64_t slots, int64_t capacity) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value h) const override;
+
+ private:
+  Mamba2Block mamba_;
+  double residual_scale_;
 };
 
 // The norms a layer's wiring declares, with their HF and GGUF names.

@@ -31,8 +31,7 @@ void DecoderWeights::add_layer_rows(int64_t layer, const std::string& name, cons
                                     const std::string& gguf, int64_t row, int64_t rows,
                                     int64_t total, Split split) {
   WeightSpec& spec = add_layer(layer, name, hf, gguf, {rows, config_.hidden_size}, split);
-  spec.source_rows = total;
-  spec.source_row = row;
+  spec.set_rows(row, total);
 }
 
 void DecoderWeights::add_norm(const std::string& name, const std::string& hf,

@@ -20,5 +20,7 @@ const Architecture& cohere_architecture();  // cohere: parallel block, interleav
 const Architecture& mixtral_architecture();  // mixtral: Llama with a mixture of experts
 const Architecture& lfm2_architecture();     // lfm2: short convolutions beside attention
 const Architecture& gpt_oss_architecture();  // gpt_oss: attention sinks, biased experts
+// granitemoehybrid (GGUF granitehybrid): Mamba-2 beside attention, a shared MLP beside experts
+const Architecture& granite_hybrid_architecture();
 
 }  // namespace xlacel::models

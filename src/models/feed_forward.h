@@ -1,6 +1,7 @@
 #pragma once
 // A decoder layer's feed-forward block: a gated MLP (gated_mlp.cpp), a plain two-matrix MLP
-// (dense_mlp.cpp) or a sparse mixture of experts (sparse_moe.cpp). Each declares its weights and
+// (dense_mlp.cpp), a sparse mixture of experts (sparse_moe.cpp, gpt_oss_moe.cpp) or a shared MLP
+// beside one (shared_mlp_and_experts.cpp). Each declares its weights and
 // emits itself; a family picks one (feed_forward_for: experts where the config has them).
 #include <cstdint>
 #include <memory>
@@ -78,6 +79,20 @@ class SparseMoe final : public FeedForward {
 // stored as x @ W; down_proj [E, inter, hidden]; their biases [E, ...]); GGUF as
 // ffn_{gate,up,down}_exps.{weight,bias}.
 class GptOssMoe final : public FeedForward {
+ public:
+  void add_weights(DecoderWeights& weights, int64_t layer) const override;
+  Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
+};
+
+// Granite 4.0-H's feed-forward block (GraniteMoeHybrid): a shared gated MLP on every token
+// (shared_mlp, gate and up the two row halves of input_linear in HF; GGUF ffn_{gate,up,down},
+// or ffn_*_shexp beside experts), plus, where the config has experts, a mixture whose router
+// takes the top config.experts_per_token logits and their own softmax (block_sparse_moe: router
+// .layer, and each expert's gate and up the halves of its rows of the stacked input_linear [E,
+// 2 inter, hidden], down its output_linear [E, hidden, inter]; GGUF ffn_gate_inp and the stacked
+// ffn_*_exps): l<L>_shared_gate_proj, _shared_up_proj, _shared_down_proj, then l<L>_router and
+// l<L>_e<E>_gate_proj, _up_proj, _down_proj.
+class SharedMlpAndExperts final : public FeedForward {
  public:
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;

@@ -17,9 +17,7 @@ void GptOssMoe::add_weights(DecoderWeights& weights, int64_t l) const {
                       std::vector<int64_t> shape, Split split, int64_t interleaved_part) {
       WeightSpec& spec =
           weights.add_layer(l, fmt::format("e{}_{}", x, name), hf, gguf, shape, split);
-      spec.source_rows = c.num_experts * shape[0];
-      spec.source_row = x * shape[0];
-      spec.source_rows_gguf_only = true;
+      spec.gguf_rows = {x * shape[0], c.num_experts * shape[0]};
       spec.expert = true;
       spec.hf_stacked = x;
       spec.hf_interleave = interleaved_part >= 0 ? 2 : 1;

@@ -15,9 +15,7 @@ void SparseMoe::add_weights(DecoderWeights& weights, int64_t l) const {
       WeightSpec& spec = weights.add_layer(
           l, fmt::format("e{}_{}", x, name),
           fmt::format("{}.experts.{}.{}.weight", names_.block, x, hf), gguf, shape, split);
-      spec.source_rows = c.num_experts * shape[0];
-      spec.source_row = x * shape[0];
-      spec.source_rows_gguf_only = true;
+      spec.gguf_rows = {x * shape[0], c.num_experts * shape[0]};
       spec.expert = true;
     };
     expert("gate_proj", names_.gate, "ffn_gate_exps.weight", {inter, c.hidden_size},

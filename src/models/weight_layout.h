@@ -69,13 +69,19 @@ struct WeightSpec {
   bool rope_inv_freq = false;      // computed from the config, not read from the files
   bool rope_local = false;         // rope_inv_freq of sliding layers (rope_local_theta / _scaling)
   float gguf_add = 0.0f;           // added to every value read from a GGUF file (Gemma norms: -1)
-  // > 0: the file's tensor has this many rows and this argument is its rows [source_row,
-  // source_row + shape[0]) (a fused qkv or gate_up tensor, split on the host).
+  // Where `total` > 0, the file's tensor has that many rows and this argument is its rows [row,
+  // row + shape[0]) (a fused qkv or gate_up tensor, split on the host), per format: HF and GGUF
+  // fuse differently (experts stacked in GGUF only; Granite's gate and up fused in HF only).
   // A file tensor of more than two dimensions counts its rows over all but the last (stacked
   // experts [E, rows, cols]).
-  int64_t source_rows = 0;
-  int64_t source_row = 0;
-  bool source_rows_gguf_only = false;  // HF files hold the argument as its own tensor (experts)
+  struct FileRows {
+    int64_t row = 0;
+    int64_t total = 0;
+  };
+  FileRows hf_rows = {}, gguf_rows = {};
+  void set_rows(int64_t row, int64_t total) { hf_rows = gguf_rows = {row, total}; }
+  // HF files store log(-A) (Mamba's A_log) where GGUF stores A: the loader takes -exp of HF's.
+  bool hf_negative_exp = false;
   // HF files only, where >= 0: the argument is matrix `hf_stacked` of the stacked tensor
   // hf_name ([n, a, b], or [n, b] for a vector), of whose last axis it takes every
   // hf_interleave-th element from hf_interleave_offset (gpt-oss's gate_up_proj: gate at even

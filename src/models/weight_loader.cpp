@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -49,15 +50,17 @@ namespace {
 // The file tensor behind `spec`, checked against the weight's shape `shape` (a plane's spec has
 // its own) or, for a row range of a fused tensor, the whole tensor's.
 // Whether `spec` is a row range of a fused (or, in GGUF, stacked) file tensor.
+const WeightSpec::FileRows& file_rows(const ModelFiles& files, const WeightSpec& spec) {
+  return files.format() == ModelFiles::Format::kGguf ? spec.gguf_rows : spec.hf_rows;
+}
 bool takes_rows(const ModelFiles& files, const WeightSpec& spec) {
-  return spec.source_rows > 0 &&
-         (files.format() == ModelFiles::Format::kGguf || !spec.source_rows_gguf_only);
+  return file_rows(files, spec).total > 0;
 }
 
 TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
                               std::vector<int64_t> shape) {
   const bool rows = takes_rows(files, spec);
-  if (rows) shape[0] = spec.source_rows;
+  if (rows) shape[0] = file_rows(files, spec).total;
   const std::string& name =
       files.format() == ModelFiles::Format::kGguf ? spec.gguf_name : spec.hf_name;
   auto tensor = files.find_tensor(name);
@@ -75,7 +78,16 @@ TensorView find_weight_tensor(const ModelFiles& files, const WeightSpec& spec,
     std::erase(dims, int64_t{1});
     return dims;
   };
-  if (got != shape && (shape.size() == got.size() || squeezed(got) != squeezed(shape))) {
+  // A vector is the same vector in any shape of its count (llama.cpp stores Mamba's grouped norm
+  // weight [groups, inner / groups]).
+  auto count = [](const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  };
+  const bool same_vector = shape.size() == 1 && count(got) == shape[0];
+  if (got != shape && !same_vector &&
+      (shape.size() == got.size() || squeezed(got) != squeezed(shape))) {
     fail(files.path(), "tensor '{}' has shape [{}], expected [{}]", name,
          fmt::join(tensor->shape, ", "), fmt::join(shape, ", "));
   }
@@ -149,12 +161,13 @@ void unpermute(const ModelFiles& files, const TensorView& tensor, Vector& rows, 
   }
 }
 
-// Rows [source_row, source_row + rows) of a fused tensor's `values` (`columns` per row).
+// Rows [row, row + rows) of a fused tensor's `values` (`columns` per row).
 template <typename Vector>
 void take_source_rows(const ModelFiles& files, const WeightSpec& spec, Vector& values, int64_t rows,
                       int64_t columns) {
   if (!takes_rows(files, spec)) return;
-  const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spec.source_row * columns);
+  const auto begin =
+      values.begin() + static_cast<std::ptrdiff_t>(file_rows(files, spec).row * columns);
   values = Vector(begin, begin + static_cast<std::ptrdiff_t>(rows * columns));
 }
 
@@ -299,6 +312,9 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) {
     for (float& v : values) v = v + spec.gguf_add;
   }
+  if (files.format() == ModelFiles::Format::kHuggingFaceDirectory && spec.hf_negative_exp) {
+    for (float& v : values) v = -std::exp(v);
+  }
   return values;
 }
 
@@ -332,11 +348,14 @@ HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const Te
 // stored, without a round trip through f32, which widened and narrowed every value on one core
 // (docs/PERFORMANCE.md, "Stored bits as is"), and without a copy at all where no
 // rows move (the file's bytes, which the device uses in place or copies). None for other weights
-// (another type, a value added, a computed weight).
+// (another type, a value added or transformed, a computed weight).
 std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec& spec) {
   const std::optional<DType> dtype = stored_dtype(spec.element);
   if (!dtype || spec.rope_inv_freq || takes_stacked(files, spec)) return std::nullopt;
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) return std::nullopt;
+  if (files.format() == ModelFiles::Format::kHuggingFaceDirectory && spec.hf_negative_exp) {
+    return std::nullopt;
+  }
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   if (tensor.dtype != *dtype) return std::nullopt;
   check_tensor_bytes(tensor);

@@ -135,6 +135,15 @@ FAMILIES = {
                      rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
                                       "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 64}),
                 "one"),
+    # Granite 4.0-H: Mamba-2 on layers 0, 2 and 3 (8 heads of 16 in 2 groups, a state of 16, 4 taps), attention
+    # without RoPE on layer 1, a shared MLP of 48 beside 3 experts of 32 (top 2), Granite's multipliers. A_log,
+    # dt_bias and D randomised (build()); layer_types written as published (build()).
+    "granitemoehybrid": (dict(tie_word_embeddings=True, num_hidden_layers=4,
+                              layer_types=["mamba", "attention", "mamba", "mamba"], mamba_n_heads=8,
+                              mamba_d_state=16, mamba_n_groups=2, mamba_d_conv=4, num_local_experts=3,
+                              num_experts_per_tok=2, intermediate_size=32, shared_intermediate_size=48,
+                              position_embedding_type="nope", embedding_multiplier=3.0, residual_multiplier=0.5,
+                              attention_multiplier=0.125, logits_scaling=2.5), "one"),
     "mixtral": (dict(tie_word_embeddings=False, num_local_experts=3, num_experts_per_tok=2, intermediate_size=32,
                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}), "one"),
 }
@@ -204,10 +213,23 @@ def build(model_type, directory, extra=None, text=None):
                 p.copy_(0.5 * torch.randn(p.shape, generator=g))
             elif model_type == "gpt_oss" and name.endswith("gate_up_proj"):
                 p.mul_(4.0)
+            elif name.endswith("mamba.A_log"):
+                p.copy_(torch.log(1.0 + 15.0 * torch.rand(p.shape, generator=g)))
+            elif name.endswith("mamba.dt_bias"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            elif name.endswith("mamba.D"):
+                p.copy_(1.0 + 0.5 * torch.randn(p.shape, generator=g))
     model.generation_config = generation_config()
     if directory.exists():
         shutil.rmtree(directory)
     model.save_pretrained(directory, safe_serialization=True)
+    if model_type == "granitemoehybrid":
+        # transformers saves its own layer type names; published configs (and llama.cpp's
+        # converter) use "mamba" and "attention", which transformers reads as its own.
+        path = directory / "config.json"
+        saved = json.loads(path.read_text())
+        saved["layer_types"] = ["mamba" if t == "linear_attention" else "attention" for t in saved["layer_types"]]
+        path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
     family_text.write(text, directory)
     for f in directory.iterdir():
         f.chmod(0o644)

@@ -53,6 +53,14 @@ FAMILY_TEXT = {
                                       "<|tool_call|>"], TEMPLATES / "granite.jinja", "GPT2Tokenizer",
                        dict(bos_token="<|end_of_text|>", eos_token="<|end_of_text|>", pad_token="<|pad|>",
                             unk_token="<|end_of_text|>")),
+    # Granite 4.0's roles and tool-call tags, byte-level, with Granite's template; one merge, as a GGUF
+    # needs some (264 tokens: llama.cpp's Mamba-2 converter pads a vocabulary to a multiple of 8).
+    "granitemoehybrid": _family("byte_level", ["<|pad|>", "<|start_of_role|>", "<|end_of_text|>",
+                                               "<|end_of_role|>", "<|tool_call|>", "<tool_call>", "</tool_call>"],
+                                TEMPLATES / "granite.jinja", "GPT2Tokenizer",
+                                dict(bos_token="<|end_of_text|>", eos_token="<|end_of_text|>", pad_token="<|pad|>",
+                                     unk_token="<|end_of_text|>"),
+                                unspecial=["<tool_call>", "</tool_call>"], merges=[("\u0120", "t")]),
     "olmo2": _family("byte_level", ["<|pad|>", "<|startoftext|>", "<|endoftext|>"], TEMPLATES / "olmo2.jinja",
                      "GPT2Tokenizer", _OLMO),
     "olmoe": _family("byte_level", ["<|pad|>", "<|startoftext|>", "<|endoftext|>"], TEMPLATES / "olmo2.jinja",
