@@ -520,7 +520,8 @@ TEST_P(EngineOnRuntime, SlidingLayersKeepARingOfTheWindowThatWrapsAndStillMatchH
 // Prefix reuse on a wrapped ring: a chat-like follow-up that extends a slot's whole resident
 // sequence reuses it; a prompt sharing only part of it is prefilled from position 0 over the
 // ring's stale rows. Both must give the tokens of runs without reuse. The rings of sliding
-// layers (tiny Gemma 3, 24 positions) and of short convolutions (tiny LFM2, 3).
+// layers (tiny Gemma 3, 24 positions), of short convolutions (tiny LFM2, 3) and of Mamba-2's
+// convolution and state (tiny Granite 4.0-H, 4 and 2).
 class RingModelOnRuntime : public ::testing::TestWithParam<FamilyRuntime> {};
 
 TEST_P(RingModelOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFullPrefill) {
@@ -609,11 +610,12 @@ TEST_P(RingModelOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
 // (after its leading chunks ran alone), give each the logits its last chunk gives alone in
 // another slot, and HF's first-token logits; and greedy requests submitted together, whose
 // prompts prefill together, get HF's tokens. A full cache (tiny Llama 3), sliding layers'
-// rings (tiny Gemma 3) and short convolutions' (tiny LFM2).
+// rings (tiny Gemma 3), short convolutions' (tiny LFM2) and Mamba-2's states (tiny Granite
+// 4.0-H).
 TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
-  const fs::path models[] = {testing::test_data("models/tiny_llama3"),
-                             testing::test_data("models/gemma3_text"),
-                             testing::test_data("models/lfm2")};
+  const fs::path models[] = {
+      testing::test_data("models/tiny_llama3"), testing::test_data("models/gemma3_text"),
+      testing::test_data("models/lfm2"), testing::test_data("models/granitemoehybrid")};
   for (const fs::path& model : models) {
     const std::string label = GetParam() + " " + model.filename().string();
     const json reference = read_json(model.filename() == "tiny_llama3"
@@ -697,7 +699,8 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "x
 
 INSTANTIATE_TEST_SUITE_P(
     Rings, RingModelOnRuntime,
-    ::testing::Combine(::testing::Values(std::string("gemma3_text"), std::string("lfm2")),
+    ::testing::Combine(::testing::Values(std::string("gemma3_text"), std::string("lfm2"),
+                                         std::string("granitemoehybrid")),
                        ::testing::Values(std::string("iree"), std::string("xla"))),
     family_runtime_name);
 
@@ -1082,8 +1085,8 @@ TEST(TensorParallel, HeadsThatDoNotDivideAndIreeAreOneLineErrors) {
 // (tests/data/models/converted/<type>.gguf, tools/reference/converted_gguf.py): its id-list
 // prompts give HF's greedy tokens and logits from the GGUF route too (q/k rows as the converter
 // permutes them, keys as it names them), on both runtimes.
-const std::vector<std::string> kConvertedFamilies = {"smollm3", "phi3_longrope", "lfm2",
-                                                     "qwen3_yarn", "gpt_oss"};
+const std::vector<std::string> kConvertedFamilies = {
+    "smollm3", "phi3_longrope", "lfm2", "qwen3_yarn", "gpt_oss", "granitemoehybrid"};
 
 class ConvertedGgufTest : public ::testing::TestWithParam<FamilyRuntime> {};
 

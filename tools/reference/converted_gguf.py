@@ -21,7 +21,8 @@ LLAMA_CPP = pathlib.Path(os.environ.get(
     "LLAMA_CPP", CACHE / "peer" / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp"))
 
 # tests/data/models directory -> tokenizer.ggml.pre of the published checkpoints' GGUFs.
-PRE_TOKENIZER = {"smollm3": "llama-bpe", "phi3_longrope": "gpt-4o", "lfm2": "lfm2", "qwen3_yarn": "qwen2", "gpt_oss": "gpt-4o"}
+PRE_TOKENIZER = {"smollm3": "llama-bpe", "phi3_longrope": "gpt-4o", "lfm2": "lfm2", "qwen3_yarn": "qwen2", "gpt_oss": "gpt-4o",
+                 "granitemoehybrid": "dbrx"}
 
 
 def main():
