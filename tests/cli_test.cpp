@@ -270,12 +270,14 @@ TEST(Cli, UnknownArchitectureIsOneLine) {
                                                {"emit", "-m", dir.string(), "--graph", "decode"}}) {
     Result result = run_xlacel(args);
     EXPECT_EQ(result.exit_code, 1) << args[0];
-    EXPECT_EQ(result.err,
-              "xlacel: " + dir.string() +
-                  ": unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, "
-                  "gemma3, gemma3_text, gpt-oss, gpt_oss, granite, lfm2, llama, mistral, mixtral, "
-                  "olmo2, olmoe, phi3, "
-                  "qwen2, qwen3, qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)\n")
+    EXPECT_EQ(
+        result.err,
+        "xlacel: " + dir.string() +
+            ": unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, "
+            "gemma3, gemma3_text, gpt-oss, gpt_oss, granite, granitehybrid, granitemoehybrid, "
+            "lfm2, llama, mistral, mixtral, "
+            "olmo2, olmoe, phi3, "
+            "qwen2, qwen3, qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)\n")
         << args[0];
   }
 }

@@ -302,6 +302,13 @@ void PrintTo(const FamilyCase& c, std::ostream* out) {
 std::vector<FamilyCase> family_cases() {
   std::vector<FamilyCase> all;
   for (const fs::path& file : real_size_configs()) {
+    // Granite 4.0-H tiny keeps six layers of 64 experts (its first attention layer is the sixth):
+    // 3.5 minutes for three forms. Its Mamba layers are h-micro's in every form and its mixture
+    // OLMoE's, so it compiles as the GGUF users run only.
+    if (file.stem() == "granite-4.0-h-tiny") {
+      all.push_back({file, "gguf_q4_0"});
+      continue;
+    }
     for (const char* form : {"hf_bf16", "gguf_q4_0", "serve_hf_bf16"}) {
       all.push_back({file, form});
     }

@@ -426,6 +426,55 @@ TEST(HfDirectory, Lfm2ConfigsReadAsTransformersAndTheConverterWriteThem) {
   }
 }
 
+// Granite 4.0-H's published configs (h-tiny: experts beside the shared MLP; h-micro: the shared
+// MLP alone) read as GraniteMoeHybridConfig does; the tiny model (transformers' layer type names
+// put back as published) and the GGUF llama.cpp's converter writes of it read alike.
+TEST(HfDirectory, GraniteHybridConfigsReadAsTransformersAndTheConverterWriteThem) {
+  auto published = [](const char* name) {
+    return ModelFiles::open(make_hf_directory(name, read_bytes(test_data(fmt::format(
+                                                        "models/real_size/{}.json", name))))
+                                .string())
+        .config();
+  };
+  const ModelConfig tiny = published("granite-4.0-h-tiny");
+  EXPECT_EQ(tiny.ssm_heads, 48);
+  EXPECT_EQ(tiny.ssm_head_dim, 64);
+  EXPECT_EQ(tiny.ssm_state, 128);
+  EXPECT_EQ(tiny.conv_kernel, 4);
+  EXPECT_TRUE(tiny.conv_bias);
+  EXPECT_EQ(tiny.num_experts, 64);
+  EXPECT_EQ(tiny.expert_intermediate_size, 512);
+  EXPECT_EQ(tiny.shared_expert_intermediate_size, 1024);
+  EXPECT_TRUE(tiny.skips_rope(5));
+  EXPECT_TRUE(tiny.is_mamba_layer(4));
+  EXPECT_FALSE(tiny.is_mamba_layer(5));
+  const ModelConfig micro = published("granite-4.0-h-micro");
+  EXPECT_EQ(micro.num_experts, 0);
+  EXPECT_EQ(micro.intermediate_size, 8192);  // shared_intermediate_size
+  EXPECT_EQ(micro.shared_expert_intermediate_size, 0);
+
+  const ModelConfig hf =
+      ModelFiles::open(testing::test_data("models/granitemoehybrid").string()).config();
+  const ModelConfig gguf =
+      ModelFiles::open(testing::test_data("models/converted/granitemoehybrid.gguf").string())
+          .config();
+  for (const ModelConfig* c : {&hf, &gguf}) {
+    EXPECT_EQ(c->layer_types,
+              (std::vector<std::string>{"mamba", "full_attention", "mamba", "mamba"}));
+    EXPECT_EQ(c->ssm_heads, 8);
+    EXPECT_EQ(c->ssm_head_dim, 16);
+    EXPECT_EQ(c->ssm_state, 16);
+    EXPECT_EQ(c->ssm_groups, 2);
+    EXPECT_EQ(c->conv_kernel, 4);
+    EXPECT_TRUE(c->conv_bias);
+    EXPECT_FALSE(c->ssm_proj_bias);
+    EXPECT_EQ(c->num_experts, 3);
+    EXPECT_EQ(c->shared_expert_intermediate_size, 48);
+    EXPECT_EQ(c->rope_skipped, std::vector<bool>(4, true));
+    EXPECT_EQ(c->residual_multiplier, 0.5);
+  }
+}
+
 // What a family's graph cannot compute is refused with one line naming the file and the field.
 TEST(HfDirectory, UnsupportedFamilyOptionsAreErrors) {
   struct Case {
@@ -444,6 +493,18 @@ TEST(HfDirectory, UnsupportedFamilyOptionsAreErrors) {
         {"mlp_only_layers", {0}}},
        "mlp_only_layers is not supported"},
       {"mixtral", {{"num_local_experts", 4}, {"num_experts_per_tok", 5}}, "not a valid mixture"},
+      {"granitemoehybrid",
+       {{"layer_types", {"mamba", "mamba2"}}},
+       "field 'layer_types' holds 'mamba2' (supported: mamba, attention)"},
+      {"granitemoehybrid",
+       {{"layer_types", {"mamba", "attention"}}, {"mamba_n_heads", 3}},
+       "mamba_n_heads (3) x mamba_d_head (42) must be mamba_expand x hidden_size (128)"},
+      {"granitemoehybrid",
+       {{"layer_types", {"mamba", "attention"}}, {"mamba_n_heads", 4}, {"mamba_n_groups", 3}},
+       "the heads a multiple of the groups (3)"},
+      {"granitemoehybrid",
+       {{"layer_types", {"attention", "mamba"}}, {"mamba_d_conv", 1}},
+       "mamba layers need a convolution of at least 2 taps, got 1"},
   };
   for (const Case& test : cases) {
     Json config = Json::parse(kLlama3Config);
@@ -486,11 +547,13 @@ TEST(HfDirectory, UnknownArchitectureReadsButHasNoArchitecture) {
   fs::path dir = make_hf_directory("unknown", config.dump());
   ModelFiles model = ModelFiles::open(dir.string());
   EXPECT_EQ(model.config().architecture, "gpt_neox");
-  expect_error([&] { models::architecture_for(model.config(), model.path()); }, model.path(),
-               "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
-               "gemma3_text, gpt-oss, gpt_oss, granite, lfm2, llama, mistral, mixtral, olmo2, "
-               "olmoe, phi3, qwen2, qwen3, "
-               "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
+  expect_error(
+      [&] { models::architecture_for(model.config(), model.path()); }, model.path(),
+      "unknown architecture 'gpt_neox' (supported: cohere, command-r, gemma2, gemma3, "
+      "gemma3_text, gpt-oss, gpt_oss, granite, granitehybrid, granitemoehybrid, lfm2, llama, "
+      "mistral, mixtral, olmo2, "
+      "olmoe, phi3, qwen2, qwen3, "
+      "qwen3_moe, qwen3moe, smollm3, stablelm, starcoder2)");
   expect_error([&] { models::architecture_for(model.config()); },
                "gpt_neox: ", "unknown architecture 'gpt_neox'");
   for (const char* known : {"llama", "mistral", "qwen2"}) {
