@@ -49,19 +49,17 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
     // Positions start .. start + bucket - 1 of each sequence; keys at or beyond its start +
     // valid_length are masked.
     std::vector<PrefillChunkRows> chunks;
-    std::vector<Value> chunk_positions, ends, valid;
+    std::vector<Value> chunk_positions, ends;
     for (int64_t s = 0; s < sequences_; ++s) {
       PrefillChunkRows chunk{of_sequence("slot", s), of_sequence("start", s),
                              of_sequence("valid_length", s)};
       chunk_positions.push_back(iota(b, TensorType(ElementType::kI32, {per_sequence_}), 0) +
                                 broadcast_in_dim(chunk.start, {per_sequence_}, {}));
       ends.push_back(reshape(chunk.start + chunk.valid_length, {1}));
-      valid.push_back(reshape(chunk.valid_length, {1}));
       chunks.push_back(chunk);
     }
     positions_ = sequences_ == 1 ? chunk_positions[0] : concatenate(chunk_positions, 0);
     end_ = sequences_ == 1 ? ends[0] : concatenate(ends, 0);
-    valid_ = sequences_ == 1 ? valid[0] : concatenate(valid, 0);
     access_ = CacheAccess::prefill(std::move(chunks), per_sequence_, options.window);
     if (sequences_ > 1) token_ids_ = reshape(token_ids_, {tokens_});
   } else {
@@ -149,6 +147,12 @@ Value DecoderGraph::recent_inputs(int64_t layer, Value x) {
   RecentInputs recent = access_->recent_inputs(caches_[index], x);
   new_caches_[index] = recent.cache;
   return recent.window;
+}
+
+std::optional<Value> DecoderGraph::valid_lengths() {
+  if (options_.kind != GraphKind::kPrefill) return std::nullopt;
+  Value valid = inputs_.at("valid_length");  // a scalar, or i32 [N] over several sequences
+  return sequences_ == 1 ? reshape(valid, {1}) : valid;
 }
 
 Value DecoderGraph::state_before(int64_t layer) {

@@ -65,7 +65,7 @@ class DecoderGraph {
   void store_state(int64_t layer, Value after);
   // i32 [N]: each prefill sequence's real rows (valid_length); none for decode, whose rows are
   // all real.
-  std::optional<Value> valid_lengths() const { return valid_; }
+  std::optional<Value> valid_lengths();
   Value query_positions();                               // i32 [N, T per sequence]
   std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
   Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
@@ -90,7 +90,7 @@ class DecoderGraph {
   std::map<std::string, std::size_t> cache_index_;
   int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
   Value positions_, token_ids_;
-  std::optional<Value> end_, valid_;
+  std::optional<Value> end_;
   std::optional<CacheAccess> access_;
   Rotary rope_;
   std::optional<Rotary> local_rope_;
