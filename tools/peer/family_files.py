@@ -53,6 +53,12 @@ def random_hf_directory(config_path, out, seed, layers=None):
     for f in (out.parent / (out.name + ".part")).iterdir():
         shutil.move(str(f), out / f.name)
     (out.parent / (out.name + ".part")).rmdir()
+    if isinstance(config_json.get("layer_types"), list):
+        # transformers saves its own layer type names (Granite 4.0-H's "mamba" as
+        # "linear_attention"); the converter reads the published ones.
+        saved = json.loads((out / "config.json").read_text())
+        saved["layer_types"] = config_json["layer_types"]
+        (out / "config.json").write_text(json.dumps(saved, indent=1) + "\n")
     shutil.copy(TOKENIZER, out / "tokenizer.json")
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|im_start|>",
