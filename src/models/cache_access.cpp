@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/llama_layers.h"
+
 namespace xlacel::models {
 
 using namespace stablehlo;
@@ -139,12 +141,9 @@ RecentInputs CacheAccess::recent_inputs(Value cache, Value x) const {
   Block& b = x.block();
   const std::vector<int64_t> shape = cache.shape();  // [slots, 1, taps, D]
   const int64_t taps = shape[2], width = shape[3];
-  auto as_f32 = [](Value v) {
-    return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
-  };
   // Rows `index` (i32, any shape) of `table` [M, D], zero where `position` (same shape) < 0.
   auto rows_at = [&](Value table, Value index, Value position) {
-    Value rows = as_f32(take(table, index));
+    Value rows = to_f32(take(table, index));
     std::vector<int64_t> dims(index.shape().size());
     for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
     Value before_start =
@@ -175,7 +174,7 @@ RecentInputs CacheAccess::recent_inputs(Value cache, Value x) const {
       Value before = broadcast_in_dim(chunk.start, {taps - 1}, {}) + iota(b, taps_i32, 0) -
                      i32_constant(b, {taps - 1}, taps - 1);
       Value sequence = concatenate({rows_at(table, ring_row(before), before),
-                                    as_f32(slice(table, {taps, 0}, {taps + tokens_, width}))},
+                                    to_f32(slice(table, {taps, 0}, {taps + tokens_, width}))},
                                    0);
       // Row i's window is sequence rows i .. i + taps - 1.
       Value index = iota(b, window_i32, 0) + iota(b, window_i32, 1);
@@ -201,9 +200,6 @@ Value CacheAccess::state_before(Value cache) const {
   Block& b = cache.block();
   const std::vector<int64_t>& shape = cache.shape();  // [slots, 1, 2, S]
   const int64_t width = shape[3];
-  auto as_f32 = [](Value v) {
-    return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
-  };
   // The row holding position p - 1 (p >= 0): (p + 1) mod 2.
   auto previous_row = [&](Value p) {
     const std::vector<int64_t>& s = p.shape();
@@ -215,7 +211,7 @@ Value CacheAccess::state_before(Value cache) const {
     for (const PrefillChunkRows& chunk : chunks_) {
       Value row = previous_row(chunk.start);
       Value state =
-          reshape(as_f32(dynamic_slice(cache, {chunk.slot, zero, row, zero}, {1, 1, 1, width})),
+          reshape(to_f32(dynamic_slice(cache, {chunk.slot, zero, row, zero}, {1, 1, 1, width})),
                   {1, width});
       Value fresh = broadcast_in_dim(compare(chunk.start, zero, Direction::kLE), {1, width}, {});
       states.push_back(select(fresh, constant(b, state.type(), 0.0), state));
@@ -226,7 +222,7 @@ Value CacheAccess::state_before(Value cache) const {
   Value table = reshape(slice(cache, {0, 0, 0, 0}, {tokens_, 1, 2, width}), {tokens_ * 2, width});
   const TensorType rows_i32(ElementType::kI32, {tokens_});
   Value index = iota(b, rows_i32, 0) * i32_constant(b, {tokens_}, 2) + previous_row(positions_);
-  Value state = as_f32(take(table, index));
+  Value state = to_f32(take(table, index));
   Value fresh = broadcast_in_dim(compare(positions_, i32_constant(b, {tokens_}, 0), Direction::kLE),
                                  {tokens_, width}, {0});
   return select(fresh, constant(b, state.type(), 0.0), state);

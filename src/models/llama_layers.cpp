@@ -8,11 +8,18 @@ namespace xlacel::models {
 
 using namespace stablehlo;
 
-namespace {
-
 Value to_f32(Value x) {
   return x.element() == ElementType::kF32 ? x : convert(x, ElementType::kF32);
 }
+
+Value depthwise_conv(Value window, Value weight, std::optional<Value> bias) {
+  const std::vector<int64_t>& shape = window.shape();  // [T, taps, channels]
+  Value convolved = reduce_sum(window * broadcast_in_dim(to_f32(weight), shape, {2, 1}), {1});
+  if (!bias) return convolved;
+  return convolved + broadcast_in_dim(to_f32(*bias), convolved.shape(), {1});
+}
+
+namespace {
 
 // A matmul of an f32 activation with `other` (weights or cache) in other's element type,
 // accumulating in f32. f32 x f32 asks for HIGHEST precision (no TF32 on GPUs), like torch.

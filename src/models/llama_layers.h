@@ -15,6 +15,9 @@ namespace xlacel::models {
 
 using stablehlo::Value;
 
+// x in f32 (unchanged where it is f32 already).
+Value to_f32(Value x);
+
 // x @ weight^T (+ bias): x f32 [T, in], weight [out, in] -> f32 [T, out].
 Value linear(Value x, const Weight& weight, std::optional<Value> bias = std::nullopt);
 
@@ -120,6 +123,11 @@ Value dense_mlp(Value x, const Weight& up, std::optional<Value> up_bias, const W
 
 // RMSNorm of each head: x f32 [T, heads, head_dim], weight [head_dim] (Qwen 3, Gemma 3 q/k norms).
 Value rms_norm_heads(Value x, Value weight, double eps);
+
+// A causal depthwise convolution (nn.Conv1d with groups = channels) from each row's window of
+// inputs (CacheAccess::recent_inputs): window f32 [T, taps, channels], weight [channels, taps],
+// bias [channels] -> f32 [T, channels].
+Value depthwise_conv(Value window, Value weight, std::optional<Value> bias);
 
 // cap * tanh(x / cap), in f32 (Gemma 2 soft-capping).
 Value softcap(Value x, double cap);

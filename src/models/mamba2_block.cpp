@@ -15,10 +15,6 @@ int64_t conv_channels(const ModelConfig& c) {
   return c.ssm_inner() + 2 * c.ssm_groups * c.ssm_state;
 }
 
-Value f32(Value v) {
-  return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
-}
-
 Value scalar_like(Value like, double value) {
   return constant(like.block(), like.type(), value);
 }
@@ -104,17 +100,13 @@ ScanResult selective_scan(Value x, Value dt, Value a, Value b_heads, Value c_hea
   // x_s B_s^T, rows past r weighing 0.
   // cum_last = the real rows' sum of a, as a product with their 0/1 mask (IREE 3.13 at O3 fails
   // "operand does not dominate this use" on a reduce of the selected rows).
-  Value real;
+  Value real;      // i1 [N, L]: the rows before each sequence's valid length
   Value cum_last;  // [N, heads]
   if (valid) {
-    const TensorType rows_i32(ElementType::kI32, {n, heads, rows});
-    real = compare(iota(b, rows_i32, 2), broadcast_in_dim(*valid, rows_i32.shape(), {0}),
-                   Direction::kLT);
-    const TensorType mask_i32(ElementType::kI32, {n, rows});
-    Value mask = ones_where(
-        compare(iota(b, mask_i32, 1), broadcast_in_dim(*valid, {n, rows}, {0}), Direction::kLT));
+    const TensorType rows_i32(ElementType::kI32, {n, rows});
+    real = compare(iota(b, rows_i32, 1), broadcast_in_dim(*valid, {n, rows}, {0}), Direction::kLT);
     cum_last = dot_general(
-        a, mask,
+        a, ones_where(real),
         {.lhs_batching = {0}, .rhs_batching = {0}, .lhs_contracting = {2}, .rhs_contracting = {1}});
   } else {
     cum_last = reduce_sum(a, {2});
@@ -122,7 +114,10 @@ ScanResult selective_scan(Value x, Value dt, Value a, Value b_heads, Value c_hea
   Value weight = exponential(minimum(broadcast_in_dim(cum_last, a.shape(), {0, 1}) - cum,
                                      constant(b, a.type(), 0.0))) *
                  dt;
-  if (valid) weight = select(real, weight, constant(b, weight.type(), 0.0));
+  if (valid) {
+    weight = select(broadcast_in_dim(real, weight.shape(), {0, 2}), weight,
+                    constant(b, weight.type(), 0.0));
+  }
   Value weighted_x = x * broadcast_in_dim(weight, s, {0, 1, 2});
   Value added = dot_general(weighted_x, b_heads,
                             {.lhs_batching = {0, 1},
@@ -172,7 +167,6 @@ Value Mamba2Block::emit(DecoderGraph& graph, int64_t l, Value x) const {
   const int64_t tokens = graph.tokens(), n = graph.sequences(), rows = tokens / n;
   const int64_t inner = c.ssm_inner(), channels = conv_channels(c), heads = c.ssm_heads;
   const int64_t head_dim = c.ssm_head_dim, state = c.ssm_state, groups = c.ssm_groups;
-  const int64_t taps = c.conv_kernel;
   Value projected = linear(x, graph.layer_matrix(l, "ssm_in_proj"),
                            graph.optional_layer_weight(l, "ssm_in_bias"));
   auto columns = [&](Value v, int64_t begin, int64_t end) {
@@ -183,14 +177,10 @@ Value Mamba2Block::emit(DecoderGraph& graph, int64_t l, Value x) const {
   Value time_step = columns(projected, inner + channels, inner + channels + heads);
 
   // The causal convolution over each channel's window of inputs, then SiLU.
-  Value window = graph.recent_inputs(l, conv_in);  // [T, taps, channels]
-  Value kernel = broadcast_in_dim(f32(graph.layer_weight(l, "ssm_conv_weight")),
-                                  {tokens, taps, channels}, {2, 1});
-  Value conv = reduce_sum(window * kernel, {1});
-  if (auto bias = graph.optional_layer_weight(l, "ssm_conv_bias")) {
-    conv = conv + broadcast_in_dim(f32(*bias), {tokens, channels}, {1});
-  }
-  conv = activate(conv, Activation::kSilu);
+  Value conv = activate(
+      depthwise_conv(graph.recent_inputs(l, conv_in), graph.layer_weight(l, "ssm_conv_weight"),
+                     graph.optional_layer_weight(l, "ssm_conv_bias")),
+      Activation::kSilu);
 
   // Per sequence: x [N, heads, L, head_dim], B and C per head [N, heads, L, state].
   Value xs = transpose(reshape(columns(conv, 0, inner), {n, rows, heads, head_dim}), {0, 2, 1, 3});
@@ -199,14 +189,14 @@ Value Mamba2Block::emit(DecoderGraph& graph, int64_t l, Value x) const {
     return per_head(reshape(part, {n, rows, groups, state}), heads);
   };
   Value b_heads = group_part(0), c_heads = group_part(1);
-  Value dt = softplus(time_step + broadcast_in_dim(f32(graph.layer_weight(l, "ssm_dt_bias")),
+  Value dt = softplus(time_step + broadcast_in_dim(to_f32(graph.layer_weight(l, "ssm_dt_bias")),
                                                    {tokens, heads}, {1}));
   dt = transpose(reshape(dt, {n, rows, heads}), {0, 2, 1});  // [N, heads, L]
-  Value a = dt * broadcast_in_dim(f32(graph.layer_weight(l, "ssm_a")), dt.shape(), {1});
+  Value a = dt * broadcast_in_dim(to_f32(graph.layer_weight(l, "ssm_a")), dt.shape(), {1});
   Value h0 = reshape(graph.state_before(l), {n, heads, head_dim, state});
   ScanResult scan = selective_scan(xs, dt, a, b_heads, c_heads, h0, graph.valid_lengths());
   graph.store_state(l, reshape(scan.state, {n, heads * head_dim * state}));
-  Value skip = xs * broadcast_in_dim(f32(graph.layer_weight(l, "ssm_d")), xs.shape(), {1});
+  Value skip = xs * broadcast_in_dim(to_f32(graph.layer_weight(l, "ssm_d")), xs.shape(), {1});
   Value y = reshape(transpose(scan.y + skip, {0, 2, 1, 3}), {tokens, inner});
 
   // RMSNorm of y * SiLU(z) over each group's channels (norm_before_gate false).
@@ -217,7 +207,8 @@ Value Mamba2Block::emit(DecoderGraph& graph, int64_t l, Value x) const {
                                                 static_cast<double>(group_width));
   Value inv = rsqrt(mean + constant(b, mean.type(), c.rms_norm_eps));
   Value normed = reshape(gated * broadcast_in_dim(inv, gated.shape(), {0, 1}), {tokens, inner});
-  normed = normed * broadcast_in_dim(f32(graph.layer_weight(l, "ssm_norm")), {tokens, inner}, {1});
+  normed =
+      normed * broadcast_in_dim(to_f32(graph.layer_weight(l, "ssm_norm")), {tokens, inner}, {1});
   return linear(normed, graph.layer_matrix(l, "ssm_out_proj"),
                 graph.optional_layer_weight(l, "ssm_out_bias"));
 }

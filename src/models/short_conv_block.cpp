@@ -33,23 +33,15 @@ void ShortConvBlock::add_caches(std::vector<TensorSpec>& caches, const ModelConf
 
 Value ShortConvBlock::emit(DecoderGraph& graph, int64_t l, Value x) const {
   const ModelConfig& c = graph.config();
-  const int64_t tokens = graph.tokens(), hidden = c.hidden_size, taps = c.conv_kernel;
-  auto f32 = [](Value v) {
-    return v.element() == ElementType::kF32 ? v : convert(v, ElementType::kF32);
-  };
+  const int64_t tokens = graph.tokens(), hidden = c.hidden_size;
   Value bcx = linear(x, graph.layer_matrix(l, "conv_in_proj"),
                      graph.optional_layer_weight(l, "conv_in_bias"));  // [T, 3 * hidden]
   auto third = [&](int64_t i) { return slice(bcx, {0, i * hidden}, {tokens, (i + 1) * hidden}); };
   Value gate_in = third(0), gate_out = third(1), input = third(2);
   // [T, taps, hidden]: each row's gated inputs at its position and the taps - 1 before it.
   Value window = graph.recent_inputs(l, gate_in * input);
-  // conv.weight [hidden, taps] as [T, taps, hidden].
-  Value weight =
-      broadcast_in_dim(f32(graph.layer_weight(l, "conv_weight")), {tokens, taps, hidden}, {2, 1});
-  Value convolved = reduce_sum(window * weight, {1});
-  if (auto bias = graph.optional_layer_weight(l, "conv_bias")) {
-    convolved = convolved + broadcast_in_dim(f32(*bias), {tokens, hidden}, {1});
-  }
+  Value convolved = depthwise_conv(window, graph.layer_weight(l, "conv_weight"),
+                                   graph.optional_layer_weight(l, "conv_bias"));
   return linear(gate_out * convolved, graph.layer_matrix(l, "conv_out_proj"),
                 graph.optional_layer_weight(l, "conv_out_bias"));
 }
