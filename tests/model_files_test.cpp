@@ -90,7 +90,7 @@ TEST(Gguf, DequantizesBitExactlyLikeTheGgufPackage) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 11);  // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
+  EXPECT_EQ(checked, 12);  // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k mxfp4
 }
 
 TEST(Gguf, SmolLM2ConfigAndEveryTensorMatchTheReference) {
@@ -160,7 +160,7 @@ TEST(Gguf, ReadsVersion2) {
   write_bytes(path, bytes);
   GgufFile gguf(path.string());
   EXPECT_EQ(gguf.version(), 2u);
-  EXPECT_EQ(gguf.tensor_infos().size(), 22u);
+  EXPECT_EQ(gguf.tensor_infos().size(), 24u);
   EXPECT_EQ(gguf.get_string("test.string"), "héllo wörld ✓");
 }
 

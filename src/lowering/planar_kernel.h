@@ -29,6 +29,9 @@ struct PlanarOperands {
   // 4-bit codes in row pairs (model_files/planar_blocks.h, pair_code_rows), as a kernel that
   // takes_paired_rows() asks for them.
   bool paired_rows = false;
+  // MXFP4 (model_files/planar_blocks.h): 4-bit E2M1 codes, each standing for kE2M1Doubled's
+  // value, and scales i8 [N, K / 32] holding E8M0 exponents (the scale 2^(e - 128)).
+  bool e2m1 = false;
 };
 
 class PlanarKernel {

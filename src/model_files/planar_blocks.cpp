@@ -179,18 +179,12 @@ void q6_k(const std::byte* block, BlockOut out) {
 }
 
 // MXFP4: an E8M0 exponent byte, then 16 bytes of E2M1 nibbles (byte j: element j low, j + 16
-// high). Kept as 8-bit codes, each the value the gguf package tabulates (kvalues: E2M1 doubled,
-// -12 to 12), under the scale it forms from the exponent (e8m0_to_fp32_half: 2^(e - 128), a
-// subnormal below e = 2); their product is exact in f32.
+// high), which are the planes' nibbles as they stand; the exponent is kept as the scale's code.
 void mxfp4(const std::byte* block, BlockOut out) {
-  static constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-  const uint32_t e = byte_at(block, 0);
-  out.scales[0] = std::bit_cast<float>(e < 2 ? 0x00200000u << e : (e - 1) << 23);
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t q = byte_at(block + 1, static_cast<std::size_t>(j));
-    out.codes[j] = kValues[q & 0x0F];
-    out.codes[j + 16] = kValues[q >> 4];
-  }
+  const uint8_t e = byte_at(block, 0);
+  out.scale_codes[0] = static_cast<int8_t>(e);
+  if (out.scales != nullptr) out.scales[0] = e8m0_half_scale(e);
+  std::memcpy(out.codes, block + 1, 16);
 }
 
 using BlockFn = void (*)(const std::byte*, BlockOut);
@@ -245,6 +239,7 @@ int code_at(const PlanarBlocks& planar, std::size_t i) {
   if (planar.code_bits == 8) return planar.codes[i];
   const auto byte = static_cast<uint8_t>(planar.codes[(i / 32) * 16 + i % 16]);
   int packed = i % 32 < 16 ? byte & 0x0F : byte >> 4;
+  if (planar.e2m1) return kE2M1Doubled[packed];
   if (planar.code_bits > 4) {
     const int bits = planar.code_bits - 4;
     const auto [at, shift] = high_bits_at(i, bits);
@@ -308,8 +303,17 @@ int64_t planar_group_size(DType dtype) {
   return dtype == DType::kQ6_K ? 16 : 32;
 }
 
+float e8m0_half_scale(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+bool planar_codes_are_e2m1(DType dtype) {
+  return dtype == DType::kMXFP4;
+}
+
 int planar_code_bits(DType dtype) {
   switch (dtype) {
+    case DType::kMXFP4:
     case DType::kQ4_0:
     case DType::kQ4_1:
     case DType::kQ4_K:
@@ -340,24 +344,26 @@ bool planar_scales_are_two_level(DType dtype) {
 }
 
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements,
-                       bool two_level_products) {
+                       bool scale_products) {
   PlanarBlocks planar;
   planar.group_size = planar_group_size(dtype);
   planar.scales_f16 = planar_scales_are_f16(dtype);
+  planar.e2m1 = planar_codes_are_e2m1(dtype);
   const auto group = static_cast<std::size_t>(planar.group_size);
   const int bits = planar_code_bits(dtype);
   const bool has_offsets = planar_has_offsets(dtype);
   if (bits < 8) {
     planar.code_bits = bits;
-    planar.code_bias = packed_code_bias(bits, has_offsets);
+    planar.code_bias = packed_code_bias(bits, has_offsets, planar.e2m1);
   }
   // Packed planes: two nibbles per byte, and the bits above them (planar_blocks.h).
   planar.codes.resize(bits < 8 ? elements / 2 : elements);
   planar.high_bits.resize(
       static_cast<std::size_t>(high_bits_row_bytes(bits, static_cast<int64_t>(elements))));
-  const bool products = two_level_products || !planar_scales_are_two_level(dtype);
+  const bool products = scale_products || !(planar_scales_are_two_level(dtype) || planar.e2m1);
   if (products) planar.scales.resize(elements / group);
   if (products && has_offsets) planar.offsets.resize(elements / group);
+  if (planar.e2m1) planar.scale_codes.resize(elements / group);
   const std::size_t block_elements = dtype_block_elements(dtype);
   if (planar_scales_are_two_level(dtype)) {
     planar.scale_codes.resize(elements / group);

@@ -3,8 +3,8 @@
 // element and, per group of 16 or 32 consecutive elements of a row, an f32 scale and (for the
 // formats with a minimum) an f32 offset, such that
 //
-//   value = scale * code            (Q8_0, Q4_0, Q5_0, Q6_K; MXFP4, whose 8-bit codes are its
-//                                    E2M1 values doubled, -12 to 12, under 2^(e - 128))
+//   value = scale * code            (Q8_0, Q4_0, Q5_0, Q6_K; MXFP4, whose code is the E2M1
+//                                    value its nibble stands for, doubled: -12 to 12)
 //   value = scale * code + offset   (Q4_1, Q5_1, Q4_K, Q5_K)
 //
 // computed in f32 gives exactly the gguf Python package's dequantized value (which is what
@@ -20,7 +20,10 @@
 // (6-bit) bytes, element e's b = 1 or 2 bits at byte e % B, bits b * (e / B) up (so that a
 // vector of consecutive elements takes its bits from consecutive bytes at one shift). The code is
 // the packed value plus a bias: 0 for formats with a minimum, else minus half the range (-8, -16
-// or -32: the codes are centred).
+// or -32: the codes are centred). MXFP4's nibbles are its E2M1 codes as the file stores them
+// (the same layout), each standing for kE2M1Doubled[nibble]; its scale is kept as the file's
+// E8M0 exponent byte e, the scale being 2^(e - 128) (planar_codes_are_e2m1), so the planes hold
+// the file's 17 bytes per 32 elements.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -45,14 +48,27 @@ bool planar_scales_are_f16(DType dtype);
 // product (11 by at most 8 significant bits) is exact in f32, so it is the value the gguf
 // package forms.
 bool planar_scales_are_two_level(DType dtype);
+// Whether the format's nibbles are E2M1 codes (kE2M1Doubled) and its scales E8M0 exponents
+// (e8m0_half_scale), kept as bytes: MXFP4.
+bool planar_codes_are_e2m1(DType dtype);
+// The value each E2M1 code stands for, doubled (gguf's kvalues): sign bit 3, then 2 exponent bits
+// and 1 mantissa bit. Code 8 (-0) is 0, as gguf tabulates it.
+inline constexpr int8_t kE2M1Doubled[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+// The scale of an E8M0 exponent e under which kE2M1Doubled's values are MXFP4's: 2^(e - 128)
+// (gguf's e8m0_to_fp32_half; a subnormal below e = 2, which the CPU runtimes, computing with
+// subnormals flushed to zero, take as 0: values of at most 12 * 2^-127, which no real weight
+// has).
+float e8m0_half_scale(uint8_t e);
 // Elements per super-block of the two-level formats.
 inline constexpr int64_t kSuperGroupSize = 256;
 // Bits per stored code: 4, 5 or 6 (nibbles, and high bits above 4), or 8 (one i8 per element).
 int planar_code_bits(DType dtype);
 // What is added to a packed value to give its code: the one rule both the packing and the graphs
 // follow.
-inline int packed_code_bias(int code_bits, bool has_offsets) {
-  return code_bits == 8 || has_offsets ? 0 : -(1 << (code_bits - 1));
+// E2M1 codes take none (their table gives the value).
+inline int packed_code_bias(int code_bits, bool has_offsets, bool e2m1) {
+  return code_bits == 8 || has_offsets || e2m1 ? 0 : -(1 << (code_bits - 1));
 }
 // Bytes of the high-bits plane per row of `cols` elements (0 for 4- and 8-bit codes).
 inline int64_t high_bits_row_bytes(int code_bits, int64_t cols) {
@@ -65,12 +81,15 @@ struct PlanarBlocks {
   int code_bias = 0;                // packed codes only: added to each packed value
   AlignedVector<int8_t> codes;      // row-major like the tensor (a byte holds two nibbles)
   AlignedVector<int8_t> high_bits;  // 5- and 6-bit codes: their bits above the nibble, as above
-  AlignedVector<float> scales;      // one per group
+  AlignedVector<float> scales;      // one per group (empty where to_planar keeps only the codes)
   AlignedVector<float> offsets;     // one per group; empty when the format has none
   bool scales_f16 = false;  // every scale and offset is an f16 number (planar_scales_are_f16)
-  // Two-level formats (planar_scales_are_two_level) only, else empty: scales[g] is
-  // super_scales[g / (256 / group_size)] * scale_codes[g], offsets[g] likewise (super_offsets
-  // holds -dmin, so the product is the offset's sign and all).
+  // The nibbles are E2M1 codes and scale_codes their E8M0 exponents (planar_codes_are_e2m1):
+  // code = kE2M1Doubled[nibble], scales[g] = e8m0_half_scale(scale_codes[g]).
+  bool e2m1 = false;
+  // Two-level formats (planar_scales_are_two_level) and E2M1's exponents, else empty: for the
+  // former scales[g] is super_scales[g / (256 / group_size)] * scale_codes[g], offsets[g]
+  // likewise (super_offsets holds -dmin, so the product is the offset's sign and all).
   AlignedVector<int8_t> scale_codes;
   AlignedVector<float> super_scales;  // f16 numbers
   AlignedVector<int8_t> offset_codes;
@@ -78,11 +97,11 @@ struct PlanarBlocks {
 };
 
 // `in` must hold whole blocks of `dtype` (a block-quantized type) for `elements` elements.
-// two_level_products false: a two-level format keeps only its factors (scales and offsets stay
-// empty), as the device holds them; their f32 products would be ~0.25 bytes per weight written
-// and dropped at load.
+// scale_products false: a format whose scales (and offsets) are formed from codes (two-level,
+// E2M1's exponents) keeps only those (scales and offsets stay empty), as the device holds them;
+// their f32 products would be ~0.25 bytes per weight written and dropped at load.
 PlanarBlocks to_planar(DType dtype, std::span<const std::byte> in, std::size_t elements,
-                       bool two_level_products = true);
+                       bool scale_products = true);
 
 // scale * code (+ offset) per element, in f32, into `out` (scales.size() * group_size elements).
 void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
@@ -93,8 +112,9 @@ void planar_to_f32(const PlanarBlocks& planar, std::span<float> out);
 //
 //   (r - r % 2) * row_bytes + (b / 64) * 128 + (r % 2) * 64 + b % 64
 //
-// Only nibbles without high bits (Q4_0, Q4_1, Q4_K), in rows of whole lines (cols a multiple of
-// 128) and an even number of rows.
+// Only nibbles without high bits (Q4_0, Q4_1, Q4_K; MXFP4's too, though the loader keeps none
+// in pairs: only experts are MXFP4, and experts stay row after row), in rows of whole lines (cols a
+// multiple of 128) and an even number of rows.
 inline constexpr int64_t kCodeLineBytes = 64;
 bool can_pair_code_rows(int code_bits, int64_t rows, int64_t cols);
 // `codes` (rows of row_bytes, row after row) rearranged in place into row pairs.

@@ -43,6 +43,31 @@ Value unpaired_rows(Value paired, int64_t pairs, int64_t row_bytes) {
   return reshape(transpose(by_line, {0, 2, 1, 3}), {pairs, 2, row_bytes});
 }
 
+// The values E2M1 codes (i8 nibbles, 0 to 15) stand for, doubled (kE2M1Doubled), formed from
+// their bits: magnitude m = bits 2:0 is m itself below 2, else (2 + m % 2) * 2^(m / 2) / 2;
+// bit 3 is the sign (a negated 0 stays 0, as kE2M1Doubled has it).
+Value e2m1_doubled(Value nibbles) {
+  Block& b = nibbles.block();
+  auto c = [&](int value) { return constant(b, nibbles.type(), value); };
+  const Value m = logical_and(nibbles, c(7));
+  const Value normal = shift_right_logical(
+      shift_left(c(2) + logical_and(m, c(1)), shift_right_logical(m, c(1))), c(1));
+  const Value magnitude = select(compare(m, c(2), Direction::kLT), m, normal);
+  return select(compare(nibbles, c(8), Direction::kGE), -magnitude, magnitude);
+}
+
+// E8M0 exponents (their bytes as i8) as the f32 scales of E2M1's doubled values, 2^(e - 128):
+// the bits (e - 1) << 23, or below e = 2 the subnormal 0x00200000 << e (e8m0_half_scale).
+Value e8m0_half_scales(Value exponents) {
+  Block& b = exponents.block();
+  const Value e = logical_and(convert(exponents, ElementType::kI32),
+                              constant(b, exponents.type().with_element(ElementType::kI32), 0xFF));
+  auto c = [&](int64_t value) { return constant(b, e.type(), static_cast<double>(value)); };
+  const Value bits = select(compare(e, c(2), Direction::kLT), shift_left(c(0x00200000), e),
+                            shift_left(e - c(1), c(23)));
+  return bitcast_convert(bits, ElementType::kF32);
+}
+
 // The codes of a planar weight by group, i8 [rows, cols / group, group].
 Value codes_by_group(const Weight& weight) {
   const int64_t rows = weight.rows();
@@ -59,6 +84,7 @@ Value codes_by_group(const Weight& weight) {
   Value low = logical_and(packed, constant(b, packed.type(), 0x0F));
   Value high = shift_right_logical(packed, constant(b, packed.type(), 4));
   Value codes = concatenate({low, high}, 2);
+  if (weight.e2m1) codes = e2m1_doubled(codes);
   if (weight.high_bits) codes = codes + high_bits_by_32(weight);
   if (weight.code_bias != 0) codes = codes + constant(b, codes.type(), weight.code_bias);
   return reshape(codes, {rows, groups, group});
@@ -104,12 +130,13 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     const int64_t groups = spec.shape[1] / planar_group_size(*stored);
     const int code_bits = planar_code_bits(*stored);
     const bool nibbles = code_bits < 8;
+    const bool e2m1 = planar_codes_are_e2m1(*stored);
     // A column split cuts every plane at the same whole blocks: 32 elements (a group, a byte run
     // of nibbles or high bits), or the K-quants' 256-element super-groups.
     const bool two_level = planar_scales_are_two_level(*stored);
     const int64_t block = two_level ? kSuperGroupSize : 32;
     WeightSpec codes = spec;
-    codes.name += nibbles ? "_nibbles" : "_codes";
+    codes.name += e2m1 ? "_e2m1_nibbles" : nibbles ? "_nibbles" : "_codes";
     codes.column_granule = nibbles ? block / 2 : block;
     if (nibbles) codes.shape[1] /= 2;
     codes.element = ElementType::kI8;
@@ -123,7 +150,7 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
     scales.shape = {spec.shape[0], groups};
-    scales.element = two_level                        ? ElementType::kI8
+    scales.element = two_level || e2m1                ? ElementType::kI8
                      : planar_scales_are_f16(*stored) ? ElementType::kF16
                                                       : ElementType::kF32;
     scales.part = WeightPart::kScales;
@@ -156,7 +183,10 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
 
 std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs) {
   for (WeightSpec& spec : specs) {
-    if (spec.part != WeightPart::kCodes || spec.expert || spec.shape.size() != 2) continue;
+    if (spec.part != WeightPart::kCodes || spec.expert || spec.shape.size() != 2 ||
+        planar_codes_are_e2m1(spec.stored)) {
+      continue;
+    }
     if (!can_pair_code_rows(planar_code_bits(spec.stored), spec.shape[0], spec.shape[1] * 2)) {
       continue;
     }
@@ -167,19 +197,23 @@ std::vector<WeightSpec> paired_nibble_specs(std::vector<WeightSpec> specs) {
   return specs;
 }
 
-Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane, int bits)
+Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane, int bits,
+               bool e2m1_codes)
     : values(codes),
       scales(scale_plane),
       offsets(offset_plane),
       widen(true),
       code_bits(bits),
-      code_bias(packed_code_bias(bits, offset_plane.has_value())) {}
+      code_bias(packed_code_bias(bits, offset_plane.has_value(), e2m1_codes)),
+      e2m1(e2m1_codes) {}
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
                        bool widen, const lowering::PlanarKernel* kernel) {
   auto codes = arguments.find(name + "_codes");
   const bool nibbles = codes == arguments.end();
   if (nibbles) codes = arguments.find(name + "_nibbles");
+  const bool e2m1 = codes == arguments.end();
+  if (e2m1) codes = arguments.find(name + "_e2m1_nibbles");
   const bool paired = codes == arguments.end();
   if (paired) codes = arguments.find(name + "_paired_nibbles");
   if (codes == arguments.end()) {
@@ -200,7 +234,7 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
                         : high_bits ? 4 + static_cast<int>(high_bits->shape()[1] * 8 / cols)
                                     : 4;
   Weight weight(codes->second, arguments.at(name + "_scales"), optional_argument("_offsets"),
-                code_bits);
+                code_bits, e2m1 && !paired);
   weight.high_bits = high_bits;
   weight.super_scales = optional_argument("_super_scales");
   weight.super_offsets = optional_argument("_super_offsets");
@@ -220,9 +254,9 @@ Weight captured(const Weight& weight, stablehlo::Block& branch) {
 }
 
 lowering::PlanarOperands planar_operands(const Weight& weight) {
-  return {weight.values,        weight.code_bits, weight.code_bias,
-          *weight.scales,       weight.offsets,   weight.super_scales,
-          weight.super_offsets, weight.high_bits, weight.paired_rows};
+  return {weight.values,      weight.code_bits,    weight.code_bias,     *weight.scales,
+          weight.offsets,     weight.super_scales, weight.super_offsets, weight.high_bits,
+          weight.paired_rows, weight.e2m1};
 }
 
 Value dequantized_groups(const Weight& weight) {
@@ -235,6 +269,7 @@ Value dequantized_groups(const Weight& weight) {
   // significant bits fit f32's together); then two roundings, as the gguf package: scale * code,
   // then + offset (never fused).
   auto by_group = [&](Value plane, const std::optional<Value>& super) {
+    if (weight.e2m1) plane = e8m0_half_scales(plane);
     if (plane.element() != ElementType::kF32) plane = convert(plane, ElementType::kF32);
     if (super) {
       const int64_t supers = super->shape()[1];
@@ -276,7 +311,7 @@ Value take_rows(const Weight& weight, Value ids) {
       return take(*plane, ids);
     };
     Weight looked_up(taken_codes(weight, ids), take(*weight.scales, ids), taken(weight.offsets),
-                     weight.code_bits);
+                     weight.code_bits, weight.e2m1);
     looked_up.super_scales = taken(weight.super_scales);
     looked_up.high_bits = taken(weight.high_bits);
     looked_up.super_offsets = taken(weight.super_offsets);

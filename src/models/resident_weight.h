@@ -7,6 +7,9 @@
 //   <name>_nibbles  i8  [rows, cols / 2]      codes of the 4- to 6-bit formats, the low 4 bits of
 //                                             two per byte (in place of _codes; layout and bias:
 //                                             planar_blocks.h)
+//   <name>_e2m1_nibbles i8 [rows, cols / 2]   MXFP4's E2M1 codes as nibbles (in place of
+//                                             _codes; their _scales are the i8 bytes of its E8M0
+//                                             exponents: planar_blocks.h)
 //   <name>_high_bits i8 [rows, cols * b / 8]  5- and 6-bit formats: the b = 1 or 2 bits above
 //                                             each nibble
 //   <name>_scales   f32 [rows, cols / group]  per-group scales (f16 where the file stores them
@@ -55,12 +58,14 @@ struct Weight {
   int code_bits = 8;         // planes: 4, 5 or 6 when `values` holds nibbles
   int code_bias = 0;         // nibbles: added to each one
   bool paired_rows = false;  // nibbles in row pairs (_paired_nibbles)
+  // The nibbles are E2M1 codes and the scales (i8) their E8M0 exponents (_e2m1_nibbles).
+  bool e2m1 = false;
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
   // Planes; `code_bits` 4 to 6: the codes are nibbles (and high bits), biased as
-  // model_files/planar_blocks.h says.
+  // model_files/planar_blocks.h says; `e2m1`: E2M1 nibbles under E8M0 exponents.
   Weight(stablehlo::Value codes, stablehlo::Value scales, std::optional<stablehlo::Value> offsets,
-         int code_bits = 8);
+         int code_bits = 8, bool e2m1 = false);
 
   bool planar() const { return scales.has_value(); }
   int64_t rows() const { return values.shape()[0]; }

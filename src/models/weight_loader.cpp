@@ -221,16 +221,17 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
   }
   check_tensor_bytes(tensor);
-  // Two-level formats are uploaded as their factors (scale_codes, super_scales, ...), not as
-  // the f32 products.
+  // Two-level formats are uploaded as their factors (scale_codes, super_scales, ...) and E2M1's
+  // scales as their exponents, not as the f32 products.
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()),
-                /*two_level_products=*/false);
+                /*scale_products=*/false);
   files.release(tensor);
   const int64_t rows = codes.shape[0];
   const int64_t groups = scales.shape[1];
   const int64_t supers = columns / kSuperGroupSize;
   const bool two_level = !planar.super_scales.empty();
+  const bool scale_codes = !planar.scale_codes.empty();  // two-level, or E2M1's exponents
   // Each plane's rows as the argument's: a fused tensor's rows taken, a permuted one's restored.
   auto as_argument_rows = [&](auto& plane, int64_t per_row) {
     if (plane.empty()) return;
@@ -253,8 +254,8 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
         result.push_back(host_tensor(spec, std::move(planar.codes)));
         break;
       case WeightPart::kScales:
-        result.push_back(two_level ? host_tensor(spec, std::move(planar.scale_codes))
-                                   : in_element_type(spec, std::move(planar.scales)));
+        result.push_back(scale_codes ? host_tensor(spec, std::move(planar.scale_codes))
+                                     : in_element_type(spec, std::move(planar.scales)));
         break;
       case WeightPart::kOffsets:
         result.push_back(two_level ? host_tensor(spec, std::move(planar.offset_codes))

@@ -111,6 +111,9 @@ Value logical_not(Value operand) {
 Value shift_right_logical(Value lhs, Value rhs) {
   return binary("stablehlo.shift_right_logical", Accepts::kInt, lhs, rhs);
 }
+Value shift_left(Value lhs, Value rhs) {
+  return binary("stablehlo.shift_left", Accepts::kInt, lhs, rhs);
+}
 Value exponential(Value operand) {
   return unary("stablehlo.exponential", Accepts::kFloat, operand);
 }
@@ -200,6 +203,16 @@ Value select(Value pred, Value on_true, Value on_false) {
 Value convert(Value operand, ElementType element) {
   if (!operand.valid()) build_fail("stablehlo.convert", "empty operand");
   return detail::emit("stablehlo.convert", {operand}, {}, operand.type().with_element(element));
+}
+
+Value bitcast_convert(Value operand, ElementType element) {
+  if (!operand.valid()) build_fail("stablehlo.bitcast_convert", "empty operand");
+  if (bit_width(operand.element()) != bit_width(element)) {
+    build_fail("stablehlo.bitcast_convert", "{} to {}: widths differ", to_string(operand.element()),
+               to_string(element));
+  }
+  return detail::emit("stablehlo.bitcast_convert", {operand}, {},
+                      operand.type().with_element(element));
 }
 
 }  // namespace xlacel::stablehlo

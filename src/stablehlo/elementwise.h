@@ -20,8 +20,10 @@ Value negate(Value operand);
 Value logical_and(Value lhs, Value rhs);
 Value logical_or(Value lhs, Value rhs);
 Value logical_not(Value operand);
-// Integer only: lhs's bits shifted right by rhs, zeros shifted in (whatever the sign).
+// Integer only: lhs's bits shifted right (left) by rhs, zeros shifted in (whatever the sign); a
+// shift by the width or more gives 0.
 Value shift_right_logical(Value lhs, Value rhs);
+Value shift_left(Value lhs, Value rhs);
 // Float only.
 Value exponential(Value operand);
 Value log(Value operand);
@@ -63,5 +65,7 @@ Value select(Value pred, Value on_true, Value on_false);
 
 // Element type conversion (float -> int rounds toward zero; -> i1 is "!= 0").
 Value convert(Value operand, ElementType element);
+// The same bits read as `element`, of the operand's bit width (i32 <-> f32).
+Value bitcast_convert(Value operand, ElementType element);
 
 }  // namespace xlacel::stablehlo

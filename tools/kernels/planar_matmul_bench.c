@@ -5,7 +5,8 @@
 // (equal hashes across kernel versions: the same bits). Built and run by planar_matmul_bench (next
 // to this file), which also builds a second version of the kernel to compare against.
 //
-//   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0, or
+//   planar_matmul_bench FORMAT N K ROWS REPS   (FORMAT: q4_0 q4_1 q4k q5_0 q5_1 q5k q6k q8_0
+//                                               mxfp4, or
 //                                               bf16 f16: xlacel_wide_matmul_workgroup; a block
 //                                               format + "-int8": --math fast's product,
 //                                               xlacel_planar_matmul_int8_workgroup, built with
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
 #endif
   const size_t n = strtoul(argv[2], NULL, 10), k = strtoul(argv[3], NULL, 10);
   const size_t rows = strtoul(argv[4], NULL, 10), reps = strtoul(argv[5], NULL, 10);
-  size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16;
+  size_t code_bits = 4, group = 32, has_offsets = 0, scale_bits = 16, e2m1 = 0;
   ptrdiff_t bias = 0;
   // 16-bit float weights (the wide product): 1 for bf16, 0 for f16, -1 for the planar formats.
   const int wide_bf16 = !strcmp(format, "bf16") ? 1 : !strcmp(format, "f16") ? 0 : -1;
@@ -73,6 +74,12 @@ int main(int argc, char** argv) {
     code_bits = 6, group = 16, bias = -32, scale_bits = 8;
   } else if (!strcmp(format, "q8_0")) {
     code_bits = 8;
+  } else if (!strcmp(format, "mxfp4")) {
+#if !defined(PLANAR_E2M1_CODES)
+    fprintf(stderr, "this kernel takes no E2M1 codes\n");
+    return 2;
+#endif
+    e2m1 = 1, scale_bits = 8;
   } else {
     fprintf(stderr, "unknown format %s\n", format);
     return 2;
@@ -120,7 +127,8 @@ int main(int argc, char** argv) {
     if (scale_width == 1) {
       // Q6_K's scales are signed: both signs, so that a kernel change that treats them
       // differently shows in the hash.
-      scales[g] = (uint8_t)(code_bits == 6 ? rand() % 256 : rand() % 64);
+      // MXFP4's exponents: scales 2^-12 to 2^-5, as real experts'.
+      scales[g] = (uint8_t)(e2m1 ? 116 + rand() % 8 : code_bits == 6 ? rand() % 256 : rand() % 64);
       offsets[g] = (uint8_t)(rand() % 64);
     } else {
       ((uint16_t*)scales)[g] = half((float)(rand() % 1000) * 1e-5f);
@@ -200,7 +208,11 @@ int main(int argc, char** argv) {
             codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
             0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, qx,
             qx, 0, 0, 0, xd, xd, 0, 0, 0, xs, xs, 0, 0, 0, y, y, 0, 0, 0, rows, n, k, group,
-            has_offsets, code_bits, bias, scale_bits,
+            has_offsets, code_bits, bias,
+#if defined(PLANAR_E2M1_CODES)
+            (size_t)e2m1,
+#endif
+            scale_bits,
 #if defined(PLANAR_PAIRED_CODES)
             (size_t)paired,
 #endif
@@ -208,14 +220,18 @@ int main(int argc, char** argv) {
         continue;
       }
 #endif
-      xlacel_planar_matmul_workgroup(
-          codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
-          0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x,
-          0, 0, 0, y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias, scale_bits,
-#if defined(PLANAR_PAIRED_CODES)
-          (size_t)paired,
+      xlacel_planar_matmul_workgroup(codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales,
+                                     0, 0, 0, offsets, offsets, 0, 0, 0, super_scales, super_scales,
+                                     0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x, 0, 0, 0,
+                                     y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
+#if defined(PLANAR_E2M1_CODES)
+                                     (size_t)e2m1,
 #endif
-          rows_per_workgroup, w);
+                                     scale_bits,
+#if defined(PLANAR_PAIRED_CODES)
+                                     (size_t)paired,
+#endif
+                                     rows_per_workgroup, w);
     }
     const double seconds = now() - start;
     if (seconds < best) best = seconds;

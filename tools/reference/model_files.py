@@ -34,6 +34,11 @@ def random_blocks(rng, qtype, n_blocks):
         raw[:, 0:4] = half(2)
     elif qtype == Q.Q6_K:
         raw[:, 208:210] = half(1)
+    elif qtype == Q.MXFP4:
+        # E8M0 exponents of modest scales (2^-28 to 2^6), the first blocks' the subnormal scales
+        # (e 0 and 1) and the smallest normal one.
+        raw[:, 0] = rng.integers(100, 135, size=n_blocks)
+        raw[:3, 0] = [0, 1, 2]
     return raw
 
 
@@ -62,7 +67,8 @@ def write_quant_types():
         ("f16", plain.astype(np.float16), None),
         ("bf16", (plain.view(np.uint32) >> 16).astype(np.uint16).reshape(3, 64), Q.BF16),
     ]
-    for qtype in (Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q4_K, Q.Q5_K, Q.Q6_K):
+    # MXFP4 last: the formats before it keep the random bytes they had before it was added.
+    for qtype in (Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.MXFP4):
         block_elems, _ = GGML_QUANT_SIZES[qtype]
         rows, blocks_per_row = 2, max(1, 512 // block_elems)
         raw = random_blocks(rng, qtype, rows * blocks_per_row).reshape(rows, -1)

@@ -71,9 +71,9 @@ int64_t int8_width(int64_t k) {
 
 // How a planar product's dispatch calls xlacel_planar_matmul_workgroup (or, int8, its int8
 // form). Scales and offsets are of `scale` (f32, f16, or i8 when `two_level`: then with their f16
-// factors per 256 elements).
+// factors per 256 elements; or i8 E8M0 exponents under `e2m1` codes).
 backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
-                                 int code_bits, int code_bias, ElementType scale_element,
+                                 int code_bits, int code_bias, bool e2m1, ElementType scale_element,
                                  bool two_level, bool paired_rows, int64_t rows_per_workgroup,
                                  bool int8) {
   const std::string scale(stablehlo::to_string(scale_element));
@@ -114,6 +114,7 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
                   {"has_offsets", offsets ? 1 : 0},
                   {"code_bits", code_bits},
                   {"code_bias", code_bias},
+                  {"e2m1_codes", e2m1 ? 1 : 0},
                   {"scale_bits", stablehlo::bit_width(scale_element)},
                   {"paired_codes", paired_rows ? 1 : 0},
                   {"rows_per_workgroup", rows_per_workgroup}};
@@ -195,8 +196,8 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     const bool packed = weight.code_bits < 8;
     const int64_t k = weight.codes.shape()[1] * (packed ? 2 : 1);
     const int64_t group = k / weight.scales.shape()[1];
-    const bool centred =
-        packed && !weight.offsets && weight.code_bias == packed_code_bias(weight.code_bits, false);
+    const bool centred = packed && !weight.e2m1 && !weight.offsets &&
+                         weight.code_bias == packed_code_bias(weight.code_bits, false, false);
     const bool biased_right = weight.code_bias == 0 || centred;
     const bool highs_right =
         weight.high_bits.has_value() == (high_bits_row_bytes(weight.code_bits, k) > 0);
@@ -204,10 +205,12 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     const bool two_level = weight.super_scales.has_value();
     const bool offsets = weight.offsets.has_value();
     const bool scales_right =
-        (two_level ? scale == ElementType::kI8 && k % kSuperGroupSize == 0 &&
-                         weight.super_scales->element() == ElementType::kF16 &&
-                         offsets == weight.super_offsets.has_value()
-                   : scale == ElementType::kF32 || scale == ElementType::kF16) &&
+        (weight.e2m1 ? scale == ElementType::kI8 && weight.code_bits == 4 && group == 32 &&
+                           !two_level && !offsets && !weight.paired_rows
+         : two_level ? scale == ElementType::kI8 && k % kSuperGroupSize == 0 &&
+                           weight.super_scales->element() == ElementType::kF16 &&
+                           offsets == weight.super_offsets.has_value()
+                     : scale == ElementType::kF32 || scale == ElementType::kF16) &&
         (!offsets || weight.offsets->element() == scale);
     const bool pairs_right = !weight.paired_rows || (weight.code_bits == 4 && k % 128 == 0);
     if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right || !highs_right ||
@@ -221,11 +224,13 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     // Products of at least one whole run of 512 columns and kInt8MinRows rows: a row's tail
     // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one.
-    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
-    const std::string name = fmt::format(
-        "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}_{}", int8 ? "int8_" : "", rows, n, k,
-        group, weight.code_bits, centred ? "_centred" : "", offsets ? "_offsets" : "",
-        weight.paired_rows ? "_paired" : "", stablehlo::to_string(scale));
+    // E2M1 codes have no int8 form (their values, doubled, span -12 to 12): exact everywhere.
+    const bool int8 = int8_ && !weight.e2m1 && rows >= kInt8MinRows && k >= kInt8Columns;
+    const std::string name =
+        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}_{}", int8 ? "int8_" : "",
+                    rows, n, k, group, weight.code_bits, centred ? "_centred" : "",
+                    weight.e2m1 ? "_e2m1" : "", offsets ? "_offsets" : "",
+                    weight.paired_rows ? "_paired" : "", stablehlo::to_string(scale));
     std::vector<Value> operands = {weight.codes};
     if (weight.high_bits) operands.push_back(*weight.high_bits);
     operands.push_back(weight.scales);
@@ -238,10 +243,11 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
       operands.push_back(x);
     }
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
-    return dispatch(x, name, object_, n, per_workgroup,
-                    planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias,
-                                scale, two_level, weight.paired_rows, per_workgroup, int8),
-                    std::move(operands));
+    return dispatch(
+        x, name, object_, n, per_workgroup,
+        planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias, weight.e2m1,
+                    scale, two_level, weight.paired_rows, per_workgroup, int8),
+        std::move(operands));
   }
 
   bool handles_wide(int64_t rows, ElementType element, int64_t k) const override {

@@ -6,11 +6,12 @@
 //
 // Codes come one per byte (i8), or two per byte (nibbles: per group of 32, byte j holds element
 // j in its low nibble and element j + 16 in its high nibble; the code is the nibble, less 8 when
-// the weight is centred). Nibbles halve the bytes a 4-bit format reads. Scales and offsets are f16
-// where the format stores them so (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: widened exactly, so the weight
-// keeps the file's bytes), f32 where they are products, or two-level as the K-quants store them:
-// an i8 per group times an f16 per 256 elements, multiplied here (exact in f32: the value the
-// gguf package forms), so those weights keep the file's bytes too.
+// the weight is centred, or for MXFP4 the E2M1 value the nibble stands for, doubled, under a
+// scale given as its E8M0 exponent byte). Nibbles halve the bytes a 4-bit format reads. Scales and
+// offsets are f16 where the format stores them so (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: widened exactly,
+// so the weight keeps the file's bytes), f32 where they are products, or two-level as the K-quants
+// store them: an i8 per group times an f16 per 256 elements, multiplied here (exact in f32: the
+// value the gguf package forms), so those weights keep the file's bytes too.
 //
 // Here every weight is dequantized exactly as the gguf package and transformers do it
 // (scale * code, rounded, then + offset, rounded: no fused multiply-add; built with
@@ -47,7 +48,14 @@ enum CodeForm {
   // that every specialisation addresses the codes with constants.
   NIBBLES_32_PAIRED,
   NIBBLES_32_CENTRED_PAIRED,
+  // E2M1 nibbles (MXFP4), code = the E2M1 value the nibble stands for, doubled (kE2M1Doubled),
+  // always under SCALES_E8M0.
+  NIBBLES_32_E2M1,
 };
+
+// What E2M1 codes are biased by where they are read as unsigned bytes (8 lanes: nibble_weights),
+// each the value it stands for, doubled (model_files/planar_blocks.h, kE2M1Doubled), plus 12.
+#define E2M1_BIAS 12
 
 // Whether the form's rows go in pairs (code_row).
 INLINE int pairs_rows(enum CodeForm form) {
@@ -64,6 +72,8 @@ INLINE int code_bias(enum CodeForm form) {
       return 16;
     case NIBBLES_HIGH2_16_CENTRED:
       return 32;
+    case NIBBLES_32_E2M1:
+      return E2M1_BIAS;  // as 8 lanes read them (nibble_weights)
     default:
       return 0;
   }
@@ -135,6 +145,8 @@ INLINE size_t code_byte(size_t b, int paired) {
 // The entry points take paired_codes: tools built against several revisions of this file test
 // for it.
 #define PLANAR_PAIRED_CODES 1
+// ... and e2m1_codes (MXFP4).
+#define PLANAR_E2M1_CODES 1
 
 #if LANES == 16
 // Sixteen elements' high bits, each moved to bit 4 and up of its byte: elements [first, first +
@@ -210,7 +222,9 @@ enum ScaleForm {
   SCALES_F32,
   SCALES_F16,
   SCALES_TWO_LEVEL,  // i8 per group, times an f16 per SUPER_GROUP elements
-  SCALES_EXPANDED,   // f32, one row's F16 or TWO_LEVEL values widened ahead (expand_row_factors)
+  SCALES_EXPANDED,   // f32, one row's F16, TWO_LEVEL or E8M0 values widened ahead
+                     // (expand_row_factors)
+  SCALES_E8M0,       // a byte per group, the exponent e of the scale 2^(e - 128) (E2M1 codes)
 };
 
 // scale * code (+ offset), each step rounded to f32, as the gguf package computes it. The
@@ -246,6 +260,14 @@ INLINE float plane_value(const void* plane, const uint16_t* super, size_t g, siz
                          enum ScaleForm form) {
   if (form == SCALES_F32 || form == SCALES_EXPANDED) return ((const float*)plane)[g];
   if (form == SCALES_F16) return _cvtsh_ss(((const uint16_t*)plane)[g]);
+  if (form == SCALES_E8M0) {
+    // (e - 1) << 23 is 2^(e - 128); below e = 2 the subnormal 0x00200000 << e.
+    const uint32_t e = ((const uint8_t*)plane)[g];
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+    float scale;
+    __builtin_memcpy(&scale, &bits, 4);
+    return scale;
+  }
   return _cvtsh_ss(super[g / (SUPER_GROUP / group)]) * (float)((const int8_t*)plane)[g];
 }
 
@@ -279,16 +301,19 @@ INLINE void group_factors(struct Planes p, size_t g, size_t group, enum ScaleFor
 // the same bits, in less time (docs/PERFORMANCE.md, "reads_table"). (A 32-entry table for the
 // 5-bit forms, vpermt2ps, measured slower than converting.)
 INLINE int reads_table(enum CodeForm form) {
-  return form == NIBBLES_32 || form == NIBBLES_32_CENTRED || pairs_rows(form);
+  return form == NIBBLES_32 || form == NIBBLES_32_CENTRED || pairs_rows(form) ||
+         form == NIBBLES_32_E2M1;
 }
 
 // Group g's 32 weights (two vectors) through its table.
 INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, vec scale, vec offset,
                           int has_offsets, enum ScaleForm scale_form, vec out[2]) {
-  const float bias = (float)-code_bias(form);
-  const vec values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const vec table =
-      dequantize(vec_add(values, vec_broadcast(bias)), scale, offset, has_offsets, scale_form);
+  const vec codes_of =
+      form == NIBBLES_32_E2M1
+          ? _mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
+          : vec_add(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                    vec_broadcast((float)-code_bias(form)));
+  const vec table = dequantize(codes_of, scale, offset, has_offsets, scale_form);
   // Byte j holds element j in bits 3:0 and element j + 16 in bits 7:4: as dwords, the low
   // nibble indexes directly, the high one after a shift.
   const __m512i packed = _mm512_cvtepu8_epi32(
@@ -308,10 +333,14 @@ INLINE void table_weights(const uint8_t* codes, size_t g, enum CodeForm form, ve
 // 144, 160) at most 5, so it is. (A zero code gives +0 where scale * code gave -0 for a negative
 // scale: no sum of products differs, since the accumulators, from +0, are never -0.) Instead of
 // widen, convert and multiply (three operations, two on the shuffle port's side) per 16 codes.
+// E2M1 codes with 8 lanes take it too (u their value plus E2M1_BIAS): their scales are powers
+// of two, so minus = -140 * scale is exact (below e = 249, where it would overflow: scales past
+// 2^120 would put the weights themselves near f32's limit).
 INLINE int biased_magic(enum CodeForm form, enum ScaleForm scale_form) {
   if (scale_form == SCALES_F32) return 0;
   if (form == NIBBLES_HIGH2_16_CENTRED || form == NIBBLES_HIGH1_32_CENTRED) return 1;
-  return LANES == 8 && (form == NIBBLES_32_CENTRED || form == NIBBLES_32_CENTRED_PAIRED);
+  return LANES == 8 && (form == NIBBLES_32_CENTRED || form == NIBBLES_32_CENTRED_PAIRED ||
+                        form == NIBBLES_32_E2M1);
 }
 INLINE float magic_bias(enum CodeForm form) {
   return (float)(128 + code_bias(form));
@@ -379,6 +408,14 @@ INLINE void nibble_weights(const uint8_t* codes, struct Planes p, size_t g, enum
         _mm_loadu_si128((const __m128i*)(codes + code_byte(g * 16, pairs_rows(form)))));
     runs[0] = _mm256_and_si256(packed, nibble);
     runs[1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+    if (form == NIBBLES_32_E2M1) {
+      // Each nibble to its E2M1 value plus E2M1_BIAS: one byte shuffle per 16 codes.
+      const __m256i values =
+          _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14,
+                           15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+      runs[0] = _mm256_shuffle_epi8(values, runs[0]);
+      runs[1] = _mm256_shuffle_epi8(values, runs[1]);
+    }
     if (high_bits_per_code(form) == 1) {
       // Element e's bit is bit e / 4 of byte e % 4 (high_bits16).
       int32_t word;
@@ -876,6 +913,15 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
       const __m128i codes = _mm_loadu_si128((const __m128i*)((const int8_t*)plane + g));
       _mm512_storeu_ps(out + g, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes))));
     }
+  } else if (form == SCALES_E8M0) {
+    for (; g + 16 <= groups; g += 16) {
+      const __m512i e =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)((const uint8_t*)plane + g)));
+      const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+      const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+      const __mmask16 low = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+      _mm512_storeu_ps(out + g, _mm512_castsi512_ps(_mm512_mask_blend_epi32(low, normal, tiny)));
+    }
   }
 #endif
   if (form == SCALES_F16) {
@@ -889,6 +935,15 @@ INLINE void expand_row_factors(const void* plane, const uint16_t* super, size_t 
       const __m256 d = _mm256_set1_ps(_cvtsh_ss(super[g / per_super]));
       const __m128i codes = _mm_loadl_epi64((const __m128i*)((const int8_t*)plane + g));
       _mm256_storeu_ps(out + g, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes))));
+    }
+  } else if (form == SCALES_E8M0) {
+    for (; g + 8 <= groups; g += 8) {
+      const __m256i e =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)((const uint8_t*)plane + g)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+      _mm256_storeu_ps(out + g, _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, low)));
     }
   }
   for (; g < groups; ++g) out[g] = plane_value(plane, super, g, group, form);
@@ -1056,12 +1111,18 @@ INLINE size_t sum_held_rows(vec lanes[LANES], size_t held, float* end, int last)
 #define SPECIALISE_FORM(FORM, OFFSETS, ROWS) SPECIALISE_SCALES(ROWS, FORM, OFFSETS)
 #define PASS_FORM_OF(FORM, OFFSETS, ROWS) PASS_FORM(ROWS, FORM, OFFSETS)
 // Every form's passes of ROWS rows, and one pass of ROWS rows whatever the weight's form.
-#define SPECIALISE_ROWS(ROWS)                                                             \
-  FOR_EACH_FORM(SPECIALISE_FORM, ROWS)                                                    \
-  static void pass##ROWS(enum CodeForm form, int has_offsets, enum ScaleForm scales,      \
-                         const uint8_t* codes, struct Planes p, const float* x, float* y, \
-                         size_t n, size_t k, size_t first, size_t last) {                 \
-    FOR_EACH_FORM(PASS_FORM_OF, ROWS)                                                     \
+// E2M1 codes come only with E8M0 scales (forms_of), so they are specialised for those alone.
+#define SPECIALISE_ROWS(ROWS)                                                               \
+  FOR_EACH_FORM(SPECIALISE_FORM, ROWS)                                                      \
+  SPECIALISE(ROWS, NIBBLES_32_E2M1, 0, SCALES_E8M0)                                         \
+  static void pass##ROWS(enum CodeForm form, int has_offsets, enum ScaleForm scales,        \
+                         const uint8_t* codes, struct Planes p, const float* x, float* y,   \
+                         size_t n, size_t k, size_t first, size_t last) {                   \
+    if (form == NIBBLES_32_E2M1) {                                                          \
+      rows##ROWS##_NIBBLES_32_E2M1_offsets0_SCALES_E8M0(codes, p, x, y, n, k, first, last); \
+      return;                                                                               \
+    }                                                                                       \
+    FOR_EACH_FORM(PASS_FORM_OF, ROWS)                                                       \
   }
 // A switch, not a table of function pointers: the embedded library may hold no relocated data.
 #define PASS_FORM(ROWS, FORM, OFFSETS)                                                        \
@@ -1384,6 +1445,7 @@ INLINE void panels(struct WeightSource w, const float* x, float* y, size_t rows,
   SPECIALISE_PANELS(FORM, OFFSETS, SCALES_F16) SPECIALISE_PANELS(FORM, OFFSETS, SCALES_TWO_LEVEL)
 #define SPECIALISE_PANEL_FORM(FORM, OFFSETS, ARG) SPECIALISE_PANEL_SCALES(FORM, OFFSETS)
 FOR_EACH_FORM(SPECIALISE_PANEL_FORM, 0)
+SPECIALISE_PANELS(NIBBLES_32_E2M1, 0, SCALES_E8M0)
 
 #define PANEL_FORM(FORM, OFFSETS)                                                             \
   if (form == FORM && has_offsets == OFFSETS) {                                               \
@@ -1401,6 +1463,10 @@ static void planar_panels(enum CodeForm form, int has_offsets, enum ScaleForm sc
                           const uint8_t* codes, struct Planes p, const float* x, float* y,
                           size_t rows, size_t n, size_t k, size_t first, size_t last) {
 #define PANEL_FORM_OF(FORM, OFFSETS, ARG) PANEL_FORM(FORM, OFFSETS)
+  if (form == NIBBLES_32_E2M1) {
+    panels_NIBBLES_32_E2M1_offsets0_SCALES_E8M0(codes, p, x, y, rows, n, k, first, last);
+    return;
+  }
   FOR_EACH_FORM(PANEL_FORM_OF, 0)
 }
 
@@ -1857,8 +1923,18 @@ INLINE size_t panel_rows_end(size_t rows, size_t first, size_t last) {
 // The code and scale forms of an entry point's arguments; 0 where the emitter emits no such
 // weight.
 static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                    size_t scale_bits, size_t paired_codes, size_t k, enum CodeForm* form,
-                    enum ScaleForm* scale_form) {
+                    size_t e2m1_codes, size_t scale_bits, size_t paired_codes, size_t k,
+                    enum CodeForm* form, enum ScaleForm* scale_form) {
+  if (e2m1_codes) {
+    // E2M1 nibbles in groups of 32 under E8M0 exponents, row after row.
+    if (code_bits != 4 || group != 32 || code_bias != 0 || has_offsets || scale_bits != 8 ||
+        paired_codes) {
+      return 0;
+    }
+    *form = NIBBLES_32_E2M1;
+    *scale_form = SCALES_E8M0;
+    return 1;
+  }
   if (code_bits == 8 && group == 32 && code_bias == 0 && !has_offsets) {
     *form = BYTES_32;
   } else if (code_bits == 4 && group == 32 && code_bias == 0 && has_offsets) {
@@ -1897,16 +1973,18 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
 // 6 bits, the bits above the nibbles in highs [n, k * (code_bits - 4) / 8] (group 16 for 6 bits,
 // else 32), scales and offsets [n, k / group]
 // of f32 (scale_bits 32), f16 (16) or i8 (8: two-level, their factors in super_scales and
-// super_offsets, f16 [n, k / 256]). `offsets` is read only when has_offsets and the super planes
-// only when two-level (the emitter passes the scales again otherwise); group is 16 or 32.
-// paired_codes 1: the codes go in row pairs (code_row; 4-bit codes, k a multiple of 128).
+// super_offsets, f16 [n, k / 256]). e2m1_codes 1: the nibbles are E2M1 codes (code_bias 0, no
+// offsets, group 32) and the scales (8) their E8M0 exponents. `offsets` is read only when
+// has_offsets and the super planes only when two-level (the emitter passes the scales again
+// otherwise); group is 16 or 32. paired_codes 1: the codes go in row pairs (code_row; 4-bit codes,
+// k a multiple of 128).
 void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs),
                                     MEMREF(const void, scales), MEMREF(const void, offsets),
                                     MEMREF(const uint16_t, supers),
                                     MEMREF(const uint16_t, super_offsets), MEMREF(const float, x),
                                     MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
                                     size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
-                                    size_t scale_bits, size_t paired_codes,
+                                    size_t e2m1_codes, size_t scale_bits, size_t paired_codes,
                                     size_t rows_per_workgroup, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
@@ -1916,8 +1994,8 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   if (last > n) last = n;
   enum CodeForm form;
   enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, paired_codes, k, &form,
-                &scale_form)) {
+  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
+                &form, &scale_form)) {
     return;
   }
   const size_t bytes = scale_bytes(scale_form);
@@ -1950,7 +2028,7 @@ void xlacel_planar_matmul_int8_workgroup(
     MEMREF(const void, offsets), MEMREF(const uint16_t, supers),
     MEMREF(const uint16_t, super_offsets), MEMREF(const int8_t, qx), MEMREF(const float, xd),
     MEMREF(const float, xs), MEMREF(float, y), size_t rows, size_t n, size_t k, size_t group,
-    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias, size_t scale_bits,
+    size_t has_offsets, size_t code_bits, ptrdiff_t code_bias, size_t e2m1_codes, size_t scale_bits,
     size_t paired_codes, size_t rows_per_workgroup, size_t workgroup) {
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
@@ -1961,11 +2039,12 @@ void xlacel_planar_matmul_int8_workgroup(
   if (last > n) last = n;
   enum CodeForm form;
   enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, scale_bits, paired_codes, k, &form,
-                &scale_form)) {
+  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
+                &form, &scale_form)) {
     return;
   }
-  if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
+  // The emitter emits only such shapes, and E2M1 codes only to the exact product.
+  if (k % 32 != 0 || first >= last || form == NIBBLES_32_E2M1) return;
   const size_t bytes = scale_bytes(scale_form);
   const struct Planes planes = {
       (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
