@@ -583,6 +583,9 @@ TEST(HfDirectory, BadConfigsNameTheProblem) {
   check(rope,
         "rope_scaling type 'dynamic' is not supported (supported: default, linear, llama3, "
         "longrope, yarn)");
+  Json quantized = base;  // as gpt-oss publishes its MXFP4 experts
+  quantized["quantization_config"] = {{"quant_method", "mxfp4"}};
+  check(quantized, "quantization_config (quant_method 'mxfp4'): quantized HF checkpoints are not");
 
   fs::path dir = make_hf_directory("escape", kLlama3Config);
   write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"w": "../x"}})");
