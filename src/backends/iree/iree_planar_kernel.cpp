@@ -224,8 +224,7 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     // Products of at least one whole run of 512 columns and kInt8MinRows rows: a row's tail
     // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one.
-    // E2M1 codes have no int8 form (their values, doubled, span -12 to 12): exact everywhere.
-    const bool int8 = int8_ && !weight.e2m1 && rows >= kInt8MinRows && k >= kInt8Columns;
+    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
     const std::string name =
         fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}_{}", int8 ? "int8_" : "",
                     rows, n, k, group, weight.code_bits, centred ? "_centred" : "",

@@ -1558,6 +1558,13 @@ INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t 
     const __m512i packed = _mm512_loadu_si512((const void*)(codes + code_byte(c * 64, paired)));
     *first = _mm512_and_si512(packed, nibble);
     *second = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    if (form == NIBBLES_32_E2M1) {
+      // E2M1 codes as their values plus E2M1_BIAS (int8_bias): one byte shuffle per 64.
+      const __m512i values = _mm512_broadcast_i32x4(
+          _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+      *first = _mm512_shuffle_epi8(values, *first);
+      *second = _mm512_shuffle_epi8(values, *second);
+    }
   }
 }
 
@@ -1890,6 +1897,7 @@ INLINE void int8_panels(struct WeightSource w, const int8_t* qx, const float* xd
   SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES_F16) \
   SPECIALISE_INT8_PANELS(FORM, OFFSETS, SCALES_TWO_LEVEL)
 FOR_EACH_FORM(SPECIALISE_INT8_SCALES, 0)
+SPECIALISE_INT8_PANELS(NIBBLES_32_E2M1, 0, SCALES_E8M0)
 
 #define INT8_PANEL_FORM(FORM, OFFSETS, ARG)                                                      \
   if (form == FORM && has_offsets == OFFSETS) {                                                  \
@@ -1909,6 +1917,11 @@ static void planar_int8_panels(enum CodeForm form, int has_offsets, enum ScaleFo
                                const uint8_t* codes, struct Planes p, const int8_t* qx,
                                const float* xd, const float* xs, float* y, size_t rows, size_t n,
                                size_t k, size_t first, size_t last) {
+  if (form == NIBBLES_32_E2M1) {
+    int8_panels_NIBBLES_32_E2M1_offsets0_SCALES_E8M0(codes, p, qx, xd, xs, y, rows, n, k, first,
+                                                     last);
+    return;
+  }
   FOR_EACH_FORM(INT8_PANEL_FORM, 0)
 }
 #endif
@@ -2043,8 +2056,7 @@ void xlacel_planar_matmul_int8_workgroup(
                 &form, &scale_form)) {
     return;
   }
-  // The emitter emits only such shapes, and E2M1 codes only to the exact product.
-  if (k % 32 != 0 || first >= last || form == NIBBLES_32_E2M1) return;
+  if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
   const size_t bytes = scale_bytes(scale_form);
   const struct Planes planes = {
       (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
