@@ -31,6 +31,7 @@
 
 #include "backends/backends.h"
 #include "common/error.h"
+#include "common/json_file.h"
 #include "device/device.h"
 #include "model_files/model_files.h"
 #include "models/architecture.h"
@@ -132,7 +133,11 @@ void store_matrices_as(ModelConfig& config, DType stored,
 ModelConfig config_of(const std::string& name, const std::string& config_json) {
   const fs::path dir = process_dir() / name;
   fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << config_json;
+  // The graphs are compiled for the weight forms each case gives, not for the published
+  // checkpoint's quantization (gpt-oss's MXFP4 safetensors), which an HF directory may not have.
+  Json config = Json::parse(config_json);
+  config.erase("quantization_config");
+  std::ofstream(dir / "config.json") << config.dump();
   return ModelFiles::open(dir.string()).config();
 }
 
