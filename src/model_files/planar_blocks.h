@@ -81,7 +81,7 @@ struct PlanarBlocks {
   int code_bias = 0;                // packed codes only: added to each packed value
   AlignedVector<int8_t> codes;      // row-major like the tensor (a byte holds two nibbles)
   AlignedVector<int8_t> high_bits;  // 5- and 6-bit codes: their bits above the nibble, as above
-  AlignedVector<float> scales;      // one per group (empty where to_planar keeps only the codes)
+  AlignedVector<float> scales;      // one per group (empty where to_planar keeps scale_codes only)
   AlignedVector<float> offsets;     // one per group; empty when the format has none
   bool scales_f16 = false;  // every scale and offset is an f16 number (planar_scales_are_f16)
   // The nibbles are E2M1 codes and scale_codes their E8M0 exponents (planar_codes_are_e2m1):
