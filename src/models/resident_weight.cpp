@@ -209,13 +209,19 @@ Weight::Weight(Value codes, Value scale_plane, std::optional<Value> offset_plane
 
 Weight resident_weight(const std::map<std::string, Value>& arguments, const std::string& name,
                        bool widen, const lowering::PlanarKernel* kernel) {
+  // The codes under whichever name says how they are kept.
   auto codes = arguments.find(name + "_codes");
   const bool nibbles = codes == arguments.end();
   if (nibbles) codes = arguments.find(name + "_nibbles");
-  const bool e2m1 = codes == arguments.end();
-  if (e2m1) codes = arguments.find(name + "_e2m1_nibbles");
-  const bool paired = codes == arguments.end();
-  if (paired) codes = arguments.find(name + "_paired_nibbles");
+  bool e2m1 = false, paired = false;
+  if (codes == arguments.end()) {
+    codes = arguments.find(name + "_e2m1_nibbles");
+    e2m1 = codes != arguments.end();
+  }
+  if (codes == arguments.end()) {
+    codes = arguments.find(name + "_paired_nibbles");
+    paired = codes != arguments.end();
+  }
   if (codes == arguments.end()) {
     Weight weight(arguments.at(name));
     weight.widen = widen;
@@ -234,7 +240,7 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
                         : high_bits ? 4 + static_cast<int>(high_bits->shape()[1] * 8 / cols)
                                     : 4;
   Weight weight(codes->second, arguments.at(name + "_scales"), optional_argument("_offsets"),
-                code_bits, e2m1 && !paired);
+                code_bits, e2m1);
   weight.high_bits = high_bits;
   weight.super_scales = optional_argument("_super_scales");
   weight.super_offsets = optional_argument("_super_offsets");

@@ -53,9 +53,17 @@ enum CodeForm {
   NIBBLES_32_E2M1,
 };
 
-// What E2M1 codes are biased by where they are read as unsigned bytes (8 lanes: nibble_weights),
-// each the value it stands for, doubled (model_files/planar_blocks.h, kE2M1Doubled), plus 12.
+// What E2M1 codes are biased by where they are read as unsigned bytes (8 lanes: nibble_weights;
+// the int8 product: four_block_codes), each the value it stands for, doubled
+// (model_files/planar_blocks.h, kE2M1Doubled), plus 12.
 #define E2M1_BIAS 12
+#if LANES == 8 || defined(__AVX512VNNI__)
+// Those bytes, indexed by the code: the table one byte shuffle reads per 16 codes (built where
+// one of its two readers is).
+INLINE __m128i e2m1_biased_values(void) {
+  return _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+}
+#endif
 
 // Whether the form's rows go in pairs (code_row).
 INLINE int pairs_rows(enum CodeForm form) {
@@ -410,9 +418,7 @@ INLINE void nibble_weights(const uint8_t* codes, struct Planes p, size_t g, enum
     runs[1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
     if (form == NIBBLES_32_E2M1) {
       // Each nibble to its E2M1 value plus E2M1_BIAS: one byte shuffle per 16 codes.
-      const __m256i values =
-          _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14,
-                           15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+      const __m256i values = _mm256_broadcastsi128_si256(e2m1_biased_values());
       runs[0] = _mm256_shuffle_epi8(values, runs[0]);
       runs[1] = _mm256_shuffle_epi8(values, runs[1]);
     }
@@ -1560,8 +1566,7 @@ INLINE void four_block_codes(const uint8_t* codes, const uint8_t* highs, size_t 
     *second = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
     if (form == NIBBLES_32_E2M1) {
       // E2M1 codes as their values plus E2M1_BIAS (int8_bias): one byte shuffle per 64.
-      const __m512i values = _mm512_broadcast_i32x4(
-          _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+      const __m512i values = _mm512_broadcast_i32x4(e2m1_biased_values());
       *first = _mm512_shuffle_epi8(values, *first);
       *second = _mm512_shuffle_epi8(values, *second);
     }
