@@ -532,40 +532,39 @@ TEST(LlamaGraph, SignatureNamesAndShapes) {
 // A mixture of experts' decode graph reads an expert's weights only inside a stablehlo.if on
 // whether some row chose it, so a step reads top_k experts per row at most, not all of them;
 // prefill's many rows run every expert without conditionals.
-TEST(LlamaGraph, MoeDecodeReadsExpertsOnlyUnderTheirConditional) {
+TEST(LlamaGraph, MoeDecodeReadsTheChosenExpertsAtTheirIndex) {
   ModelConfig c = smol_like();
   c.architecture = "mixtral";
   c.num_experts = 8;
   c.experts_per_token = 2;
   c.expert_intermediate_size = 16;
-  for (int64_t rows : {1, 4}) {
-    const std::string text = emit(c, {GraphKind::kDecode, rows, 64, WeightType::kF32, 4});
-    EXPECT_EQ(testing::op_counts(text)["stablehlo.if"], c.num_layers * c.num_experts);
-    // Outside the conditionals (their lines dropped), no op names an expert's weight.
-    const std::regex expert_weight("%l[0-9]+_e[0-9]+_");
+  // The stacked experts' weights are read only through a slice: one expert at an index.
+  const std::regex expert_weight("%l[0-9]+_(gate|up|down)_proj\\b");
+  auto expert_slices = [&](const std::string& text) {
     std::istringstream lines(text);
     std::string line;
-    int depth = 0, inside = 0;
+    int slices = 0;
     while (std::getline(lines, line)) {
-      if (line.find("\"stablehlo.if\"") != std::string::npos) ++depth;
-      const bool uses =
-          line.find("func.func") == std::string::npos && std::regex_search(line, expert_weight);
-      if (depth == 0) {
-        EXPECT_FALSE(uses) << "rows " << rows << ": " << line;
-      } else if (uses) {
-        ++inside;
+      if (line.find("func.func") != std::string::npos || !std::regex_search(line, expert_weight)) {
+        continue;
       }
-      if (line.find("}) : (tensor<i1>)") != std::string::npos) --depth;
+      EXPECT_NE(line.find("stablehlo.dynamic_slice"), std::string::npos) << line;
+      ++slices;
     }
-    EXPECT_GE(inside, c.num_layers * c.num_experts * 3) << "gate, up and down of each expert";
+    return slices;
+  };
+  for (int64_t rows : {1, 3}) {
+    const std::string text = emit(c, {GraphKind::kDecode, rows, 64, WeightType::kF32, 4});
+    EXPECT_EQ(testing::op_counts(text)["stablehlo.if"], 0);
+    // rows * top_k slots, each reading one expert's gate, up and down.
+    EXPECT_EQ(expert_slices(text), c.num_layers * rows * c.experts_per_token * 3) << rows;
   }
-  // 8 rows choose 16 of 8 experts: every expert runs, as in prefill.
-  EXPECT_EQ(
-      testing::op_counts(emit(c, {GraphKind::kDecode, 8, 64, WeightType::kF32, 8}))["stablehlo.if"],
-      0);
-  EXPECT_EQ(testing::op_counts(
-                emit(c, {GraphKind::kPrefill, 16, 64, WeightType::kF32, 4}))["stablehlo.if"],
-            0);
+  // 4 rows choose 8 of 8 experts: every expert runs, as in prefill.
+  for (const GraphOptions& every :
+       {GraphOptions{GraphKind::kDecode, 4, 64, WeightType::kF32, 4},
+        GraphOptions{GraphKind::kPrefill, 16, 64, WeightType::kF32, 4}}) {
+    EXPECT_EQ(expert_slices(emit(c, every)), c.num_layers * c.num_experts * 3);
+  }
 }
 
 TEST(LlamaGraph, SmolLM2OpCounts) {

@@ -658,56 +658,76 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
   }
 }
 
-// A planar weight read inside a stablehlo.if, as a mixture's decode reads each expert (every
-// plane captured; the runtime's kernel where it has one): the branch's product equals the one
-// outside bit for bit, and a false predicate runs the other branch (zeros) instead.
-TEST_P(PlanarOnRuntime, APlanarProductUnderAConditionalIsTheSame) {
+// One expert of a mixture's stacked planar weight ([E, rows, ...] planes, read at an index the
+// graph computes, as a decode step reads each chosen expert; the runtime's kernel where it has
+// one): its product equals the product of that expert's planes sliced at a fixed index, bit for
+// bit through the kernel.
+TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
   backends::Runtime runtime = open_runtime();
   const std::unique_ptr<device::Device>& device = runtime.device;
   const lowering::PlanarKernel* kernel =
       runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  constexpr int64_t kExperts = 3, kRowsEach = 6, kRows = kExperts * kRowsEach;
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
-    const int64_t rows = 6, cols = tensor.shape[1];
+    const int64_t cols = tensor.shape[1];
     const PlanarBlocks planar =
-        to_planar(tensor.dtype, more_rows(tensor, rows), static_cast<std::size_t>(rows * cols));
+        to_planar(tensor.dtype, more_rows(tensor, kRows), static_cast<std::size_t>(kRows * cols));
     stablehlo::Module module("resident_weight_test");
     stablehlo::Function& f = module.add_function("main");
-    models::Weight weight = planar_arguments(f, planar, rows, cols);
-    weight.kernel = kernel;
+    models::Weight whole = planar_arguments(f, planar, kRows, cols);
+    whole.kernel = kernel;
     Value x = f.argument("x", TensorType(ElementType::kF32, {1, cols}));
-    Value flag = f.argument("flag", TensorType(ElementType::kF32, {}));
-    Value pred = compare(flag, constant(f.body(), flag.type(), 0.0), stablehlo::Direction::kGT);
-    auto product = [&](stablehlo::Block& branch) -> std::vector<Value> {
-      return {models::linear(branch.capture(x), models::captured(weight, branch))};
+    Value expert = f.argument("expert", TensorType(ElementType::kI32, {}));
+    // The same planes as a stack of experts.
+    models::Weight stacked = whole;
+    auto stack = [&](Value plane) {
+      std::vector<int64_t> shape = plane.shape();
+      shape[0] /= kExperts;
+      shape.insert(shape.begin(), kExperts);
+      return reshape(plane, shape);
     };
-    auto zeros = [&](stablehlo::Block& branch) -> std::vector<Value> {
-      return {constant(branch, TensorType(ElementType::kF32, {1, rows}), 0.0)};
-    };
-    f.finish({models::linear(x, weight), stablehlo::conditional(pred, product, zeros)[0]});
-    auto executable = load_module(*device, format + "-if", module.to_text());
+    stacked.values = stack(whole.values);
+    for (auto plane :
+         {&models::Weight::scales, &models::Weight::offsets, &models::Weight::super_scales,
+          &models::Weight::super_offsets, &models::Weight::high_bits}) {
+      if (whole.*plane) stacked.*plane = stack(*(whole.*plane));
+    }
+    // Each expert at a constant index (a static slice), then at the argument's.
+    std::vector<Value> products;
+    for (int64_t e = 0; e < kExperts; ++e) {
+      Value index = constant(f.body(), expert.type(), static_cast<double>(e));
+      products.push_back(models::linear(x, models::expert_matrix(stacked, index)));
+    }
+    products.push_back(models::linear(x, models::expert_matrix(stacked, expert)));
+    f.finish(products);
+    auto executable = load_module(*device, format + "-expert", module.to_text());
     std::vector<float> xs(static_cast<std::size_t>(cols));
     for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
-    for (float flag_value : {1.0f, 0.0f}) {
-      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, rows, cols);
+    for (int32_t e : {2, 0, 1}) {
+      std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, kRows, cols);
       buffers.push_back(
           device->upload(bytes_of(xs), ElementType::kF32, std::vector<int64_t>{1, cols}));
-      buffers.push_back(device->upload(bytes_of(std::vector<float>{flag_value}), ElementType::kF32,
+      buffers.push_back(device->upload(bytes_of(std::vector<int32_t>{e}), ElementType::kI32,
                                        std::vector<int64_t>{}));
       std::vector<device::Buffer*> arguments;
       for (auto& buffer : buffers) arguments.push_back(buffer.get());
       std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-      ASSERT_EQ(results.size(), 2u);
-      std::vector<float> outside(static_cast<std::size_t>(rows)), inside(outside.size());
-      device->read(*results[0], std::as_writable_bytes(std::span(outside)));
-      device->read(*results[1], std::as_writable_bytes(std::span(inside)));
-      if (flag_value > 0) {
-        EXPECT_EQ(std::memcmp(outside.data(), inside.data(), outside.size() * 4), 0)
-            << GetParam() << " " << format;
-      } else {
-        EXPECT_EQ(inside, std::vector<float>(outside.size(), 0.0f)) << GetParam() << " " << format;
+      ASSERT_EQ(results.size(), static_cast<std::size_t>(kExperts + 1));
+      std::vector<float> fixed(kRowsEach), chosen(kRowsEach);
+      device->read(*results[static_cast<std::size_t>(e)], std::as_writable_bytes(std::span(fixed)));
+      device->read(*results.back(), std::as_writable_bytes(std::span(chosen)));
+      if (kernel != nullptr) {
+        EXPECT_EQ(std::memcmp(fixed.data(), chosen.data(), chosen.size() * 4), 0)
+            << GetParam() << " " << format << " expert " << e;
+        continue;
+      }
+      // XLA's own product may sum in another order where the slice's offset is not fixed.
+      for (std::size_t r = 0; r < chosen.size(); ++r) {
+        EXPECT_NEAR(chosen[r], fixed[r], 1e-5 * std::max(1.0f, std::abs(fixed[r])))
+            << GetParam() << " " << format << " expert " << e << " row " << r;
       }
     }
     ++checked;

@@ -110,11 +110,10 @@ uint64_t decode_weight_bytes(const executor::Executor& executor, const ModelConf
     }
     (spec.expert ? expert_bytes : bytes) += size;
   }
-  const int64_t choices = batch * config.experts_per_token;
-  if (models::experts_run_conditionally(batch, config.experts_per_token, config.num_experts) &&
-      choices < config.num_experts) {
+  if (config.num_experts > 0) {
+    const int64_t slots = models::expert_slots(batch, config.experts_per_token, config.num_experts);
     expert_bytes =
-        expert_bytes / static_cast<uint64_t>(config.num_experts) * static_cast<uint64_t>(choices);
+        expert_bytes / static_cast<uint64_t>(config.num_experts) * static_cast<uint64_t>(slots);
   }
   return bytes + expert_bytes;
 }

@@ -27,6 +27,17 @@ WeightSpec& DecoderWeights::add_layer(int64_t layer, const std::string& name, co
              fmt::format("blk.{}.{}", layer, gguf), std::move(shape), split);
 }
 
+WeightSpec& DecoderWeights::add_layer_experts(int64_t layer, const std::string& name,
+                                              const std::string& hf, const std::string& gguf,
+                                              const std::vector<int64_t>& shape, Split split) {
+  std::vector<int64_t> stacked = {config_.num_experts};
+  stacked.insert(stacked.end(), shape.begin(), shape.end());
+  WeightSpec& spec = add_layer(layer, name, hf, gguf, std::move(stacked), split);
+  spec.expert = true;
+  spec.hf_experts = config_.num_experts;
+  return spec;
+}
+
 void DecoderWeights::add_layer_rows(int64_t layer, const std::string& name, const std::string& hf,
                                     const std::string& gguf, int64_t row, int64_t rows,
                                     int64_t total, Split split) {

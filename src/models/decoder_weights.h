@@ -31,6 +31,13 @@ class DecoderWeights {
   void add_layer_rows(int64_t layer, const std::string& name, const std::string& hf,
                       const std::string& gguf, int64_t row, int64_t rows, int64_t total,
                       Split split);
+  // Layer `layer`'s experts' matrices (or biases) of `shape` each, stacked: argument
+  // l<layer>_<name> [E, shape...] (WeightSpec::expert), GGUF's blk.<layer>.<gguf> whole, HF's read
+  // expert by expert from model.layers.<layer>.<hf> ("{}" the expert; the caller says how
+  // otherwise: WeightSpec::hf_experts).
+  WeightSpec& add_layer_experts(int64_t layer, const std::string& name, const std::string& hf,
+                                const std::string& gguf, const std::vector<int64_t>& shape,
+                                Split split = Split::kNone);
   // A norm's weight of `size` (and its bias after it, for LayerNorms), `hf` and `gguf` naming
   // the weight; GGUF (1 + w) weights restored to w where the family says so.
   void add_norm(const std::string& name, const std::string& hf, const std::string& gguf,

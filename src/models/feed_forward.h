@@ -22,8 +22,7 @@ class FeedForward {
 
 // HF names of an MLP's matrices: <block>.<gate|up|down>.weight; in a mixture, the router is
 // <block>.gate.weight (GGUF ffn_gate_inp) and expert E's matrices
-// <block>.experts.E.<gate|up|down>.weight (GGUF: row blocks of the stacked
-// ffn_{gate,up,down}_exps).
+// <block>.experts.E.<gate|up|down>.weight (GGUF: the stacked ffn_{gate,up,down}_exps).
 struct MlpNames {
   std::string block = "mlp";
   std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
@@ -57,8 +56,8 @@ class DenseMlp final : public FeedForward {
 };
 
 // config.num_experts experts of gated MLPs, config.experts_per_token chosen per token
-// (llama_layers.h, mixture_of_experts): l<L>_router, then l<L>_e<E>_gate_proj, _up_proj,
-// _down_proj per expert.
+// (llama_layers.h, mixture_of_experts): l<L>_router, then the experts' l<L>_gate_proj, _up_proj,
+// _down_proj, each stacked [E, rows, cols].
 class SparseMoe final : public FeedForward {
  public:
   SparseMoe(Activation activation, MlpNames names)
@@ -73,8 +72,8 @@ class SparseMoe final : public FeedForward {
 
 // gpt-oss's mixture (GptOssMLP): a router with a bias whose top config.experts_per_token logits
 // get their own softmax, and experts with biases and the clamped SwiGLU (ModelConfig::
-// swiglu_alpha, swiglu_limit): l<L>_router (+ _router_bias), then per expert l<L>_e<E>_gate_proj,
-// _gate_bias [1, inter], _up_proj, _up_bias, _down_proj, _down_bias [1, hidden]. HF stacks the
+// swiglu_alpha, swiglu_limit): l<L>_router (+ _router_bias), then the experts' l<L>_gate_proj,
+// _gate_bias [E, inter], _up_proj, _up_bias, _down_proj, _down_bias [E, hidden]. HF stacks the
 // experts (mlp.experts.gate_up_proj [E, hidden, 2 inter], gate and up interleaved by column,
 // stored as x @ W; down_proj [E, inter, hidden]; their biases [E, ...]); GGUF as
 // ffn_{gate,up,down}_exps.{weight,bias}.
@@ -91,16 +90,16 @@ class GptOssMoe final : public FeedForward {
 // .layer, and each expert's gate and up the halves of its rows of the stacked input_linear [E,
 // 2 inter, hidden], down its output_linear [E, hidden, inter]; GGUF ffn_gate_inp and the stacked
 // ffn_*_exps): l<L>_shared_gate_proj, _shared_up_proj, _shared_down_proj, then l<L>_router and
-// l<L>_e<E>_gate_proj, _up_proj, _down_proj.
+// the experts' l<L>_gate_proj, _up_proj, _down_proj, stacked.
 class SharedMlpAndExperts final : public FeedForward {
  public:
   void add_weights(DecoderWeights& weights, int64_t layer) const override;
   Value emit(DecoderGraph& graph, int64_t layer, Value x) const override;
 };
 
-// Layer `layer`'s experts as the mixture's blocks declare them: l<L>_e<E>_gate_proj, _up_proj,
-// _down_proj, and with `biases` _gate_bias, _up_bias, _down_bias.
-std::vector<Expert> layer_experts(DecoderGraph& graph, int64_t layer, bool biases);
+// Layer `layer`'s experts as the mixture's blocks declare them: l<L>_gate_proj, _up_proj,
+// _down_proj, and with `biases` _gate_bias, _up_bias, _down_bias, each stacked.
+Experts layer_experts(DecoderGraph& graph, int64_t layer, bool biases);
 
 // A mixture where the config has experts (GGUF Mixtral is a "llama" with expert_count), else
 // `dense`.

@@ -288,22 +288,24 @@ Value cohere_layer_norm(Value x, Value weight, double eps) {
   return broadcast_like(to_f32(weight), {tokens, hidden}, {1}) * normed;
 }
 
-bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts) {
-  // Below 2 * experts choices, random routing leaves over e^-2 (~14%) of the experts unchosen.
-  return rows * top_k < 2 * experts;
+int64_t expert_slots(int64_t rows, int64_t top_k, int64_t experts) {
+  return std::min(rows * top_k, experts);
 }
 
 namespace {
 
-// One expert's MLP on `rows`; its biases are [1, out] rows (one row of the file's stacked
-// biases), added by `linear` as vectors.
-Value expert_mlp(Value rows, const Expert& expert, const ExpertGate& how) {
-  auto vector = [](const std::optional<Value>& bias) -> std::optional<Value> {
-    if (!bias) return std::nullopt;
-    return reshape(*bias, {bias->shape().back()});
-  };
-  Value gate = linear(rows, expert.gate, vector(expert.gate_bias));
-  Value up = linear(rows, expert.up, vector(expert.up_bias));
+// Row `index` (i32 []) of stacked biases [E, out], as a vector.
+std::optional<Value> bias_at(const std::optional<Value>& biases, Value index) {
+  if (!biases) return std::nullopt;
+  const int64_t out = biases->shape()[1];
+  const Value zero = constant(index.block(), index.type(), 0.0);
+  return reshape(dynamic_slice(*biases, {index, zero}, {1, out}), {out});
+}
+
+// Expert `index`'s gated MLP on `rows`.
+Value expert_mlp(Value rows, const Experts& experts, Value index, const ExpertGate& how) {
+  Value gate = linear(rows, expert_matrix(experts.gate, index), bias_at(experts.gate_bias, index));
+  Value up = linear(rows, expert_matrix(experts.up, index), bias_at(experts.up_bias, index));
   Value gated;
   if (how.clamped_swiglu) {
     // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit),
@@ -316,16 +318,16 @@ Value expert_mlp(Value rows, const Expert& expert, const ExpertGate& how) {
   } else {
     gated = activate(gate, how.activation) * up;
   }
-  return linear(gated, expert.down, vector(expert.down_bias));
+  return linear(gated, expert_matrix(experts.down, index), bias_at(experts.down_bias, index));
 }
 
 }  // namespace
 
-Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
+Value mixture_of_experts(Value x, const Weight& router, const Experts& experts,
                          const Routing& routing, const ExpertGate& how) {
   Block& b = x.block();
   const int64_t tokens = x.shape()[0], top_k = routing.top_k;
-  const auto count = static_cast<int64_t>(experts.size());
+  const int64_t count = router.rows();
   const TensorType scores(ElementType::kF32, {tokens, count});
   Value logits = linear(x, router);
   if (routing.bias) {
@@ -374,46 +376,53 @@ Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert
     weights = probs / broadcast_like(*total, scores.shape(), {0});
   }
   weights = select(*chosen, weights, constant(b, scores, 0.0));
-  // Expert i's MLP (`expert`, its weights as the block at hand reads them) times its column of
-  // `all_weights` [T, count]: rows that did not choose it weigh 0, which adds exactly 0.
-  auto weighted = [&](Value rows, const Expert& expert, int64_t i, Value all_weights) {
-    Value y = expert_mlp(rows, expert, how);
-    Value w = reshape(slice(all_weights, {0, i}, {tokens, i + 1}), {tokens});
-    return y * broadcast_like(w, y.shape(), {0});
-  };
-  // Each expert's MLP under a stablehlo.if on whether some row chose it: a step reads the chosen
-  // experts' weights alone, and the sum is the same as the dense one's.
-  std::optional<Value> chosen_by_any;  // f32 [count]: 1 where some row chose the expert
-  if (experts_run_conditionally(tokens, top_k, count)) {
-    chosen_by_any =
-        reduce_max(select(*chosen, constant(b, scores, 1.0), constant(b, scores, 0.0)), {0});
-  }
+  // Each expert's MLP runs on every row, times its weights' column: rows that did not choose it
+  // weigh 0, which adds exactly 0; the sum runs in expert order, as transformers adds them.
+  const TensorType index(ElementType::kI32, {});
   Value out = constant(b, x.type(), 0.0);
-  for (int64_t i = 0; i < count; ++i) {
-    if (!chosen_by_any) {
-      out = out + weighted(x, experts[static_cast<size_t>(i)], i, weights);
-      continue;
+  const int64_t slots = expert_slots(tokens, top_k, count);
+  if (slots == count) {
+    for (int64_t i = 0; i < count; ++i) {
+      Value y = expert_mlp(x, experts, constant(b, index, static_cast<double>(i)), how);
+      Value w = reshape(slice(weights, {0, i}, {tokens, i + 1}), {tokens});
+      out = out + y * broadcast_like(w, y.shape(), {0});
     }
-    const TensorType scalar(ElementType::kF32, {});
-    Value picked = reshape(slice(*chosen_by_any, {i}, {i + 1}), {});
-    Value pred = compare(picked, constant(b, scalar, 0.0), Direction::kGT);
-    // The sum runs through the branches (a skipped expert passes it on), one addition per
-    // chosen expert in expert order, rather than adding every conditional's result at the end
-    // (which compilers fuse into one kernel of as many operands as experts).
-    auto run = [&](Block& branch) -> std::vector<Value> {
-      const Expert& expert = experts[static_cast<size_t>(i)];
-      auto bias = [&](const std::optional<Value>& value) -> std::optional<Value> {
-        if (!value) return std::nullopt;
-        return branch.capture(*value);
-      };
-      const Expert inside{captured(expert.gate, branch), captured(expert.up, branch),
-                          captured(expert.down, branch), bias(expert.gate_bias),
-                          bias(expert.up_bias),          bias(expert.down_bias)};
-      return {branch.capture(out) +
-              weighted(branch.capture(x), inside, i, branch.capture(weights))};
-    };
-    auto skip = [&](Block& branch) -> std::vector<Value> { return {branch.capture(out)}; };
-    out = conditional(pred, run, skip).front();
+    return out;
+  }
+  // Fewer rows choose at most `slots` experts: those alone run, the k-th chosen expert (in expert
+  // order) in slot k, read at its index in the stacked weights. A slot no expert fills runs
+  // expert 0 at weight 0. One graph serves any choice without a conditional per expert (whose
+  // compile grew with the experts: 13 min for 6 layers of 128).
+  const TensorType by_expert(ElementType::kF32, {count});
+  Value any = reduce_max(select(*chosen, constant(b, scores, 1.0), constant(b, scores, 0.0)), {0});
+  // How many chosen experts come before each: [before, expert] marks, summed over `before`.
+  const TensorType pairs(ElementType::kI32, {count, count});
+  Value earlier = compare(iota(b, pairs, 0), iota(b, pairs, 1), Direction::kLT);
+  const TensorType pair_values(ElementType::kF32, pairs.shape());
+  Value rank = reduce_sum(
+      select(earlier, broadcast_like(any, pairs.shape(), {0}), constant(b, pair_values, 0.0)), {0});
+  // [slot, expert]: the expert fills the slot.
+  const std::vector<int64_t> slot_shape = {slots, count};
+  Value fills = logical_and(
+      compare(broadcast_like(rank, slot_shape, {1}),
+              convert(iota(b, TensorType(ElementType::kI32, slot_shape), 0), ElementType::kF32),
+              Direction::kEQ),
+      compare(broadcast_like(any, slot_shape, {1}),
+              constant(b, TensorType(ElementType::kF32, slot_shape), 0.0), Direction::kGT));
+  const TensorType slot_indices(ElementType::kI32, slot_shape);
+  Value expert_of =
+      reduce_max(select(fills, iota(b, slot_indices, 1), constant(b, slot_indices, 0.0)), {1});
+  // Each row's weight of each slot's expert: [T, slot].
+  const std::vector<int64_t> row_slot_expert = {tokens, slots, count};
+  Value slot_weights =
+      reduce_max(select(broadcast_like(fills, row_slot_expert, {1, 2}),
+                        broadcast_like(weights, row_slot_expert, {0, 2}),
+                        constant(b, TensorType(ElementType::kF32, row_slot_expert), 0.0)),
+                 {2});
+  for (int64_t k = 0; k < slots; ++k) {
+    Value y = expert_mlp(x, experts, reshape(slice(expert_of, {k}, {k + 1}), {}), how);
+    Value w = reshape(slice(slot_weights, {0, k}, {tokens, k + 1}), {tokens});
+    out = out + y * broadcast_like(w, y.shape(), {0});
   }
   return out;
 }

@@ -85,12 +85,12 @@ Value layer_norm(Value x, Value weight, std::optional<Value> bias, double eps);
 // CohereLayerNorm in f32: weight * ((x - mean) * rsqrt(var + eps)), no bias.
 Value cohere_layer_norm(Value x, Value weight, double eps);
 
-// Whether a mixture runs each expert only if one of `rows` rows chose it: few rows (decode)
-// choose few experts; many (prefill) choose most, where the conditionals would save little.
-bool experts_run_conditionally(int64_t rows, int64_t top_k, int64_t experts);
+// How many experts a step of `rows` rows runs: as many as its rows choose at most, or all.
+int64_t expert_slots(int64_t rows, int64_t top_k, int64_t experts);
 
-// One expert's gated MLP; biases [1, out] where the family has them (gpt-oss).
-struct Expert {
+// A mixture's experts' gated MLPs, each matrix stacked [E, rows, cols] (expert_matrix); biases
+// [E, out] where the family has them (gpt-oss).
+struct Experts {
   Weight gate, up, down;
   std::optional<Value> gate_bias = std::nullopt, up_bias = std::nullopt, down_bias = std::nullopt;
 };
@@ -111,10 +111,11 @@ struct ExpertGate {
   std::optional<std::pair<double, double>> clamped_swiglu = std::nullopt;  // alpha, limit
 };
 // A sparse mixture of experts as transformers computes it (`routing`); the result sums each
-// chosen expert's gated MLP times its weight, in expert order. Every expert runs on every row
-// (unchosen ones weigh 0, which adds exactly 0), except where experts_run_conditionally: an
-// expert no row chose then does not run at all (a stablehlo.if), so its weights are not read.
-Value mixture_of_experts(Value x, const Weight& router, const std::vector<Expert>& experts,
+// chosen expert's gated MLP times its weight, in expert order. A step runs expert_slots experts:
+// every expert on every row where its rows choose as many (unchosen ones weigh 0, which adds
+// exactly 0), else the chosen ones alone, each read at its index in the stacked weights, so a
+// decode step reads the chosen experts' weights only.
+Value mixture_of_experts(Value x, const Weight& router, const Experts& experts,
                          const Routing& routing, const ExpertGate& gate);
 
 // A non-gated MLP: down(act(up(x) + up_bias)) + down_bias (Starcoder2's c_fc / c_proj).

@@ -10,7 +10,9 @@ using namespace stablehlo;
 namespace {
 
 std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& spec) {
-  for (const std::string* name : {&spec.gguf_name, &spec.hf_name}) {
+  // Stacked experts from HF files: the first expert's tensor stands for all.
+  const std::string hf = spec.hf_experts > 0 ? hf_expert_spec(spec, 0).hf_name : spec.hf_name;
+  for (const std::string* name : {&spec.gguf_name, &hf}) {
     auto found = config.stored_types.find(*name);
     if (found != config.stored_types.end()) return found->second;
   }
@@ -114,7 +116,7 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     spec.element = ElementType::kF32;
     // Vectors, computed weights, weights adjusted at load and missing tensors (the loader names
     // those) stay f32.
-    if (spec.rope_inv_freq || !stored || spec.shape.size() != 2 || spec.gguf_add != 0.0f) {
+    if (spec.rope_inv_freq || !stored || spec.shape.size() < 2 || spec.gguf_add != 0.0f) {
       resident.push_back(std::move(spec));
       continue;
     }
@@ -127,7 +129,14 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
       resident.push_back(std::move(spec));
       continue;
     }
-    const int64_t groups = spec.shape[1] / planar_group_size(*stored);
+    // Planes keep a matrix's leading axes (stacked experts' [E, rows, ...]); columns are last.
+    const int64_t cols = spec.shape.back();
+    auto with_columns = [&](int64_t columns) {
+      std::vector<int64_t> shape = spec.shape;
+      shape.back() = columns;
+      return shape;
+    };
+    const int64_t groups = cols / planar_group_size(*stored);
     const int code_bits = planar_code_bits(*stored);
     const bool nibbles = code_bits < 8;
     const bool e2m1 = planar_codes_are_e2m1(*stored);
@@ -138,18 +147,18 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     WeightSpec codes = spec;
     codes.name += e2m1 ? "_e2m1_nibbles" : nibbles ? "_nibbles" : "_codes";
     codes.column_granule = nibbles ? block / 2 : block;
-    if (nibbles) codes.shape[1] /= 2;
+    if (nibbles) codes.shape.back() /= 2;
     codes.element = ElementType::kI8;
     codes.part = WeightPart::kCodes;
     codes.stored = *stored;
     WeightSpec high_bits = codes;
     high_bits.name = spec.name + "_high_bits";
-    high_bits.shape[1] = high_bits_row_bytes(code_bits, spec.shape[1]);
+    high_bits.shape.back() = high_bits_row_bytes(code_bits, cols);
     high_bits.column_granule = high_bits_row_bytes(code_bits, block);
     high_bits.part = WeightPart::kHighBits;
     WeightSpec scales = codes;
     scales.name = spec.name + "_scales";
-    scales.shape = {spec.shape[0], groups};
+    scales.shape = with_columns(groups);
     scales.element = two_level || e2m1                ? ElementType::kI8
                      : planar_scales_are_f16(*stored) ? ElementType::kF16
                                                       : ElementType::kF32;
@@ -157,12 +166,12 @@ std::vector<WeightSpec> resident_weight_specs(const ModelConfig& config,
     scales.column_granule = block / planar_group_size(*stored);
     WeightSpec super_scales = scales;
     super_scales.name = spec.name + "_super_scales";
-    super_scales.shape = {spec.shape[0], spec.shape[1] / kSuperGroupSize};
+    super_scales.shape = with_columns(cols / kSuperGroupSize);
     super_scales.column_granule = 1;
     super_scales.element = ElementType::kF16;
     super_scales.part = WeightPart::kSuperScales;
     resident.push_back(codes);
-    if (high_bits.shape[1] > 0) resident.push_back(high_bits);
+    if (high_bits.shape.back() > 0) resident.push_back(high_bits);
     resident.push_back(scales);
     if (two_level) resident.push_back(super_scales);
     if (planar_has_offsets(*stored)) {
@@ -235,9 +244,9 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   };
   // 5- and 6-bit codes: a high-bits plane of 1 or 2 bits per element beside the nibbles.
   const std::optional<Value> high_bits = optional_argument("_high_bits");
-  const int64_t cols = codes->second.shape()[1] * 2;
+  const int64_t cols = codes->second.shape().back() * 2;
   const int code_bits = !nibbles    ? 8
-                        : high_bits ? 4 + static_cast<int>(high_bits->shape()[1] * 8 / cols)
+                        : high_bits ? 4 + static_cast<int>(high_bits->shape().back() * 8 / cols)
                                     : 4;
   Weight weight(codes->second, arguments.at(name + "_scales"), optional_argument("_offsets"),
                 code_bits, e2m1);
@@ -249,14 +258,25 @@ Weight resident_weight(const std::map<std::string, Value>& arguments, const std:
   return weight;
 }
 
-Weight captured(const Weight& weight, stablehlo::Block& branch) {
-  Weight inside = weight;
-  inside.values = branch.capture(weight.values);
+Weight expert_matrix(const Weight& stacked, Value index) {
+  Weight one = stacked;
+  // Each plane's [1, rows, n] at the expert, as [rows, n].
+  auto at_index = [&](Value plane) {
+    std::vector<int64_t> sizes = plane.shape();
+    const Value zero = constant(index.block(), index.type(), 0.0);
+    std::vector<Value> start(sizes.size(), zero);
+    start[0] = index;
+    sizes[0] = 1;
+    Value slice = dynamic_slice(plane, start, sizes);
+    sizes.erase(sizes.begin());
+    return reshape(slice, sizes);
+  };
+  one.values = at_index(stacked.values);
   for (auto plane : {&Weight::scales, &Weight::offsets, &Weight::super_scales,
                      &Weight::super_offsets, &Weight::high_bits}) {
-    if (weight.*plane) inside.*plane = branch.capture(*(weight.*plane));
+    if (stacked.*plane) one.*plane = at_index(*(stacked.*plane));
   }
-  return inside;
+  return one;
 }
 
 lowering::PlanarOperands planar_operands(const Weight& weight) {

@@ -78,9 +78,10 @@ Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
                        const std::string& name, bool widen,
                        const lowering::PlanarKernel* kernel = nullptr);
 
-// The weight as read from inside `branch` (an if's branch, stablehlo/control_flow.h): each of
-// its values captured.
-Weight captured(const Weight& weight, stablehlo::Block& branch);
+// Expert `index` (i32 []) of a mixture's stacked weight ([E, rows, cols] values, or planes with
+// the same leading axis: WeightSpec::expert): that expert's matrix, each plane's slice at the
+// index.
+Weight expert_matrix(const Weight& stacked, stablehlo::Value index);
 
 // A planar weight as the runtime's kernel takes it.
 lowering::PlanarOperands planar_operands(const Weight& weight);

@@ -24,23 +24,22 @@ void SharedMlpAndExperts::add_weights(DecoderWeights& weights, int64_t l) const 
   const int64_t inter = c.expert_intermediate_size, count = c.num_experts;
   weights.add_layer(l, "router", "block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight",
                     {count, hidden});
-  for (int64_t x = 0; x < count; ++x) {
-    auto expert = [&](const char* name, const char* hf, const char* gguf, int64_t rows,
-                      int64_t columns, WeightSpec::FileRows hf_rows, Split split) {
-      WeightSpec& spec = weights.add_layer(l, fmt::format("e{}_{}", x, name),
-                                           fmt::format("block_sparse_moe.{}.weight", hf), gguf,
-                                           {rows, columns}, split);
-      spec.hf_rows = hf_rows;
-      spec.gguf_rows = {x * rows, count * rows};
-      spec.expert = true;
-    };
-    expert("gate_proj", "input_linear", "ffn_gate_exps.weight", inter, hidden,
-           {2 * x * inter, 2 * count * inter}, Split::kOutputs);
-    expert("up_proj", "input_linear", "ffn_up_exps.weight", inter, hidden,
-           {(2 * x + 1) * inter, 2 * count * inter}, Split::kOutputs);
-    expert("down_proj", "output_linear", "ffn_down_exps.weight", hidden, inter,
-           {x * hidden, count * hidden}, Split::kInputs);
-  }
+  // HF: expert x's gate and up are row blocks 2x and 2x + 1 of input_linear, its down row block x
+  // of output_linear.
+  auto stacked = [&](const char* name, const char* hf, const char* gguf, int64_t rows,
+                     int64_t columns, WeightSpec::FileRows hf_rows, int64_t hf_row_step,
+                     Split split) {
+    WeightSpec& spec = weights.add_layer_experts(
+        l, name, fmt::format("block_sparse_moe.{}.weight", hf), gguf, {rows, columns}, split);
+    spec.hf_rows = hf_rows;
+    spec.hf_expert_row_step = hf_row_step;
+  };
+  stacked("gate_proj", "input_linear", "ffn_gate_exps.weight", inter, hidden,
+          {0, 2 * count * inter}, 2 * inter, Split::kOutputs);
+  stacked("up_proj", "input_linear", "ffn_up_exps.weight", inter, hidden,
+          {inter, 2 * count * inter}, 2 * inter, Split::kOutputs);
+  stacked("down_proj", "output_linear", "ffn_down_exps.weight", hidden, inter, {0, count * hidden},
+          hidden, Split::kInputs);
 }
 
 Value SharedMlpAndExperts::emit(DecoderGraph& graph, int64_t l, Value x) const {

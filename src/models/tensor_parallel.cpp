@@ -32,10 +32,13 @@ stablehlo::Sharding sharding_of(const ModelConfig& config, Split split,
   switch (split) {
     case Split::kNone:
       return {};
+    // A matrix's rows and columns are its last two axes: stacked experts [E, rows, cols] split
+    // within each expert, so every device holds its part of all of them.
     case Split::kOutputs:
-      return split_if_whole(shape, 0, 1, parts);
+      return split_if_whole(shape, shape.size() > 1 ? static_cast<int>(shape.size()) - 2 : 0, 1,
+                            parts);
     case Split::kInputs:
-      return split_if_whole(shape, 1, granule, parts);
+      return split_if_whole(shape, static_cast<int>(shape.size()) - 1, granule, parts);
     case Split::kKvOutputs:
       return splits_kv_heads(config, parts) ? split_if_whole(shape, 0, 1, parts)
                                             : stablehlo::Sharding{};

@@ -6,13 +6,14 @@ namespace xlacel::models {
 
 enum class Split {
   kNone,  // replicated: norms, routers, output biases, inputs, outputs
-  // Axis 0, a matrix's output rows and their bias: q, gate/up, each expert's gate/up, a dense
-  // MLP's up: each device computes its own heads / hidden units, no communication; and the
-  // vocabulary rows of embed_tokens and lm_head: each device scores its slice of the vocabulary
-  // (XLA gathers the logits) and looks up the tokens in its rows (an all-reduce adds the row).
+  // A matrix's output rows (axis 0; of stacked experts, axis 1) and their bias: q, gate/up, the
+  // experts' gate/up, a dense MLP's up: each device computes its own heads / hidden units, no
+  // communication; and the vocabulary rows of embed_tokens and lm_head: each device scores its
+  // slice of the vocabulary (XLA gathers the logits) and looks up the tokens in its rows (an
+  // all-reduce adds the row).
   kOutputs,
-  // Axis 1, a matrix's input columns: o, down, each expert's down. Each device multiplies its
-  // slice of the activations; XLA sums the partial products with one all-reduce.
+  // A matrix's input columns (its last axis): o, down, the experts' down. Each device multiplies
+  // its slice of the activations; XLA sums the partial products with one all-reduce.
   kInputs,
   // Axis 0 of the K and V projections (and biases): as kOutputs when the KV heads divide the
   // devices, else replicated (every device computes all KV heads; only the query heads split).

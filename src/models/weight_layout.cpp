@@ -1,5 +1,7 @@
 #include "models/weight_layout.h"
 
+#include <fmt/format.h>
+
 #include "models/resident_weight.h"
 
 namespace xlacel::models {
@@ -18,6 +20,16 @@ ElementType element_of(WeightType type) {
       return ElementType::kF32;  // the logical type; resident_weight_specs picks each stored one
   }
   return ElementType::kF32;
+}
+
+WeightSpec hf_expert_spec(const WeightSpec& stacked, int64_t x) {
+  WeightSpec one = stacked;
+  one.hf_experts = 0;
+  one.shape.erase(one.shape.begin());
+  one.hf_name = fmt::format(fmt::runtime(stacked.hf_name), x);
+  if (stacked.hf_stacked >= 0) one.hf_stacked = x;
+  one.hf_rows.row += x * stacked.hf_expert_row_step;
+  return one;
 }
 
 ElementType cache_element(WeightType weights) {

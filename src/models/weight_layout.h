@@ -89,7 +89,15 @@ struct WeightSpec {
   int64_t hf_stacked = -1;
   int64_t hf_interleave = 1, hf_interleave_offset = 0;
   bool hf_transposed = false;
-  bool expert = false;  // one expert's matrix (or plane) of a mixture: decode may skip it
+  // Every expert's matrix (or plane, or bias) of a mixture, stacked on a leading axis: [E, rows,
+  // cols] ([E, n] for biases), as GGUF stores ffn_*_exps. A step reads the chosen experts' alone
+  // (llama_layers.h, mixture_of_experts).
+  bool expert = false;
+  // HF files only, where > 0: the argument stacks that many experts, expert x's matrix read as
+  // hf_expert_spec(*this, x) reads it (HF stores experts one tensor each, or as row blocks of a
+  // fused tensor, or stacked with hf_stacked).
+  int64_t hf_experts = 0;
+  int64_t hf_expert_row_step = 0;  // hf_rows.row of expert x: hf_rows.row + x * this
   WeightPart part = WeightPart::kValues;
   DType stored = DType::kF32;  // planes: the file's block format
   // kCodes of a 4-bit format: rows in pairs (model_files/planar_blocks.h, pair_code_rows;
@@ -103,6 +111,11 @@ struct WeightSpec {
   // every plane of a matrix is cut at the same element boundaries.
   int64_t column_granule = 1;
 };
+
+// Expert x's matrix of a stacked argument (WeightSpec::hf_experts) as read from HF files alone:
+// hf_name with its "{}" as x, matrix x of a stacked tensor (where hf_stacked >= 0), or its row
+// block (hf_rows advanced by x * hf_expert_row_step); the shape without the leading axis.
+WeightSpec hf_expert_spec(const WeightSpec& stacked, int64_t x);
 
 // The specs of `logical` (f32 specs in HF layout; models/resident_weight.h) as resident arguments
 // for `weights`: for kAuto, each matrix in its stored format (config.stored_types, looked up by

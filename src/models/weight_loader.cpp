@@ -140,6 +140,13 @@ std::vector<float> stacked_matrix(const ModelFiles& files, const WeightSpec& spe
   return values;
 }
 
+// Whether `spec` stacks experts read one by one from HF files (WeightSpec::hf_experts).
+bool takes_experts(const ModelFiles& files, const WeightSpec& spec) {
+  return spec.hf_experts > 0 && files.format() == ModelFiles::Format::kHuggingFaceDirectory;
+}
+
+std::vector<float> experts_f32(const ModelFiles& files, const WeightSpec& spec);
+
 // Heads whose rows llama.cpp permuted in this GGUF tensor and the graphs take un-permuted (0:
 // none; ModelConfig::qk_rows_interleaved).
 int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
@@ -176,7 +183,7 @@ void take_source_rows(const ModelFiles& files, const WeightSpec& spec, Vector& v
 template <typename Vector>
 void as_weight_rows(const ModelFiles& files, const WeightSpec& spec, const TensorView& tensor,
                     Vector& values) {
-  const int64_t columns = spec.shape.size() > 1 ? spec.shape[1] : 1;
+  const int64_t columns = spec.shape.size() > 1 ? spec.shape.back() : 1;
   take_source_rows(files, spec, values, spec.shape[0], columns);
   if (spec.shape.size() == 2) unpermute(files, tensor, values, columns);
 }
@@ -214,8 +221,11 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
     return s.part == WeightPart::kScales;
   });
   // The codes plane's shape is in bytes (nibbles hold two codes); the file's is in elements.
-  const int64_t columns = scales.shape[1] * planar_group_size(codes.stored);
-  TensorView tensor = find_weight_tensor(files, codes, {codes.shape[0], columns});
+  // Stacked experts ([E, rows, bytes]) count their rows over both leading axes.
+  const int64_t columns = scales.shape.back() * planar_group_size(codes.stored);
+  std::vector<int64_t> shape = codes.shape;
+  shape.back() = columns;
+  TensorView tensor = find_weight_tensor(files, codes, shape);
   if (tensor.dtype != codes.stored) {
     fail(files.path(), "tensor '{}' is {}, the graph expects {}", tensor.name,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
@@ -227,8 +237,9 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()),
                 /*scale_products=*/false);
   files.release(tensor);
-  const int64_t rows = codes.shape[0];
-  const int64_t groups = scales.shape[1];
+  int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < codes.shape.size(); ++d) rows *= codes.shape[d];
+  const int64_t groups = scales.shape.back();
   const int64_t supers = columns / kSuperGroupSize;
   const bool two_level = !planar.super_scales.empty();
   const bool scale_codes = !planar.scale_codes.empty();  // two-level, or E2M1's exponents
@@ -238,7 +249,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
     take_source_rows(files, codes, plane, rows, per_row);
     unpermute(files, tensor, plane, per_row);
   };
-  as_argument_rows(planar.codes, codes.shape[1]);
+  as_argument_rows(planar.codes, codes.shape.back());
   as_argument_rows(planar.scales, groups);
   as_argument_rows(planar.offsets, groups);
   as_argument_rows(planar.scale_codes, groups);
@@ -246,7 +257,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   as_argument_rows(planar.super_scales, supers);
   as_argument_rows(planar.super_offsets, supers);
   as_argument_rows(planar.high_bits, high_bits_row_bytes(planar.code_bits, columns));
-  if (codes.paired_rows) pair_code_rows(planar.codes, rows, codes.shape[1]);
+  if (codes.paired_rows) pair_code_rows(planar.codes, rows, codes.shape.back());
   std::vector<HostTensor> result;
   for (const WeightSpec& spec : planes) {
     switch (spec.part) {
@@ -304,6 +315,7 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
     }
     return rope_inverse_frequencies(config, factors);
   }
+  if (takes_experts(files, spec)) return experts_f32(files, spec);
   if (takes_stacked(files, spec)) return stacked_matrix(files, spec);
   TensorView tensor = find_weight_tensor(files, spec, spec.shape);
   std::vector<float> values = to_f32(tensor);
@@ -320,6 +332,16 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
 }
 
 namespace {
+
+// Every expert's matrix of a stacked argument, expert after expert, in f32.
+std::vector<float> experts_f32(const ModelFiles& files, const WeightSpec& spec) {
+  std::vector<float> values;
+  for (int64_t x = 0; x < spec.hf_experts; ++x) {
+    const std::vector<float> one = load_weight_f32(files, hf_expert_spec(spec, x));
+    values.insert(values.end(), one.begin(), one.end());
+  }
+  return values;
+}
 
 // The file's type for a weight of `element` stored as the graph takes it, or none.
 std::optional<DType> stored_dtype(ElementType element) {
@@ -352,7 +374,9 @@ HostTensor copied_rows(const ModelFiles& files, const WeightSpec& spec, const Te
 // (another type, a value added or transformed, a computed weight).
 std::optional<HostTensor> stored_as_is(const ModelFiles& files, const WeightSpec& spec) {
   const std::optional<DType> dtype = stored_dtype(spec.element);
-  if (!dtype || spec.rope_inv_freq || takes_stacked(files, spec)) return std::nullopt;
+  if (!dtype || spec.rope_inv_freq || takes_stacked(files, spec) || takes_experts(files, spec)) {
+    return std::nullopt;
+  }
   if (files.format() == ModelFiles::Format::kGguf && spec.gguf_add != 0.0f) return std::nullopt;
   if (files.format() == ModelFiles::Format::kHuggingFaceDirectory && spec.hf_negative_exp) {
     return std::nullopt;
