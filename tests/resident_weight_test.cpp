@@ -631,6 +631,38 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
   }
 }
 
+// One expert of stacked 16-bit float experts ([5, 8, K], at an index the graph gets), read in
+// place by the kernel: the graph's product of the expert's slice.
+TEST_P(PlanarOnRuntime, TheKernelReadsAnExpertOf16BitFloatsInPlace) {
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
+  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+  constexpr int64_t kExperts = 5, kRowsEach = kWideRows / kExperts;
+  for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
+    for (int32_t e : {3, 0}) {
+      const std::string name =
+          std::string(stablehlo::to_string(element)) + "-expert-" + std::to_string(e);
+      const auto [by_kernel, by_graph] = run_wide_weight(
+          *device, *kernel, name, element, TensorType(ElementType::kI32, {}),
+          bytes_of(std::vector<int32_t>{e}), kRowsEach, [&](const models::Weight& w, Value expert) {
+            models::Weight stacked = w;
+            stacked.values = reshape(w.values, {kExperts, kRowsEach, kWideCols});
+            stablehlo::Block& b = expert.block();
+            const TensorType row(ElementType::kF32, {1, kWideCols});
+            Value x =
+                convert(iota(b, TensorType(ElementType::kI32, row.shape()), 1), ElementType::kF32) *
+                constant(b, row, 0.01);
+            return models::linear(x, models::expert_matrix(stacked, expert));
+          });
+      for (std::size_t i = 0; i < by_kernel.size(); ++i) {
+        EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5) << GetParam() << " " << name << " " << i;
+      }
+    }
+  }
+}
+
 // The kernel's lookup of rows of 16-bit floats (an embedding) equals the StableHLO gather's bit
 // for bit, ids out of range (clamped to the nearest row) and repeated ones included, for one row
 // (decode) and many (prefill).
@@ -660,8 +692,8 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
 
 // One expert of a mixture's stacked planar weight ([E, rows, ...] planes, read at an index the
 // graph computes, as a decode step reads each chosen expert; the runtime's kernel where it has
-// one): its product equals the product of that expert's planes sliced at a fixed index, bit for
-// bit through the kernel.
+// one, which reads the expert in place): its product is the expert's rows of the whole stack's
+// product, bit for bit through the kernel, at a fixed index and at one the graph computes.
 TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
   backends::Runtime runtime = open_runtime();
   const std::unique_ptr<device::Device>& device = runtime.device;
@@ -695,8 +727,9 @@ TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
           &models::Weight::super_offsets, &models::Weight::high_bits}) {
       if (whole.*plane) stacked.*plane = stack(*(whole.*plane));
     }
-    // Each expert at a constant index (a static slice), then at the argument's.
-    std::vector<Value> products;
+    // The whole stack's product, each expert at a constant index (a static slice), then at the
+    // argument's.
+    std::vector<Value> products = {models::linear(x, whole)};
     for (int64_t e = 0; e < kExperts; ++e) {
       Value index = constant(f.body(), expert.type(), static_cast<double>(e));
       products.push_back(models::linear(x, models::expert_matrix(stacked, index)));
@@ -715,19 +748,25 @@ TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
       std::vector<device::Buffer*> arguments;
       for (auto& buffer : buffers) arguments.push_back(buffer.get());
       std::vector<device::BufferPtr> results = device->execute(*executable, arguments);
-      ASSERT_EQ(results.size(), static_cast<std::size_t>(kExperts + 1));
-      std::vector<float> fixed(kRowsEach), chosen(kRowsEach);
-      device->read(*results[static_cast<std::size_t>(e)], std::as_writable_bytes(std::span(fixed)));
+      ASSERT_EQ(results.size(), static_cast<std::size_t>(kExperts + 2));
+      std::vector<float> all(static_cast<std::size_t>(kRows)), fixed(kRowsEach), chosen(kRowsEach);
+      device->read(*results[0], std::as_writable_bytes(std::span(all)));
+      device->read(*results[static_cast<std::size_t>(e) + 1],
+                   std::as_writable_bytes(std::span(fixed)));
       device->read(*results.back(), std::as_writable_bytes(std::span(chosen)));
-      if (kernel != nullptr) {
-        EXPECT_EQ(std::memcmp(fixed.data(), chosen.data(), chosen.size() * 4), 0)
-            << GetParam() << " " << format << " expert " << e;
-        continue;
-      }
-      // XLA's own product may sum in another order where the slice's offset is not fixed.
-      for (std::size_t r = 0; r < chosen.size(); ++r) {
-        EXPECT_NEAR(chosen[r], fixed[r], 1e-5 * std::max(1.0f, std::abs(fixed[r])))
-            << GetParam() << " " << format << " expert " << e << " row " << r;
+      const float* rows = all.data() + e * kRowsEach;
+      for (const std::vector<float>* one : {&fixed, &chosen}) {
+        const char* how = one == &fixed ? "fixed" : "chosen";
+        if (kernel != nullptr) {
+          EXPECT_EQ(std::memcmp(rows, one->data(), one->size() * 4), 0)
+              << GetParam() << " " << format << " expert " << e << " " << how;
+          continue;
+        }
+        // XLA's own product may sum in another order for another shape or slice.
+        for (std::size_t r = 0; r < one->size(); ++r) {
+          EXPECT_NEAR((*one)[r], rows[r], 1e-5 * std::max(1.0f, std::abs(rows[r])))
+              << GetParam() << " " << format << " expert " << e << " " << how << " row " << r;
+        }
       }
     }
     ++checked;

@@ -32,6 +32,9 @@ struct PlanarOperands {
   // MXFP4 (model_files/planar_blocks.h): 4-bit E2M1 codes, each standing for kE2M1Doubled's
   // value, and scales i8 [N, K / 32] holding E8M0 exponents (the scale 2^(e - 128)).
   bool e2m1 = false;
+  // Where set (i32 []), the planes are a mixture's stacked experts ([E, N, ...] each) and the
+  // product is expert `expert`'s, read in place (a kernel that reads_experts()).
+  std::optional<stablehlo::Value> expert;
 };
 
 class PlanarKernel {
@@ -44,6 +47,9 @@ class PlanarKernel {
   // Whether it reads 4-bit codes fastest in row pairs (PlanarOperands::paired_rows): then the
   // executor keeps such weights so (models/resident_weight.h, _paired_nibbles).
   virtual bool takes_paired_rows() const { return false; }
+  // Whether multiply takes PlanarOperands::expert: one expert of stacked planes, without a slice
+  // of them made first.
+  virtual bool reads_experts() const { return false; }
   // x f32 [T, K] times the weight [N, K] transposed -> f32 [T, N]. The values belong to a
   // function of a stablehlo::Module, which receives what the emitted op refers to.
   virtual stablehlo::Value multiply(stablehlo::Value x, const PlanarOperands& weight) const = 0;
@@ -52,7 +58,10 @@ class PlanarKernel {
   // narrow): whether it takes `rows` activation rows times values of `element` [N, `k`], and
   // x f32 [T, K] times values [N, K] transposed -> f32 [T, N], each value widened exactly to f32.
   virtual bool handles_wide(int64_t rows, stablehlo::ElementType element, int64_t k) const = 0;
-  virtual stablehlo::Value multiply_wide(stablehlo::Value x, stablehlo::Value values) const = 0;
+  // With `expert` (a kernel that reads_experts()), values are stacked experts [E, N, K] and the
+  // product is expert `expert`'s (i32 []).
+  virtual stablehlo::Value multiply_wide(stablehlo::Value x, stablehlo::Value values,
+                                         std::optional<stablehlo::Value> expert) const = 0;
   // Rows `ids` (i32 [T]) of such values [N, K], each value widened exactly to f32 -> f32 [T, K]
   // (an embedding lookup), where handles_wide(T, element, K); an id outside [0, N) takes the
   // nearest row, as StableHLO's gather does.

@@ -74,11 +74,23 @@ bool kernel_takes(Value x, const Weight& weight) {
 
 }  // namespace
 
+namespace {
+
+// The runtime's product of x and 16-bit float values: an expert's read in place where the kernel
+// reads experts (resident_weight.h, expert_matrix).
+Value wide_product(Value x, const Weight& weight) {
+  if (weight.stack && weight.kernel->reads_experts()) {
+    return weight.kernel->multiply_wide(to_f32(x), weight.stack->values, weight.expert);
+  }
+  return weight.kernel->multiply_wide(to_f32(x), weight.values, std::nullopt);
+}
+
+}  // namespace
+
 Value linear(Value x, const Weight& weight, std::optional<Value> bias) {
   const DotDimensions dims{.lhs_contracting = {1}, .rhs_contracting = {1}};
   Value y = kernel_takes(x, weight) ? weight.kernel->multiply(to_f32(x), planar_operands(weight))
-            : wide_kernel_takes(weight, x.shape()[0])
-                ? weight.kernel->multiply_wide(to_f32(x), weight.values)
+            : wide_kernel_takes(weight, x.shape()[0])             ? wide_product(x, weight)
             : weight.planar() && x.shape()[0] <= kFusedPlanarRows ? fused_planar_product(x, weight)
             : weight.planar() || weight.widen ? dot_f32(x, dequantized(weight), dims)
                                               : dot_f32(x, weight.values, dims);

@@ -271,6 +271,8 @@ Weight expert_matrix(const Weight& stacked, Value index) {
     sizes.erase(sizes.begin());
     return reshape(slice, sizes);
   };
+  one.stack = std::make_shared<const Weight>(stacked);
+  one.expert = index;
   one.values = at_index(stacked.values);
   for (auto plane : {&Weight::scales, &Weight::offsets, &Weight::super_scales,
                      &Weight::super_offsets, &Weight::high_bits}) {
@@ -280,9 +282,16 @@ Weight expert_matrix(const Weight& stacked, Value index) {
 }
 
 lowering::PlanarOperands planar_operands(const Weight& weight) {
+  // An expert goes to a kernel that reads experts as the stack and its index: the slices are then
+  // left unused (and dropped by the compiler).
+  if (weight.stack && weight.kernel != nullptr && weight.kernel->reads_experts()) {
+    lowering::PlanarOperands operands = planar_operands(*weight.stack);
+    operands.expert = weight.expert;
+    return operands;
+  }
   return {weight.values,      weight.code_bits,    weight.code_bias,     *weight.scales,
           weight.offsets,     weight.super_scales, weight.super_offsets, weight.high_bits,
-          weight.paired_rows, weight.e2m1};
+          weight.paired_rows, weight.e2m1,         std::nullopt};
 }
 
 Value dequantized_groups(const Weight& weight) {

@@ -32,6 +32,7 @@
 // transformers computes with after dequantizing the GGUF. Matrices stored as f16/bf16 stay
 // narrow and are widened in the graph; f32 stays f32. Vectors (norms, biases) are f32.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ struct Weight {
   bool paired_rows = false;  // nibbles in row pairs (_paired_nibbles)
   // The nibbles are E2M1 codes and the scales (i8) their E8M0 exponents (_e2m1_nibbles).
   bool e2m1 = false;
+  // An expert of a stack (expert_matrix): the stack and the expert's index (i32 []), which a
+  // kernel that reads experts takes in place of the slices above.
+  std::shared_ptr<const Weight> stack;
+  std::optional<stablehlo::Value> expert;
 
   Weight(stablehlo::Value v) : values(v) {}  // NOLINT: a plain tensor is a weight
   // Planes; `code_bits` 4 to 6: the codes are nibbles (and high bits), biased as
@@ -80,7 +85,7 @@ Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
 
 // Expert `index` (i32 []) of a mixture's stacked weight ([E, rows, cols] values, or planes with
 // the same leading axis: WeightSpec::expert): that expert's matrix, each plane's slice at the
-// index.
+// index (and the stack, for a kernel that reads experts in place).
 Weight expert_matrix(const Weight& stacked, stablehlo::Value index);
 
 // A planar weight as the runtime's kernel takes it.

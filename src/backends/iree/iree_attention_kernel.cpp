@@ -42,7 +42,8 @@ backends::KernelCall attention_call(std::string entry,
            {"values", "f32", sizes[1]},
            {"visible", "i32", sizes[2]},
            {"out", "f32", sizes[3]}},
-          std::move(indices)};
+          std::move(indices),
+          ""};
 }
 
 // The parts' results [N, kv_heads, parts, group, share + d + 2] as the attention over all keys,

@@ -34,20 +34,40 @@ namespace {
 std::string call_functions(const std::string& name, const KernelCall& call) {
   std::string bindings, types, constants, views, arguments;
   std::set<std::string> bound;
+  auto bind = [&](const std::string& binding) {
+    if (bound.insert(binding).second) {
+      bindings += fmt::format("{}%{}: !stream.binding", bindings.empty() ? "" : ", ", binding);
+    }
+  };
+  if (!call.index_binding.empty()) {
+    bind(call.index_binding);
+    views += fmt::format(
+        "      %index_view = stream.binding.subspan %{}[%c0] : !stream.binding -> memref<1xi32>\n"
+        "      %index_i32 = memref.load %index_view[%c0] : memref<1xi32>\n"
+        "      %index = arith.index_cast %index_i32 : i32 to index\n",
+        call.index_binding);
+  }
   for (std::size_t i = 0; i < call.memrefs.size(); ++i) {
     const KernelMemref& m = call.memrefs[i];
-    if (bound.insert(m.binding).second) {
-      bindings += fmt::format("{}%{}: !stream.binding", bindings.empty() ? "" : ", ", m.binding);
-    }
+    bind(m.binding);
     types += fmt::format("{}memref<?x{}>", i == 0 ? "" : ", ", m.element);
     constants += fmt::format("      %size{} = arith.constant {} : index\n", i, m.size);
-    if (m.offset != 0) {
-      constants += fmt::format("      %at{} = arith.constant {} : index\n", i, m.offset);
+    const std::string at =
+        m.offset != 0 || m.index_stride > 0 ? fmt::format("at{}", i) : std::string("c0");
+    if (m.index_stride > 0) {
+      views += fmt::format(
+          "      %{0}_fixed = arith.constant {1} : index\n"
+          "      %{0}_stride = arith.constant {2} : index\n"
+          "      %{0}_moved = arith.muli %index, %{0}_stride : index\n"
+          "      %{0} = arith.addi %{0}_fixed, %{0}_moved : index\n",
+          at, m.offset, m.index_stride);
+    } else if (m.offset != 0) {
+      constants += fmt::format("      %{} = arith.constant {} : index\n", at, m.offset);
     }
     views += fmt::format(
         "      %m{0} = stream.binding.subspan %{1}[%{2}] : !stream.binding -> "
         "memref<?x{3}>{{%size{0}}}\n",
-        i, m.binding, m.offset != 0 ? fmt::format("at{}", i) : "c0", m.element);
+        i, m.binding, at, m.element);
     arguments += fmt::format("{}%m{}", i == 0 ? "" : ", ", i);
   }
   for (const auto& [index, value] : call.indices) {

@@ -34,6 +34,9 @@ struct KernelMemref {
   std::string element;
   int64_t size = 0;
   int64_t offset = 0;
+  // Where > 0, the view starts this many bytes further per unit of the call's index
+  // (KernelCall::index_binding): one expert of a stack, at the index the graph computed.
+  int64_t index_stride = 0;
 };
 
 // How a dispatch's export calls its kernel's entry point (kernels/*.c, the MEMREF convention):
@@ -43,6 +46,10 @@ struct KernelCall {
   std::string entry;
   std::vector<KernelMemref> memrefs;
   std::vector<std::pair<std::string, int64_t>> indices;
+  // Where not empty, the dispatch's first buffer: an i32 [1] the dispatch reads to place the
+  // views with an index_stride, so no slice of their buffers is made (nor the index read back to
+  // the host) before the kernel runs.
+  std::string index_binding;
 };
 
 // Declares executable `name` in the module of `anchor`'s function: `workgroups` workgroups (x

@@ -59,6 +59,11 @@ int64_t workgroup_rows(int64_t n, int64_t workgroups) {
   return std::max<int64_t>(8, (n + 8 * workgroups - 1) / (8 * workgroups) * 8);
 }
 
+// Bytes per element of a view's MLIR element type ("i8", "f16", "f32", ...).
+int64_t view_element_bytes(const std::string& element) {
+  return std::stoll(element.substr(1)) / 8;
+}
+
 // Columns the int8 product takes at a time (planar_matmul.c, INT8_COLUMNS): 16 blocks of 32.
 constexpr int64_t kInt8Columns = 512;
 // Columns of the int8 product's tail groups (planar_matmul.c, INT8_TAIL_COLUMNS): 4 blocks.
@@ -131,7 +136,8 @@ backends::KernelCall wide_call(int64_t rows, int64_t n, int64_t k, bool bf16,
            {"n", n},
            {"k", k},
            {"bf16", bf16 ? 1 : 0},
-           {"rows_per_workgroup", rows_per_workgroup}}};
+           {"rows_per_workgroup", rows_per_workgroup}},
+          ""};
 }
 
 // The product's dispatch: `rows_per_workgroup` of the `n` weight rows per workgroup, over
@@ -169,7 +175,8 @@ Value quantized_rows(Value x, const std::filesystem::path& object) {
   const backends::KernelCall call = {
       "xlacel_quantize_int8_rows_workgroup",
       {{"x", "f32", rows * k}, {"q", "i8", quantized_bytes(rows, k)}},
-      {{"rows", rows}, {"k", k}, {"rows_per_workgroup", per_workgroup}}};
+      {{"rows", rows}, {"k", k}, {"rows_per_workgroup", per_workgroup}},
+      ""};
   return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, call, {x},
                          TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
 }
@@ -190,12 +197,23 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
   // (planar_matmul.c, code_row).
   bool takes_paired_rows() const override { return true; }
 
+  // An expert's planes are views at the graph's index into the stacks (KernelCall::
+  // index_binding).
+  bool reads_experts() const override { return true; }
+
   Value multiply(Value x, const lowering::PlanarOperands& weight) const override {
     const int64_t rows = x.shape()[0];
-    const int64_t n = weight.codes.shape()[0];
+    // Stacked experts' planes are [E, N, ...]: a matrix's rows and columns are the last two axes.
+    const std::vector<int64_t> codes_shape = weight.codes.shape();
+    const std::size_t matrix = weight.expert ? 1 : 0;
+    if (codes_shape.size() != matrix + 2) {
+      throw Error(fmt::format("planar kernel: codes {} are not {}", weight.codes.type().str(),
+                              weight.expert ? "a stack of matrices" : "a matrix"));
+    }
+    const int64_t n = codes_shape[matrix];
     const bool packed = weight.code_bits < 8;
-    const int64_t k = weight.codes.shape()[1] * (packed ? 2 : 1);
-    const int64_t group = k / weight.scales.shape()[1];
+    const int64_t k = codes_shape.back() * (packed ? 2 : 1);
+    const int64_t group = k / weight.scales.shape().back();
     const bool centred = packed && !weight.e2m1 && !weight.offsets &&
                          weight.code_bias == packed_code_bias(weight.code_bits, false, false);
     const bool biased_right = weight.code_bias == 0 || centred;
@@ -215,7 +233,7 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     const bool pairs_right = !weight.paired_rows || (weight.code_bits == 4 && k % 128 == 0);
     if (!handles(rows, group, weight.code_bits) || !biased_right || !scales_right || !highs_right ||
         !pairs_right || x.shape()[1] != k || x.element() != ElementType::kF32 ||
-        weight.codes.element() != ElementType::kI8 || weight.scales.shape()[1] * group != k) {
+        weight.codes.element() != ElementType::kI8 || weight.scales.shape().back() * group != k) {
       throw Error(fmt::format(
           "planar kernel: cannot multiply {} by {}-bit codes {} (bias {}) with scales {}",
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
@@ -225,12 +243,14 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one.
     const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
-    const std::string name =
-        fmt::format("xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}_{}", int8 ? "int8_" : "",
-                    rows, n, k, group, weight.code_bits, centred ? "_centred" : "",
-                    weight.e2m1 ? "_e2m1" : "", offsets ? "_offsets" : "",
-                    weight.paired_rows ? "_paired" : "", stablehlo::to_string(scale));
-    std::vector<Value> operands = {weight.codes};
+    const std::string name = fmt::format(
+        "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}{}_{}", int8 ? "int8_" : "", rows, n, k,
+        group, weight.code_bits, centred ? "_centred" : "", weight.e2m1 ? "_e2m1" : "",
+        offsets ? "_offsets" : "", weight.paired_rows ? "_paired" : "",
+        weight.expert ? fmt::format("_of{}", codes_shape[0]) : "", stablehlo::to_string(scale));
+    std::vector<Value> operands;
+    if (weight.expert) operands.push_back(reshape(*weight.expert, {1}));
+    operands.push_back(weight.codes);
     if (weight.high_bits) operands.push_back(*weight.high_bits);
     operands.push_back(weight.scales);
     if (offsets) operands.push_back(*weight.offsets);
@@ -242,11 +262,19 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
       operands.push_back(x);
     }
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
-    return dispatch(
-        x, name, object_, n, per_workgroup,
+    backends::KernelCall call =
         planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias, weight.e2m1,
-                    scale, two_level, weight.paired_rows, per_workgroup, int8),
-        std::move(operands));
+                    scale, two_level, weight.paired_rows, per_workgroup, int8);
+    if (weight.expert) {
+      // Each plane's view moves by one expert's bytes per index: its whole view (the planes are
+      // the memrefs before x).
+      call.index_binding = "expert";
+      for (backends::KernelMemref& view : call.memrefs) {
+        if (view.binding == "x" || view.binding == "qx" || view.binding == "y") continue;
+        view.index_stride = view.size * view_element_bytes(view.element);
+      }
+    }
+    return dispatch(x, name, object_, n, per_workgroup, call, std::move(operands));
   }
 
   bool handles_wide(int64_t rows, ElementType element, int64_t k) const override {
@@ -254,20 +282,34 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
            k % 16 == 0;
   }
 
-  Value multiply_wide(Value x, Value values) const override {
+  Value multiply_wide(Value x, Value values, std::optional<Value> expert) const override {
     const int64_t rows = x.shape()[0];
-    const int64_t n = values.shape()[0];
-    const int64_t k = values.shape()[1];
+    const std::vector<int64_t> shape = values.shape();
+    const std::size_t matrix = expert ? 1 : 0;
+    if (shape.size() != matrix + 2) {
+      throw Error(fmt::format("planar kernel: values {} are not {}", values.type().str(),
+                              expert ? "a stack of matrices" : "a matrix"));
+    }
+    const int64_t n = shape[matrix];
+    const int64_t k = shape.back();
     if (!handles_wide(rows, values.element(), k) || x.shape()[1] != k ||
         x.element() != ElementType::kF32) {
       throw Error(fmt::format("planar kernel: cannot multiply {} by {}", x.type().str(),
                               values.type().str()));
     }
     const bool bf16 = values.element() == ElementType::kBF16;
-    const std::string name = wide_dispatch_name("matmul", rows, values);
+    const std::string name = wide_dispatch_name("matmul", rows, n, k, values.element()) +
+                             (expert ? fmt::format("_of{}", shape[0]) : std::string());
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
-    return dispatch(x, name, object_, n, per_workgroup, wide_call(rows, n, k, bf16, per_workgroup),
-                    {values, x});
+    backends::KernelCall call = wide_call(rows, n, k, bf16, per_workgroup);
+    std::vector<Value> operands = {values, x};
+    if (expert) {
+      // The values' view moves by one expert's bytes per index (KernelCall::index_binding).
+      call.index_binding = "expert";
+      call.memrefs.front().index_stride = n * k * 2;
+      operands.insert(operands.begin(), reshape(*expert, {1}));
+    }
+    return dispatch(x, name, object_, n, per_workgroup, call, std::move(operands));
   }
 
   Value take_wide_rows(Value values, Value ids) const override {
@@ -280,7 +322,8 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
                               values.type().str()));
     }
     const bool bf16 = values.element() == ElementType::kBF16;
-    const std::string name = wide_dispatch_name("take_rows", rows, values);
+    const std::string name =
+        wide_dispatch_name("take_rows", rows, n, values.shape()[1], values.element());
     // A row is a copy: workgroups pay only over many rows.
     const int64_t per_workgroup = std::max<int64_t>(16, (rows + kWorkgroups - 1) / kWorkgroups);
     const backends::KernelCall call = {
@@ -290,7 +333,8 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
          {"n", n},
          {"k", k},
          {"bf16", bf16 ? 1 : 0},
-         {"rows_per_workgroup", per_workgroup}}};
+         {"rows_per_workgroup", per_workgroup}},
+        ""};
     return custom_dispatch(ids, name, object_, (rows + per_workgroup - 1) / per_workgroup, call,
                            {values, ids}, TensorType(ElementType::kF32, {rows, k}));
   }
@@ -298,9 +342,10 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
  private:
   // The dispatch of wide kernel `op` over `rows` rows and 16-bit `values` [N, K]: one executable
   // per distinct name.
-  static std::string wide_dispatch_name(std::string_view op, int64_t rows, Value values) {
-    return fmt::format("xlacel_wide_{}_t{}_n{}_k{}_{}", op, rows, values.shape()[0],
-                       values.shape()[1], values.element() == ElementType::kBF16 ? "bf16" : "f16");
+  static std::string wide_dispatch_name(std::string_view op, int64_t rows, int64_t n, int64_t k,
+                                        ElementType element) {
+    return fmt::format("xlacel_wide_{}_t{}_n{}_k{}_{}", op, rows, n, k,
+                       element == ElementType::kBF16 ? "bf16" : "f16");
   }
 
   // Workgroups of a product of `rows` rows of x (kFewRows).
