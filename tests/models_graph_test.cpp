@@ -24,6 +24,7 @@
 #include "models/architecture.h"
 #include "models/graph_options.h"
 #include "models/graph_signature.h"
+#include "models/llama_layers.h"
 #include "models/rope_frequencies.h"
 #include "models/test_support.h"
 #include "models/weight_layout.h"
@@ -532,7 +533,7 @@ TEST(LlamaGraph, SignatureNamesAndShapes) {
 // A mixture of experts' decode graph reads an expert's weights only inside a stablehlo.if on
 // whether some row chose it, so a step reads top_k experts per row at most, not all of them;
 // prefill's many rows run every expert without conditionals.
-TEST(LlamaGraph, MoeDecodeReadsTheChosenExpertsAtTheirIndex) {
+TEST(LlamaGraph, MoeGraphsReadTheExpertsTheirRowsChoseAtTheirIndex) {
   ModelConfig c = smol_like();
   c.architecture = "mixtral";
   c.num_experts = 8;
@@ -559,12 +560,17 @@ TEST(LlamaGraph, MoeDecodeReadsTheChosenExpertsAtTheirIndex) {
     // rows * top_k slots, each reading one expert's gate, up and down.
     EXPECT_EQ(expert_slices(text), c.num_layers * rows * c.experts_per_token * 3) << rows;
   }
-  // 4 rows choose 8 of 8 experts: every expert runs, as in prefill.
-  for (const GraphOptions& every :
-       {GraphOptions{GraphKind::kDecode, 4, 64, WeightType::kF32, 4},
-        GraphOptions{GraphKind::kPrefill, 16, 64, WeightType::kF32, 4}}) {
-    EXPECT_EQ(expert_slices(emit(c, every)), c.num_layers * c.num_experts * 3);
-  }
+  // 4 rows choose 8 of 8 experts: every expert runs on every row, as blocks of rows by expert
+  // would compute no less.
+  EXPECT_EQ(models::expert_row_blocks(4, c.experts_per_token, c.num_experts), 0);
+  EXPECT_EQ(expert_slices(emit(c, {GraphKind::kDecode, 4, 64, WeightType::kF32, 4})),
+            c.num_layers * c.num_experts * 3);
+  // 16 rows: each expert on the rows that chose it, in blocks of 8 (32 choices, at most 7 rows of
+  // padding per expert: 11 blocks).
+  const int64_t blocks = models::expert_row_blocks(16, c.experts_per_token, c.num_experts);
+  EXPECT_EQ(blocks, 11);
+  EXPECT_EQ(expert_slices(emit(c, {GraphKind::kPrefill, 16, 64, WeightType::kF32, 4})),
+            c.num_layers * blocks * 3);
 }
 
 TEST(LlamaGraph, SmolLM2OpCounts) {

@@ -693,7 +693,8 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
 // One expert of a mixture's stacked planar weight ([E, rows, ...] planes, read at an index the
 // graph computes, as a decode step reads each chosen expert; the runtime's kernel where it has
 // one, which reads the expert in place): its product is the expert's rows of the whole stack's
-// product, bit for bit through the kernel, at a fixed index and at one the graph computes.
+// product, bit for bit through the kernel, at a fixed index and at one the graph computes (out of
+// range: the nearest expert).
 TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
   backends::Runtime runtime = open_runtime();
   const std::unique_ptr<device::Device>& device = runtime.device;
@@ -739,11 +740,13 @@ TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
     auto executable = load_module(*device, format + "-expert", module.to_text());
     std::vector<float> xs(static_cast<std::size_t>(cols));
     for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
-    for (int32_t e : {2, 0, 1}) {
+    // Indices outside the stack take the nearest expert, as a slice's offset is clamped.
+    for (int32_t index : {2, 0, 1, 7, -4}) {
+      const int32_t e = std::clamp<int32_t>(index, 0, kExperts - 1);
       std::vector<device::BufferPtr> buffers = upload_planes(*device, planar, kRows, cols);
       buffers.push_back(
           device->upload(bytes_of(xs), ElementType::kF32, std::vector<int64_t>{1, cols}));
-      buffers.push_back(device->upload(bytes_of(std::vector<int32_t>{e}), ElementType::kI32,
+      buffers.push_back(device->upload(bytes_of(std::vector<int32_t>{index}), ElementType::kI32,
                                        std::vector<int64_t>{}));
       std::vector<device::Buffer*> arguments;
       for (auto& buffer : buffers) arguments.push_back(buffer.get());
@@ -759,13 +762,13 @@ TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
         const char* how = one == &fixed ? "fixed" : "chosen";
         if (kernel != nullptr) {
           EXPECT_EQ(std::memcmp(rows, one->data(), one->size() * 4), 0)
-              << GetParam() << " " << format << " expert " << e << " " << how;
+              << GetParam() << " " << format << " expert " << index << " " << how;
           continue;
         }
         // XLA's own product may sum in another order for another shape or slice.
         for (std::size_t r = 0; r < one->size(); ++r) {
           EXPECT_NEAR((*one)[r], rows[r], 1e-5 * std::max(1.0f, std::abs(rows[r])))
-              << GetParam() << " " << format << " expert " << e << " " << how << " row " << r;
+              << GetParam() << " " << format << " expert " << index << " " << how << " row " << r;
         }
       }
     }

@@ -87,6 +87,9 @@ Value cohere_layer_norm(Value x, Value weight, double eps);
 
 // How many experts a step of `rows` rows runs: as many as its rows choose at most, or all.
 int64_t expert_slots(int64_t rows, int64_t top_k, int64_t experts);
+// Where a graph's rows choose every expert: the blocks of rows it groups them into by expert, or
+// 0 where running every expert on every row computes no more.
+int64_t expert_row_blocks(int64_t rows, int64_t top_k, int64_t experts);
 
 // A mixture's experts' gated MLPs, each matrix stacked [E, rows, cols] (expert_matrix); biases
 // [E, out] where the family has them (gpt-oss).
@@ -111,10 +114,12 @@ struct ExpertGate {
   std::optional<std::pair<double, double>> clamped_swiglu = std::nullopt;  // alpha, limit
 };
 // A sparse mixture of experts as transformers computes it (`routing`); the result sums each
-// chosen expert's gated MLP times its weight, in expert order. A step runs expert_slots experts:
-// every expert on every row where its rows choose as many (unchosen ones weigh 0, which adds
-// exactly 0), else the chosen ones alone, each read at its index in the stacked weights, so a
-// decode step reads the chosen experts' weights only.
+// chosen expert's gated MLP times its weight, in expert order (mixture_of_experts.cpp). Where its
+// rows choose fewer than all experts (decode: expert_slots), the chosen ones alone run, each read
+// at its index in the stacked weights, so a step reads only their weights; where they choose
+// every expert (prefill), each expert runs on the rows that chose it, in blocks
+// (expert_row_blocks), or on every row where that computes no less (unchosen rows weigh 0, which
+// adds exactly 0).
 Value mixture_of_experts(Value x, const Weight& router, const Experts& experts,
                          const Routing& routing, const ExpertGate& gate);
 

@@ -271,8 +271,12 @@ Weight expert_matrix(const Weight& stacked, Value index) {
     sizes.erase(sizes.begin());
     return reshape(slice, sizes);
   };
+  // Clamped into the stack as the slices clamp it, for a kernel that reads the stack at it.
+  const int64_t experts = stacked.values.shape()[0];
+  Block& b = index.block();
   one.stack = std::make_shared<const Weight>(stacked);
-  one.expert = index;
+  one.expert = maximum(minimum(index, constant(b, index.type(), static_cast<double>(experts - 1))),
+                       constant(b, index.type(), 0.0));
   one.values = at_index(stacked.values);
   for (auto plane : {&Weight::scales, &Weight::offsets, &Weight::super_scales,
                      &Weight::super_offsets, &Weight::high_bits}) {
