@@ -1107,16 +1107,57 @@ TEST_P(ConvertedGgufTest, TinyModelGreedyAndLogitsMatchHf) {
 // gpt-oss as llama.cpp stores it, its experts in MXFP4 (the other matrices Q8_0):
 // tests/data/models/converted/gpt_oss_mxfp4.gguf, whose reference HF computed from gguf-py's
 // dequantization of the same file (tools/reference/gpt_oss_mxfp4.py). Greedy streams and
-// teacher-forced logits on both runtimes; IREE keeps the experts as 8-bit codes under their
-// power-of-two scales, for its kernel.
-class Mxfp4GgufTest : public ::testing::TestWithParam<std::string> {};
+// teacher-forced logits on both runtimes; the experts resident as stored (E2M1 nibbles under their
+// E8M0 exponents).
+class Mxfp4GgufTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // The engine on `model` (tests/data/models/converted/...: these weights) against HF's references.
+  void expect_references_hold(const std::string& model) {
+    if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
+    const json reference = read_json(testing::test_data("models/converted/gpt_oss_mxfp4.json"));
+    const fs::path path = testing::test_data("models/converted/" + model);
+    Engine engine(ModelFiles::open(path.string()), family_engine_options(GetParam()));
+    expect_batched_greedy_and_logits_match(engine, reference, GetParam() + " " + model);
+  }
+};
 
 TEST_P(Mxfp4GgufTest, GptOssExpertsInMxfp4MatchHfOnTheFilesWeights) {
+  expect_references_hold("gpt_oss_mxfp4.gguf");
+}
+
+// The same weights as OpenAI publishes gpt-oss: an HF directory whose experts are MXFP4 blocks
+// and exponents (quantization_config mxfp4; tests/data/models/converted/gpt_oss_mxfp4_hf, which
+// transformers reads to exactly those weights: tools/reference/gpt_oss_mxfp4_hf.py).
+TEST_P(Mxfp4GgufTest, GptOssAsPublishedMatchesHfOnItsWeights) {
+  expect_references_hold("gpt_oss_mxfp4_hf");
+}
+
+// A published checkpoint whose expert exponents do not match its blocks (the same bytes, another
+// shape) is refused naming the tensors and the shapes expected.
+TEST_P(Mxfp4GgufTest, MisshapenPublishedBlocksAreRefusedByName) {
   if (auto missing = missing_runtime(GetParam())) GTEST_SKIP() << *missing;
-  const json reference = read_json(testing::test_data("models/converted/gpt_oss_mxfp4.json"));
-  const fs::path file = testing::test_data("models/converted/gpt_oss_mxfp4.gguf");
-  Engine engine(ModelFiles::open(file.string()), family_engine_options(GetParam()));
-  expect_batched_greedy_and_logits_match(engine, reference, GetParam() + " gpt_oss mxfp4");
+  const fs::path source = testing::test_data("models/converted/gpt_oss_mxfp4_hf");
+  const fs::path dir = testing::scratch_dir("engine/misshapen_mxfp4_" + GetParam());
+  fs::remove_all(dir);
+  fs::copy(source, dir);
+  std::string bytes = testing::read_text(dir / "model.safetensors");
+  const std::string from =
+      R"("model.layers.0.mlp.experts.gate_up_proj_scales":{"dtype":"U8","shape":[3,64,2])";
+  const std::size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + from.size() - 8, 8, "[6,32,2]");
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << bytes;
+  try {
+    Engine engine(ModelFiles::open(dir.string()), family_engine_options(GetParam()));
+    ADD_FAILURE() << "misshapen MXFP4 exponents were read";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("tensors 'model.layers.0.mlp.experts.gate_up_proj_blocks' and "
+                        "'model.layers.0.mlp.experts.gate_up_proj_scales' are not MXFP4 blocks "
+                        "[3, 64, 2, 16] and exponents [3, 64, 2]"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Mxfp4GgufTest, ::testing::Values("iree", "xla"),

@@ -583,9 +583,10 @@ TEST(HfDirectory, BadConfigsNameTheProblem) {
   check(rope,
         "rope_scaling type 'dynamic' is not supported (supported: default, linear, llama3, "
         "longrope, yarn)");
-  Json quantized = base;  // as gpt-oss publishes its MXFP4 experts
-  quantized["quantization_config"] = {{"quant_method", "mxfp4"}};
-  check(quantized, "quantization_config (quant_method 'mxfp4'): quantized HF checkpoints are not");
+  Json quantized = base;  // MXFP4 (gpt-oss's published experts) is read; other methods are not
+  quantized["quantization_config"] = {{"quant_method", "gptq"}};
+  check(quantized,
+        "quantization_config (quant_method 'gptq'): of quantized HF checkpoints only MXFP4 ones");
 
   fs::path dir = make_hf_directory("escape", kLlama3Config);
   write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"w": "../x"}})");

@@ -137,19 +137,22 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
   if (fs::exists(generation_path)) generation_config = read_json_file(generation_path.string());
   model.config_ = config_from_hf(config, generation_config ? &*generation_config : nullptr,
                                  config_path.string());
-  // A quantized checkpoint's tensors (packed blocks beside their scales, as gpt-oss publishes its
-  // MXFP4 experts) are not read here; its GGUF keeps the same blocks and is.
+  // A quantized checkpoint's tensors are read where they are gpt-oss's published MXFP4 experts
+  // (packed blocks beside their exponents: models/weight_loader.cpp), not otherwise; the model's
+  // GGUF keeps the GGML formats as stored and is.
   if (config.is_object() && config.contains("quantization_config")) {
     const Json& quantization = config["quantization_config"];
     const std::string method = quantization.is_object() && quantization.contains("quant_method") &&
                                        quantization["quant_method"].is_string()
                                    ? quantization["quant_method"].get<std::string>()
                                    : "?";
-    fail(config_path.string(),
-         "quantization_config (quant_method '{}'): quantized HF checkpoints are not read; use "
-         "the model's GGUF (llama.cpp's convert_hf_to_gguf.py keeps MXFP4 and the GGML formats "
-         "as stored, and xlacel runs them so) or a dequantized directory",
-         method);
+    if (method != "mxfp4") {
+      fail(config_path.string(),
+           "quantization_config (quant_method '{}'): of quantized HF checkpoints only MXFP4 ones "
+           "(gpt-oss's) are read; use the model's GGUF (llama.cpp's convert_hf_to_gguf.py keeps "
+           "the GGML formats as stored, and xlacel runs them so) or a dequantized directory",
+           method);
+    }
   }
 
   std::set<std::string> seen;

@@ -16,7 +16,8 @@ DType parse_dtype(const std::string& name, const std::string& path, const std::s
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
-  fail(path, "tensor '{}' has dtype '{}' (supported: F32, F16, BF16)", tensor, name);
+  if (name == "U8") return DType::kU8;
+  fail(path, "tensor '{}' has dtype '{}' (supported: F32, F16, BF16, U8)", tensor, name);
 }
 
 }  // namespace

@@ -40,6 +40,8 @@ DTypeInfo info(DType dtype) {
       return {"Q6_K", 256, 210};
     case DType::kMXFP4:
       return {"MXFP4", 32, 17};
+    case DType::kU8:
+      return {"U8", 1, 1};
   }
   return {"?", 1, 1};
 }

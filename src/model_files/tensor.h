@@ -23,6 +23,9 @@ enum class DType {
   kQ5_K,
   kQ6_K,
   kMXFP4,  // gpt-oss's experts: 32 E2M1 codes under one E8M0 (power of two) scale
+  // Bytes of a published quantized checkpoint (gpt-oss's MXFP4 blocks and their exponents in
+  // safetensors): read as what they pack, never as numbers.
+  kU8,
 };
 
 const char* dtype_name(DType dtype);

@@ -16,6 +16,11 @@ std::optional<DType> stored_type(const ModelConfig& config, const WeightSpec& sp
     auto found = config.stored_types.find(*name);
     if (found != config.stored_types.end()) return found->second;
   }
+  // gpt-oss's published MXFP4 experts: packed blocks beside their exponents
+  // (models/weight_loader.cpp reads them as a GGUF's MXFP4).
+  if (spec.hf_experts > 0 && config.stored_types.contains(spec.hf_name + "_blocks")) {
+    return DType::kMXFP4;
+  }
   return std::nullopt;
 }
 

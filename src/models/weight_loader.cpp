@@ -140,6 +140,72 @@ std::vector<float> stacked_matrix(const ModelFiles& files, const WeightSpec& spe
   return values;
 }
 
+// A tensor made on the host: its bytes and the view of them.
+struct MadeTensor {
+  std::vector<std::byte> bytes;
+  TensorView view;
+};
+
+constexpr int64_t kMxfp4BlockElements = 32;
+constexpr int64_t kMxfp4BlockBytes = 17;  // GGUF's block: the E8M0 exponent, then 16 code bytes
+
+// gpt-oss's experts as OpenAI publishes them (quant_method mxfp4): hf_name + "_blocks" [E, R,
+// C / 32, 16] and "_scales" [E, R, C / 32], bytes. Where the spec reads such a stack, its matrices
+// (rows every hf_interleave-th from hf_interleave_offset: gate and up interleave by rows) as GGUF's
+// MXFP4 blocks of `shape` [E, rows, C], which the planes and the f32 values are then read from as a
+// GGUF's. The published block holds element 2i in byte i's low nibble and 2i + 1 in its high one
+// (transformers' convert_moe_packed_tensors); GGUF's byte j holds j and j + 16. Both exponents are
+// E8M0 bytes of the same scale.
+std::optional<MadeTensor> published_mxfp4(const ModelFiles& files, const WeightSpec& spec,
+                                          const std::vector<int64_t>& shape) {
+  if (spec.hf_experts <= 0 || files.format() != ModelFiles::Format::kHuggingFaceDirectory) {
+    return std::nullopt;
+  }
+  const auto blocks = files.find_tensor(spec.hf_name + "_blocks");
+  if (!blocks) return std::nullopt;
+  const auto scales = files.find_tensor(spec.hf_name + "_scales");
+  const int64_t experts = shape[0], rows = shape.size() == 3 ? shape[1] : 0;
+  const int64_t columns = shape.back(), groups = columns / kMxfp4BlockElements;
+  const int64_t step = spec.hf_interleave, source_rows = rows * step;
+  const std::vector<int64_t> block_shape = {experts, source_rows, groups, 16};
+  const std::vector<int64_t> scale_shape = {experts, source_rows, groups};
+  if (!scales || blocks->dtype != DType::kU8 || scales->dtype != DType::kU8 || rows == 0 ||
+      columns % kMxfp4BlockElements != 0 || blocks->shape != block_shape ||
+      scales->shape != scale_shape) {
+    fail(files.path(),
+         "tensors '{0}_blocks' and '{0}_scales' are not MXFP4 blocks [{1}] and exponents [{2}] for "
+         "argument {3}",
+         spec.hf_name, fmt::join(block_shape, ", "), fmt::join(scale_shape, ", "), spec.name);
+  }
+  MadeTensor made;
+  made.bytes.resize(static_cast<std::size_t>(experts * rows * groups * kMxfp4BlockBytes));
+  const auto* packed = reinterpret_cast<const uint8_t*>(blocks->data.data());
+  const auto* exponents = reinterpret_cast<const uint8_t*>(scales->data.data());
+  auto* out = reinterpret_cast<uint8_t*>(made.bytes.data());
+  for (int64_t e = 0; e < experts; ++e) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t source = (e * source_rows + r * step + spec.hf_interleave_offset) * groups;
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* in = packed + (source + g) * 16;
+        uint8_t codes[kMxfp4BlockElements];
+        for (int i = 0; i < 16; ++i) {
+          codes[2 * i] = in[i] & 0x0F;
+          codes[2 * i + 1] = static_cast<uint8_t>(in[i] >> 4);
+        }
+        uint8_t* block = out + ((e * rows + r) * groups + g) * kMxfp4BlockBytes;
+        block[0] = exponents[source + g];
+        for (int j = 0; j < 16; ++j)
+          block[1 + j] = static_cast<uint8_t>(codes[j] | codes[j + 16] << 4);
+      }
+    }
+  }
+  made.view = {spec.hf_name + "_blocks",
+               DType::kMXFP4,
+               {experts, rows, columns},
+               std::span<const std::byte>(made.bytes)};
+  return made;
+}
+
 // Whether `spec` stacks experts read one by one from HF files (WeightSpec::hf_experts).
 bool takes_experts(const ModelFiles& files, const WeightSpec& spec) {
   return spec.hf_experts > 0 && files.format() == ModelFiles::Format::kHuggingFaceDirectory;
@@ -225,7 +291,8 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   const int64_t columns = scales.shape.back() * planar_group_size(codes.stored);
   std::vector<int64_t> shape = codes.shape;
   shape.back() = columns;
-  TensorView tensor = find_weight_tensor(files, codes, shape);
+  const std::optional<MadeTensor> published = published_mxfp4(files, codes, shape);
+  TensorView tensor = published ? published->view : find_weight_tensor(files, codes, shape);
   if (tensor.dtype != codes.stored) {
     fail(files.path(), "tensor '{}' is {}, the graph expects {}", tensor.name,
          dtype_name(tensor.dtype), dtype_name(codes.stored));
@@ -236,7 +303,7 @@ std::vector<HostTensor> prepare_planes(const ModelFiles& files,
   PlanarBlocks planar =
       to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(tensor.element_count()),
                 /*scale_products=*/false);
-  files.release(tensor);
+  if (!published) files.release(tensor);
   int64_t rows = 1;
   for (std::size_t d = 0; d + 1 < codes.shape.size(); ++d) rows *= codes.shape[d];
   const int64_t groups = scales.shape.back();
@@ -314,6 +381,9 @@ std::vector<float> load_weight_f32(const ModelFiles& files, const WeightSpec& sp
       factors = to_f32(*tensor);
     }
     return rope_inverse_frequencies(config, factors);
+  }
+  if (std::optional<MadeTensor> published = published_mxfp4(files, spec, spec.shape)) {
+    return to_f32(published->view);
   }
   if (takes_experts(files, spec)) return experts_f32(files, spec);
   if (takes_stacked(files, spec)) return stacked_matrix(files, spec);
