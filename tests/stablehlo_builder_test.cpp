@@ -520,6 +520,58 @@ TEST(StablehloInference, Conditional) {
   EXPECT_NE(text.find("}) : (tensor<i1>) -> tensor<2x3xf32>"), std::string::npos) << text;
 }
 
+// stablehlo.while: the condition and body take the carried values as block arguments and may
+// also capture the enclosing block's values, printed under the outer names.
+TEST(StablehloInference, WhileLoop) {
+  Function f("f");
+  Value x = f.argument("x", f32({2, 3}));
+  Value step = f.argument("step", f32({2, 3}));
+  const std::vector<Value> results =
+      counted_loop(4, {x}, [&](Block& body, const std::vector<Value>& carried) {
+        EXPECT_EQ(carried.size(), 2u);
+        EXPECT_EQ(carried[0].type(), TensorType(ElementType::kI32, {}));
+        return std::vector<Value>{carried[1] + body.capture(step)};
+      });
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].type(), x.type());
+  f.finish(results);
+  const std::string text = print_function(f);
+  EXPECT_NE(text.find("\"stablehlo.while\"(%0, %x) ({\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("^bb0(%6: tensor<i32>, %7: tensor<2x3xf32>):"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stablehlo.add\"(%7, %step)"), std::string::npos) << text;
+  EXPECT_NE(text.find("}) : (tensor<i32>, tensor<2x3xf32>) -> (tensor<i32>, tensor<2x3xf32>)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(StablehloErrors, WhileLoop) {
+  Function f("f");
+  Value x = f.argument("x", f32({2, 3}));
+  auto same = [](Block&, const std::vector<Value>& carried) { return carried; };
+  auto wider = [](Block& body, const std::vector<Value>&) {
+    return std::vector<Value>{constant(body, f32({2, 4}), 0.0)};
+  };
+  auto holds = [](Block& block, const std::vector<Value>&) {
+    return std::vector<Value>{constant(block, i1({}), 1.0)};
+  };
+  expect_build_error([&] { while_loop({}, holds, same); }, {"stablehlo.while", "no carried"});
+  expect_build_error(
+      [&] { while_loop({x}, same, same); },
+      {"stablehlo.while", "condition must return one tensor<i1>", "tensor<2x3xf32>"});
+  expect_build_error(
+      [&] { while_loop({x}, holds, wider); },
+      {"stablehlo.while", "returns (tensor<2x4xf32>) but carries (tensor<2x3xf32>)"});
+  Function g("g");
+  Value y = g.argument("y", f32({2, 3}));
+  expect_build_error(
+      [&] {
+        while_loop({x}, holds, [&](Block& body, const std::vector<Value>&) {
+          return std::vector<Value>{body.capture(y)};
+        });
+      },
+      {"stablehlo.while", "the body captures tensor<2x3xf32> from a block other than the op's"});
+}
+
 // arguments_only_foreign_ops_read: the arguments whose every use, in branches too, is an
 // operand of a foreign op (a hand-written kernel's dispatch); none returned.
 TEST(StablehloForeign, ArgumentsOnlyForeignOpsRead) {

@@ -27,7 +27,7 @@ void find_other_uses(const Block& block, const std::map<int32_t, std::size_t>& a
       for (std::size_t i = 0; i < region->captured().size(); ++i) {
         if (auto found = argument_of.find(region->captured()[i].index());
             found != argument_of.end()) {
-          captured[region->arguments()[i].index()] = found->second;
+          captured[region->stand_ins()[i].index()] = found->second;
         }
       }
       find_other_uses(*region, captured, other_use);

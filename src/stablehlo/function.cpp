@@ -14,7 +14,6 @@ Block::Block(Function* function, std::string terminator)
 
 Value Block::add_argument(TensorType type) {
   if (!operations_.empty()) throw BuildError("block arguments must come before operations");
-  if (!captured_.empty()) throw BuildError("a block that captures values takes no arguments");
   Value value(this, static_cast<int32_t>(types_.size()));
   types_.push_back(std::move(type));
   arguments_.push_back(value);
@@ -24,15 +23,12 @@ Value Block::add_argument(TensorType type) {
 Value Block::capture(Value outer) {
   if (!outer.valid()) throw BuildError("capture of an empty Value");
   if (&outer.block() == this) throw BuildError("a block cannot capture its own value");
-  if (captured_.size() != arguments_.size()) {
-    throw BuildError("a block with arguments cannot capture values");
-  }
   for (size_t i = 0; i < captured_.size(); ++i) {
-    if (captured_[i] == outer) return arguments_[i];
+    if (captured_[i] == outer) return stand_ins_[i];
   }
   Value stand_in(this, static_cast<int32_t>(types_.size()));
   types_.push_back(outer.type());
-  arguments_.push_back(stand_in);
+  stand_ins_.push_back(stand_in);
   captured_.push_back(outer);
   return stand_in;
 }

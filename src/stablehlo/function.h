@@ -5,9 +5,10 @@
 // TensorType. Ops are free functions (ops.h) that take Values, infer the result type per the
 // StableHLO spec, reject bad operands with BuildError and append one operation to the Block the
 // operands live in; ops without operands (constant, iota, call) take that Block explicitly.
-// A Block is a function body or the body of a reduce, scatter or if; values may only be used in
-// the block that defines them. A branch of an if reads values of the blocks around it through
-// captures: stand-ins of its own, printed with the outer value's name (MLIR's implicit capture).
+// A Block is a function body or the body of a reduce, scatter, if or while; values may only be
+// used in the block that defines them. A branch of an if or a loop's body reads values of the
+// block around it through captures: stand-ins of its own, printed with the outer value's name
+// (MLIR's implicit capture).
 //
 //   Function f("scale", Visibility::kPublic);
 //   Value x = f.argument("x", TensorType(ElementType::kF32, {2, 3}));
@@ -69,11 +70,11 @@ class Block {
   Value add_argument(TensorType type);
   // A stand-in in this block for `outer`, a value of an enclosing block: ops here use the
   // stand-in, and the printed region names `outer` itself. Capturing a value again returns the
-  // same stand-in. Only for blocks without arguments (an if's branches).
+  // same stand-in.
   Value capture(Value outer);
-  // The enclosing values captured, by stand-in (parallel to arguments(), which then holds the
-  // stand-ins).
+  // The enclosing values captured, and their stand-ins here (parallel).
   const std::vector<Value>& captured() const { return captured_; }
+  const std::vector<Value>& stand_ins() const { return stand_ins_; }
   // Appends `op` (its operands must belong to this block) with results of `result_types`.
   std::vector<Value> append(Operation op, const std::vector<TensorType>& result_types);
   // Ends the block: the values its terminator returns.
@@ -97,6 +98,7 @@ class Block {
   std::vector<TensorType> types_;  // every value of the block, by Value::index
   std::vector<Value> arguments_;
   std::vector<Value> captured_;
+  std::vector<Value> stand_ins_;
   std::vector<Operation> operations_;
   std::vector<Value> returned_;
   bool terminated_ = false;

@@ -105,13 +105,13 @@ class Printer {
         std::vector<std::string>& region_names = names_[&region];
         region_names.resize(region.value_count());
         out_ += fmt::format("{}{{\n", r > 0 ? ", " : "");
-        if (!region.captured().empty() || region.arguments().empty()) {
-          // Captured values keep their outer names; the entry block needs no label.
-          for (size_t i = 0; i < region.captured().size(); ++i) {
-            region_names.at(static_cast<size_t>(region.arguments()[i].index())) =
-                name_of(region.captured()[i]);
-          }
-        } else {
+        // Captured values keep their outer names; the entry block needs a label only for its
+        // arguments.
+        for (size_t i = 0; i < region.captured().size(); ++i) {
+          region_names.at(static_cast<size_t>(region.stand_ins()[i].index())) =
+              name_of(region.captured()[i]);
+        }
+        if (!region.arguments().empty()) {
           std::string arguments;
           for (size_t i = 0; i < region.arguments().size(); ++i) {
             std::string& name = region_names.at(static_cast<size_t>(region.arguments()[i].index()));
