@@ -536,7 +536,9 @@ TEST(StablehloInference, WhileLoop) {
   EXPECT_EQ(results[0].type(), x.type());
   f.finish(results);
   const std::string text = print_function(f);
-  EXPECT_NE(text.find("\"stablehlo.while\"(%0, %x) ({\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stablehlo.while\"(%1, %x) ({\n"), std::string::npos) << text;
+  // The condition compares the counter with the count, captured.
+  EXPECT_NE(text.find("\"stablehlo.compare\"(%3, %0)"), std::string::npos) << text;
   EXPECT_NE(text.find("^bb0(%6: tensor<i32>, %7: tensor<2x3xf32>):"), std::string::npos) << text;
   EXPECT_NE(text.find("\"stablehlo.add\"(%7, %step)"), std::string::npos) << text;
   EXPECT_NE(text.find("}) : (tensor<i32>, tensor<2x3xf32>) -> (tensor<i32>, tensor<2x3xf32>)"),
@@ -555,6 +557,8 @@ TEST(StablehloErrors, WhileLoop) {
     return std::vector<Value>{constant(block, i1({}), 1.0)};
   };
   expect_build_error([&] { while_loop({}, holds, same); }, {"stablehlo.while", "no carried"});
+  expect_build_error([&] { counted_loop(constant(f.body(), f32({}), 2.0), {x}, wider); },
+                     {"stablehlo.while", "count must be tensor<i32>, not tensor<f32>"});
   expect_build_error(
       [&] { while_loop({x}, same, same); },
       {"stablehlo.while", "condition must return one tensor<i1>", "tensor<2x3xf32>"});

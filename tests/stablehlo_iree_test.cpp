@@ -467,17 +467,22 @@ std::vector<OpCase> op_cases() {
          return {conditional(compare(x[1], zero, Direction::kGT), square, minus)[0],
                  conditional(compare(x[1], zero, Direction::kLT), square, minus)[0]};
        }});
-  // A counted loop carries an accumulator and reads x1 through a capture: x0 + 3 * x1.
-  cases.push_back({"while_loop",
-                   {{F({3, 4}), uniform(-1, 1, {3, 4})}, {F({3, 4}), uniform(-1, 1, {3, 4})}},
-                   "out = (x0 + x1 + x1 + x1,)",
-                   1e-6,
-                   1e-6,
-                   [](Module&, Function&, const Args& x) -> Results {
-                     return counted_loop(3, {x[0]}, [&](Block& body, const Results& carried) {
-                       return Results{carried[1] + body.capture(x[1])};
-                     });
-                   }});
+  // Counted loops carry an accumulator and read x1 through a capture: three times, and x2 times
+  // (a count the graph reads: 2).
+  cases.push_back(
+      {"while_loop",
+       {{F({3, 4}), uniform(-1, 1, {3, 4})},
+        {F({3, 4}), uniform(-1, 1, {3, 4})},
+        {I({}), "np.array(2)"}},
+       "out = (x0 + x1 + x1 + x1, x0 + x1 + x1)",
+       1e-6,
+       1e-6,
+       [](Module&, Function&, const Args& x) -> Results {
+         auto add_x1 = [&](Block& body, const Results& carried) {
+           return Results{carried[1] + body.capture(x[1])};
+         };
+         return {counted_loop(3, {x[0]}, add_x1)[0], counted_loop(x[2], {x[0]}, add_x1)[0]};
+       }});
   cases.push_back({"dot_general",
                    {{F({3, 4}), uniform(-1, 1, {3, 4})},
                     {F({4, 5}), uniform(-1, 1, {4, 5})},

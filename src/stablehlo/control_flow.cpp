@@ -92,11 +92,20 @@ std::vector<Value> counted_loop(int64_t count, const std::vector<Value>& initial
                                 const LoopBlock& body) {
   if (initial.empty()) build_fail(kWhile, "a counted loop needs a block to live in");
   const TensorType counter(ElementType::kI32, {});
-  std::vector<Value> carried = {constant(initial.front().block(), counter, 0.0)};
+  return counted_loop(constant(initial.front().block(), counter, static_cast<double>(count)),
+                      initial, body);
+}
+
+std::vector<Value> counted_loop(Value count, const std::vector<Value>& initial,
+                                const LoopBlock& body) {
+  const TensorType counter(ElementType::kI32, {});
+  if (count.type() != counter) {
+    build_fail(kWhile, "a loop's count must be tensor<i32>, not {}", count.type().str());
+  }
+  std::vector<Value> carried = {constant(count.block(), counter, 0.0)};
   carried.insert(carried.end(), initial.begin(), initial.end());
   auto below_count = [&](Block& block, const std::vector<Value>& values) -> std::vector<Value> {
-    return {
-        compare(values[0], constant(block, counter, static_cast<double>(count)), Direction::kLT)};
+    return {compare(values[0], block.capture(count), Direction::kLT)};
   };
   auto step = [&](Block& block, const std::vector<Value>& values) -> std::vector<Value> {
     std::vector<Value> next = body(block, values);

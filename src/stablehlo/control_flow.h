@@ -30,7 +30,10 @@ std::vector<Value> while_loop(const std::vector<Value>& initial, const LoopBlock
 
 // A counted loop: `body` runs for i = 0 .. count - 1, given {i (i32 []), the values `initial`
 // starts} and returning the values for the next (without i); returns them after the last.
+// `count` is a constant or an i32 [] the graph computes (of the initial values' block).
 std::vector<Value> counted_loop(int64_t count, const std::vector<Value>& initial,
+                                const LoopBlock& body);
+std::vector<Value> counted_loop(Value count, const std::vector<Value>& initial,
                                 const LoopBlock& body);
 
 }  // namespace xlacel::stablehlo
