@@ -177,6 +177,24 @@ class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
   }
 };
 
+// The runtime's exact product (its hand-written kernel), which these tests check: skipped where
+// the runtime has none.
+class PlanarKernelOnRuntime : public PlanarOnRuntime {
+ protected:
+  void SetUp() override {
+    PlanarOnRuntime::SetUp();
+    if (IsSkipped()) return;
+    runtime_ = open_runtime();
+    device = runtime_.device.get();
+    kernel = runtime_.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
+    if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+  }
+
+  backends::Runtime runtime_;
+  device::Device* device = nullptr;
+  const lowering::PlanarKernel* kernel = nullptr;
+};
+
 // `text` (a module named resident_weight_test, as every module here), compiled (or taken from
 // the cache) and loaded; `name` names it in errors.
 std::unique_ptr<device::Executable> load_module(device::Device& device, const std::string& name,
@@ -325,12 +343,7 @@ std::vector<std::byte> more_rows(const TensorView& tensor, int64_t rows) {
   return out;
 }
 
-TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
-  backends::Runtime runtime = open_runtime();
-  const std::unique_ptr<device::Device>& device = runtime.device;
-  const lowering::PlanarKernel* kernel =
-      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
-  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+TEST_P(PlanarKernelOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
@@ -577,6 +590,13 @@ constexpr int64_t kWideRows = 40, kWideCols = 96;
 struct ThroughKernelAndGraph {
   std::vector<float> by_kernel, by_graph;
 };
+// Each result through the kernel within `tolerance` of the graph's.
+void expect_near_each(const ThroughKernelAndGraph& out, double tolerance, const std::string& what) {
+  ASSERT_EQ(out.by_kernel.size(), out.by_graph.size()) << what;
+  for (std::size_t i = 0; i < out.by_kernel.size(); ++i) {
+    EXPECT_NEAR(out.by_kernel[i], out.by_graph[i], tolerance) << what << " " << i;
+  }
+}
 ThroughKernelAndGraph run_wide_weight(
     device::Device& device, const lowering::PlanarKernel& kernel, const std::string& name,
     ElementType element, const TensorType& input_type, std::span<const std::byte> input,
@@ -607,12 +627,7 @@ ThroughKernelAndGraph run_wide_weight(
   return out;
 }
 
-TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
-  backends::Runtime runtime = open_runtime();
-  const std::unique_ptr<device::Device>& device = runtime.device;
-  const lowering::PlanarKernel* kernel =
-      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
-  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+TEST_P(PlanarKernelOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats) {
   for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
     for (int64_t x_rows : {1, 13}) {
       ASSERT_TRUE(kernel->handles_wide(x_rows, element, kWideCols));
@@ -620,31 +635,24 @@ TEST_P(PlanarOnRuntime, TheRuntimeKernelMatchesTheStableHloProductFor16BitFloats
       for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i));
       const std::string name =
           std::string(stablehlo::to_string(element)) + "-" + std::to_string(x_rows);
-      const auto [by_kernel, by_graph] = run_wide_weight(
+      const ThroughKernelAndGraph out = run_wide_weight(
           *device, *kernel, name, element, TensorType(ElementType::kF32, {x_rows, kWideCols}),
           bytes_of(xs), static_cast<std::size_t>(x_rows * kWideRows),
           [](const models::Weight& w, Value x) { return models::linear(x, w); });
-      for (std::size_t i = 0; i < by_kernel.size(); ++i) {
-        EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5) << GetParam() << " " << name << " " << i;
-      }
+      expect_near_each(out, 1e-5, GetParam() + " " + name);
     }
   }
 }
 
 // One expert of stacked 16-bit float experts ([5, 8, K], at an index the graph gets), read in
 // place by the kernel: the graph's product of the expert's slice.
-TEST_P(PlanarOnRuntime, TheKernelReadsAnExpertOf16BitFloatsInPlace) {
-  backends::Runtime runtime = open_runtime();
-  const std::unique_ptr<device::Device>& device = runtime.device;
-  const lowering::PlanarKernel* kernel =
-      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
-  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+TEST_P(PlanarKernelOnRuntime, TheKernelReadsAnExpertOf16BitFloatsInPlace) {
   constexpr int64_t kExperts = 5, kRowsEach = kWideRows / kExperts;
   for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
     for (int32_t e : {3, 0}) {
       const std::string name =
           std::string(stablehlo::to_string(element)) + "-expert-" + std::to_string(e);
-      const auto [by_kernel, by_graph] = run_wide_weight(
+      const ThroughKernelAndGraph out = run_wide_weight(
           *device, *kernel, name, element, TensorType(ElementType::kI32, {}),
           bytes_of(std::vector<int32_t>{e}), kRowsEach, [&](const models::Weight& w, Value expert) {
             models::Weight stacked = w;
@@ -656,9 +664,7 @@ TEST_P(PlanarOnRuntime, TheKernelReadsAnExpertOf16BitFloatsInPlace) {
                 constant(b, row, 0.01);
             return models::linear(x, models::expert_matrix(stacked, expert));
           });
-      for (std::size_t i = 0; i < by_kernel.size(); ++i) {
-        EXPECT_NEAR(by_kernel[i], by_graph[i], 1e-5) << GetParam() << " " << name << " " << i;
-      }
+      expect_near_each(out, 1e-5, GetParam() + " " + name);
     }
   }
 }
@@ -666,12 +672,7 @@ TEST_P(PlanarOnRuntime, TheKernelReadsAnExpertOf16BitFloatsInPlace) {
 // The kernel's lookup of rows of 16-bit floats (an embedding) equals the StableHLO gather's bit
 // for bit, ids out of range (clamped to the nearest row) and repeated ones included, for one row
 // (decode) and many (prefill).
-TEST_P(PlanarOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
-  backends::Runtime runtime = open_runtime();
-  const std::unique_ptr<device::Device>& device = runtime.device;
-  const lowering::PlanarKernel* kernel =
-      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
-  if (kernel == nullptr) GTEST_SKIP() << GetParam() << " has no hand-written planar kernel here";
+TEST_P(PlanarKernelOnRuntime, TheRuntimeKernelTakesRowsOf16BitFloatsAsTheGatherDoes) {
   std::vector<int32_t> many = {0, 39, 3, 3, -5, 40, 1000};
   for (int32_t id = 5; many.size() < 33; ++id) many.push_back(id);
   for (ElementType element : {ElementType::kF16, ElementType::kBF16}) {
@@ -778,6 +779,9 @@ TEST_P(PlanarOnRuntime, AnExpertOfAStackedWeightIsItsRowsOfTheStack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarOnRuntime, ::testing::ValuesIn(backends::runtime_names()),
+                         [](const auto& runtime) { return runtime.param; });
+INSTANTIATE_TEST_SUITE_P(Runtimes, PlanarKernelOnRuntime,
+                         ::testing::ValuesIn(backends::runtime_names()),
                          [](const auto& runtime) { return runtime.param; });
 
 // Large tensors convert on several threads (planar_blocks.cpp): the planes are those of
