@@ -24,8 +24,8 @@ fs::path test_scratch() {
                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
-Result run_xlacel(const std::vector<std::string>& args) {
-  return testing::run_xlacel(test_scratch(), args);
+Result run_xlacel(const std::vector<std::string>& args, const std::string& env_prefix = "") {
+  return testing::run_xlacel(test_scratch(), args, env_prefix);
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -196,12 +196,27 @@ TEST(Cli, VersionNamesTheCommitAndTheRuntimes) {
   Result result = run_xlacel({"--version"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(result.out.starts_with("xlacel 0.1.0 (commit ")) << result.out;
-  EXPECT_NE(result.out.find("\niree: iree-base-compiler 3.13.0, iree-base-runtime 3.13.0\n"),
+  EXPECT_NE(result.out.find("\niree: iree-base-compiler 3.13.0, iree-base-runtime 3.13.0; CPU "
+                            "kernels: "),
             std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("\nxla cpu: xla-cpu-pjrt "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("PJRT C API 0."), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("\nxla cuda: jax-cuda13-pjrt "), std::string::npos) << result.out;
+  // The kernels' instruction set, which XLACEL_CPU_ISA and XLACEL_IREE_NO_PLANAR_KERNEL change.
+  Result off = run_xlacel({"--version"}, "XLACEL_IREE_NO_PLANAR_KERNEL=1");
+  EXPECT_NE(off.out.find("; CPU kernels: none (XLACEL_IREE_NO_PLANAR_KERNEL)\n"), std::string::npos)
+      << off.out;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    Result avx2 = run_xlacel({"--version"}, "XLACEL_CPU_ISA=avx2");
+    // (A build configured without the AVX2 object, XLACEL_KERNEL_ISAS, says so.)
+    EXPECT_TRUE(avx2.out.find("; CPU kernels: AVX2\n") != std::string::npos ||
+                avx2.out.find("no kernel object for avx2") != std::string::npos)
+        << avx2.out;
+  }
+#endif
 }
 
 // `generate --prompt-ids` needs no tokenizer; ids that are not ids of the vocabulary, or ids

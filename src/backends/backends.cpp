@@ -28,8 +28,15 @@ std::string package_version(std::string_view distribution) {
 
 std::vector<std::string> runtime_versions() {
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("iree: {}, {}", package_version("iree-base-compiler"),
-                              package_version("iree-base-runtime")));
+  std::string kernels;
+  try {
+    kernels = iree_cpu_kernels_from_module();
+  } catch (const Error& e) {
+    kernels = e.what();
+  }
+  lines.push_back(fmt::format("iree: {}, {}; CPU kernels: {}",
+                              package_version("iree-base-compiler"),
+                              package_version("iree-base-runtime"), kernels));
   std::string cpu;
   try {
     const pjrt::PluginLocation location = pjrt::find_plugin(device::DeviceKind::kCpu, "");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -49,6 +50,7 @@ fs::path module_path() {
 struct Entries {
   IreeLoweringEntry lowering = nullptr;
   IreeDeviceEntry device = nullptr;
+  IreeCpuKernelsEntry cpu_kernels = nullptr;
 };
 
 Entries load_entries() {
@@ -66,7 +68,8 @@ Entries load_entries() {
     return entry;
   };
   return {reinterpret_cast<IreeLoweringEntry>(symbol(kIreeLoweringEntry)),
-          reinterpret_cast<IreeDeviceEntry>(symbol(kIreeDeviceEntry))};
+          reinterpret_cast<IreeDeviceEntry>(symbol(kIreeDeviceEntry)),
+          reinterpret_cast<IreeCpuKernelsEntry>(symbol(kIreeCpuKernelsEntry))};
 }
 
 const Entries& entries() {
@@ -92,6 +95,12 @@ std::unique_ptr<device::Device> open_iree_device_from_module(const device::Devic
   std::unique_ptr<device::Device> device;
   entries().device(options, iree, device);
   return device;
+}
+
+std::string iree_cpu_kernels_from_module() {
+  std::string kernels;
+  entries().cpu_kernels(kernels);
+  return kernels;
 }
 
 }  // namespace xlacel::backends

@@ -5,6 +5,7 @@
 // without libpython. The program exports its symbols, so the module uses the program's own
 // copies of what they share (Error, the device types, the compile cache).
 #include <memory>
+#include <string>
 
 #include "backends/iree/iree_device.h"
 #include "device/device.h"
@@ -24,5 +25,7 @@ std::unique_ptr<lowering::Lowering> make_iree_lowering_from_module(
     const device::DeviceOptions& options);
 std::unique_ptr<device::Device> open_iree_device_from_module(const device::DeviceOptions& options,
                                                              const IreeOptions& iree);
+// The instruction set of IREE's CPU kernels here (iree_planar_kernel.h, iree_cpu_kernels).
+std::string iree_cpu_kernels_from_module();
 
 }  // namespace xlacel::backends

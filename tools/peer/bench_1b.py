@@ -206,6 +206,7 @@ def main():
           f"pp{args.pp} / tg{args.tg}, median of {args.rounds} alternating rounds; "
           f"numpy f32 GEMM {gemm / 1e9:.1f} GFLOP/s; load: server start to ready, compiled and cached, "
           f"median of {LOAD_ROUNDS} alternating starts")
+    print(compare_bench.engines_isa(bin_dir))
     print("| file | file MiB | resident MiB | resident/file | xlacel pp | llama.cpp pp | pp ratio | pp / f32 GEMM "
           f"| xlacel tg | llama.cpp tg | tg ratio | xlacel tg after pp{args.pp} | MiB read/token | tg / bandwidth limit "
           "| load s xlacel / llama.cpp |")

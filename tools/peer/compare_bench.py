@@ -53,6 +53,32 @@ def peer_bin_dir(avx2=False):
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def peer_build_flags(bin_dir):
+    """The instruction-set options llama.cpp was configured with (its CMakeCache), e.g.
+    "GGML_NATIVE" or "GGML_AVX GGML_AVX2 GGML_FMA GGML_F16C GGML_BMI2"."""
+    cache = os.path.join(bin_dir, "..", "CMakeCache.txt")
+    names = ("NATIVE", "AVX", "AVX2", "AVX_VNNI", "FMA", "F16C", "BMI2", "AVX512", "AVX512_VBMI",
+             "AVX512_VNNI", "AVX512_BF16")
+    on = []
+    with open(cache) as lines:
+        for line in lines:
+            name, _, value = line.strip().partition("=")
+            if name.split(":")[0] in {f"GGML_{n}" for n in names} and value.upper() == "ON":
+                on.append(name.split(":")[0])
+    return " ".join(sorted(on, key=lambda n: names.index(n[len("GGML_"):]))) or "none"
+
+
+def engines_isa(bin_dir, avx2=False):
+    """One line naming what each engine ran: xlacel's CPU kernels (`xlacel --version`) and
+    llama.cpp's build options."""
+    env = dict(os.environ, XLACEL_CPU_ISA="avx2") if avx2 else None
+    version = subprocess.run([os.path.join(root, "build", "xlacel"), "--version"], check=True,
+                             capture_output=True, text=True, env=env).stdout
+    kernels = next((line.split("CPU kernels: ", 1)[1] for line in version.splitlines()
+                    if "CPU kernels: " in line), "unknown")
+    return f"xlacel CPU kernels: {kernels}; llama.cpp built with {peer_build_flags(bin_dir)}"
+
+
 def llama_rates(args, bin_dir):
     command = [os.path.join(bin_dir, "llama-bench"), "-m", args.model, "-t", str(args.threads),
                "-p", str(args.pp), "-n", str(args.tg), "-r", "3", "-o", "json"]
@@ -93,6 +119,7 @@ def main():
     flags = " ".join(args.bench_args)
     isa = ", AVX2 only" if args.avx2 else ""
     print(f"\n{os.path.basename(args.model)}, {args.threads} threads{isa}, xlacel --backend {args.backend} {flags}".rstrip())
+    print(engines_isa(bin_dir, args.avx2))
     print(f"| engine | pp{args.pp} tok/s | tg{args.tg} tok/s | tg{args.tg} after pp{args.pp} |")
     print("|---|---|---|---|")
     medians = {name: [statistics.median(values) for values in columns] for name, columns in rates.items()}

@@ -15,6 +15,7 @@
 
 #include "backends/iree/cpu_isa.h"
 #include "backends/iree/embedded_python.h"
+#include "backends/iree/iree_planar_kernel.h"
 #include "backends/iree/iree_runner_py.h"
 #include "common/aligned_vector.h"
 #include "common/error.h"
@@ -198,14 +199,15 @@ IreeDevice::IreeDevice(const device::DeviceOptions& options, const IreeOptions& 
   call_ = device_.attr("call");
   read_ = device_.attr("read");
 
-  description_ = options_.kind == DeviceKind::kCuda
-                     ? fmt::format("cuda ({}, IREE cuda driver)", target_options.cuda_sm)
-                     : fmt::format("cpu (llvm-cpu for {}, IREE local-task, {} thread{}{})",
-                                   iree_cpu_isa().name == "native"
-                                       ? std::string("this CPU")
-                                       : "its " + iree_cpu_isa().name + " instructions only",
-                                   workers, workers == 1 ? "" : "s",
-                                   options_.threads > 0 ? "" : ", one per hardware thread");
+  description_ =
+      options_.kind == DeviceKind::kCuda
+          ? fmt::format("cuda ({}, IREE cuda driver)", target_options.cuda_sm)
+          : fmt::format("cpu (llvm-cpu for {}, kernels {}, IREE local-task, {} thread{}{})",
+                        iree_cpu_isa().name == "native"
+                            ? std::string("this CPU")
+                            : "its " + iree_cpu_isa().name + " instructions only",
+                        iree_cpu_kernels(), workers, workers == 1 ? "" : "s",
+                        options_.threads > 0 ? "" : ", one per hardware thread");
 }
 
 IreeDevice::~IreeDevice() {

@@ -6,6 +6,7 @@
 
 #include "backends/iree/iree_device.h"
 #include "backends/iree/iree_lowering.h"
+#include "backends/iree/iree_planar_kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void xlacel_make_iree_lowering(
     const xlacel::device::DeviceOptions& options,
@@ -19,8 +20,15 @@ extern "C" __attribute__((visibility("default"))) void xlacel_open_iree_device(
   device = xlacel::backends::open_iree_device(options, iree);
 }
 
+extern "C" __attribute__((visibility("default"))) void xlacel_iree_cpu_kernels(
+    std::string& kernels) {
+  kernels = xlacel::backends::iree_cpu_kernels();
+}
+
 // The entry points must keep the types the program calls them through.
 static_assert(
     std::is_same_v<decltype(&xlacel_make_iree_lowering), xlacel::backends::IreeLoweringEntry>);
 static_assert(
     std::is_same_v<decltype(&xlacel_open_iree_device), xlacel::backends::IreeDeviceEntry>);
+static_assert(
+    std::is_same_v<decltype(&xlacel_iree_cpu_kernels), xlacel::backends::IreeCpuKernelsEntry>);

@@ -2,6 +2,7 @@
 // The IREE module's entry points (backends/iree_module.h loads the module and calls them), with C
 // linkage so that the program finds them by name with dlsym.
 #include <memory>
+#include <string>
 
 #include "backends/iree/iree_device.h"
 #include "device/device.h"
@@ -18,5 +19,8 @@ using IreeLoweringEntry = void (*)(const device::DeviceOptions& options,
 inline constexpr const char* kIreeDeviceEntry = "xlacel_open_iree_device";
 using IreeDeviceEntry = void (*)(const device::DeviceOptions& options, const IreeOptions& iree,
                                  std::unique_ptr<device::Device>& device);
+// iree_cpu_kernels (iree_planar_kernel.h):
+inline constexpr const char* kIreeCpuKernelsEntry = "xlacel_iree_cpu_kernels";
+using IreeCpuKernelsEntry = void (*)(std::string& kernels);
 
 }  // namespace xlacel::backends

@@ -41,16 +41,32 @@ constexpr int64_t kInt8MinRows = 8;
 // The kernel built for the widest vectors the runtime may use (cpu_isa.h): 16 lanes beat 8 on one
 // row and more so on 8, and VBMI's byte permutes speed up Q6_K and Q5_0 products of few rows
 // (docs/PERFORMANCE.md, "Kernel per instruction set"). Of the objects this build holds
-// (CMakeLists.txt, XLACEL_KERNEL_ISAS), the widest one it may use; empty when none.
-std::string_view object_bytes(const CpuIsaChoice& cpu, bool int8) {
-  if (int8) return cpu.vnni ? bytes_of(kPlanarMatmulAvx512Vnni) : std::string_view();
-  for (const auto& [isa, bytes] :
-       {std::pair{CpuIsa::kAvx512Vbmi, bytes_of(kPlanarMatmulAvx512Vbmi)},
-        std::pair{CpuIsa::kAvx512, bytes_of(kPlanarMatmulAvx512)},
-        std::pair{CpuIsa::kAvx2, bytes_of(kPlanarMatmulAvx2)}}) {
-    if (cpu.isa >= isa && !bytes.empty()) return bytes;
+// (CMakeLists.txt, XLACEL_KERNEL_ISAS), the widest one it may use, and its instruction set's
+// name; empty bytes when none.
+struct KernelObject {
+  std::string_view isa;
+  std::string_view bytes;
+};
+KernelObject kernel_object(const CpuIsaChoice& cpu, bool int8) {
+  if (int8) {
+    return cpu.vnni ? KernelObject{"AVX-512 VNNI", bytes_of(kPlanarMatmulAvx512Vnni)}
+                    : KernelObject{};
+  }
+  for (const auto& [isa, object] :
+       {std::pair{CpuIsa::kAvx512Vbmi,
+                  KernelObject{"AVX-512 VBMI", bytes_of(kPlanarMatmulAvx512Vbmi)}},
+        std::pair{CpuIsa::kAvx512, KernelObject{"AVX-512", bytes_of(kPlanarMatmulAvx512)}},
+        std::pair{CpuIsa::kAvx2, KernelObject{"AVX2", bytes_of(kPlanarMatmulAvx2)}}}) {
+    if (cpu.isa >= isa && !object.bytes.empty()) return object;
   }
   return {};
+}
+
+// Whether $XLACEL_IREE_NO_PLANAR_KERNEL turns the kernel off (for measuring what it buys:
+// tools/peer/compare_bench.py), leaving the graph's own product.
+bool kernel_turned_off() {
+  const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL");
+  return off != nullptr && *off != 0;
 }
 
 // Weight rows per workgroup for a product of `n` outputs in `workgroups` workgroups, each a
@@ -360,12 +376,9 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
 
 std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
     const std::filesystem::path& cache_dir, int workers, bool int8) {
-  // For measuring what the kernel buys (tools/peer/compare_bench.py): the graph's own product.
-  if (const char* off = std::getenv("XLACEL_IREE_NO_PLANAR_KERNEL"); off != nullptr && *off != 0) {
-    return nullptr;
-  }
+  if (kernel_turned_off()) return nullptr;
   const CpuIsaChoice& cpu = iree_cpu_isa();
-  const std::string_view bytes = object_bytes(cpu, int8);
+  const std::string_view bytes = kernel_object(cpu, int8).bytes;
   if (bytes.empty() && !int8 && cpu.isa != CpuIsa::kNone && cpu.name != "native") {
     throw Error(fmt::format(
         "XLACEL_CPU_ISA={}: this build holds no planar kernel object for it (configure with "
@@ -375,6 +388,18 @@ std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
   if (bytes.empty()) return nullptr;
   return std::make_unique<IreeCpuPlanarKernel>(
       write_kernel_object(bytes, "planar_matmul", cache_dir), workers, int8);
+}
+
+std::string iree_cpu_kernels() {
+  if (kernel_turned_off()) return "none (XLACEL_IREE_NO_PLANAR_KERNEL)";
+  const CpuIsaChoice& cpu = iree_cpu_isa();
+  const std::string_view exact = kernel_object(cpu, false).isa;
+  if (exact.empty() && cpu.isa != CpuIsa::kNone) {
+    return fmt::format("none (this build holds no kernel object for {})", cpu.name);
+  }
+  if (exact.empty()) return "none (llvm-cpu's code alone: no AVX2 and FMA)";
+  const std::string_view fast = kernel_object(cpu, true).isa;
+  return fmt::format("{}{}{}", exact, fast.empty() ? "" : ", --math fast ", fast);
 }
 
 }  // namespace xlacel::backends

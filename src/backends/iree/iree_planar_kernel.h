@@ -4,6 +4,7 @@
 // point (a stream.executable whose objects attribute names the file, called by flow.dispatch).
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "lowering/planar_kernel.h"
 
@@ -18,5 +19,10 @@ namespace xlacel::backends {
 // exact; nullptr unless this CPU has AVX-512 with VBMI and VNNI.
 std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
     const std::filesystem::path& cache_dir, int workers, bool int8 = false);
+
+// For people (`xlacel --version`, the device line of `bench`): the instruction set of the kernel
+// the IREE CPU runtime uses here ("AVX-512 VBMI", "AVX2", with --math fast's "AVX-512 VNNI"), or
+// "none (...)" and why.
+std::string iree_cpu_kernels();
 
 }  // namespace xlacel::backends
