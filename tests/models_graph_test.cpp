@@ -530,9 +530,9 @@ TEST(LlamaGraph, SignatureNamesAndShapes) {
   EXPECT_EQ(prefill_ops["stablehlo.scatter"], 0);
 }
 
-// A mixture of experts' decode graph reads an expert's weights only inside a stablehlo.if on
-// whether some row chose it, so a step reads top_k experts per row at most, not all of them;
-// prefill's many rows run every expert without conditionals.
+// A mixture of experts reads each expert it runs at its index in the stacked weights, without a
+// conditional per expert: a decode step reads top_k experts per row at most, not all of them;
+// prefill's many rows run blocks of rows by expert in one loop whose body reads one expert.
 TEST(LlamaGraph, MoeGraphsReadTheExpertsTheirRowsChoseAtTheirIndex) {
   ModelConfig c = smol_like();
   c.architecture = "mixtral";
@@ -566,11 +566,11 @@ TEST(LlamaGraph, MoeGraphsReadTheExpertsTheirRowsChoseAtTheirIndex) {
   EXPECT_EQ(expert_slices(emit(c, {GraphKind::kDecode, 4, 64, WeightType::kF32, 4})),
             c.num_layers * c.num_experts * 3);
   // 16 rows: each expert on the rows that chose it, in blocks of 8 (32 choices, at most 7 rows of
-  // padding per expert: 11 blocks).
-  const int64_t blocks = models::expert_row_blocks(16, c.experts_per_token, c.num_experts);
-  EXPECT_EQ(blocks, 11);
-  EXPECT_EQ(expert_slices(emit(c, {GraphKind::kPrefill, 16, 64, WeightType::kF32, 4})),
-            c.num_layers * blocks * 3);
+  // padding per expert: 11 blocks), run by one loop per layer whose body reads each block's expert.
+  EXPECT_EQ(models::expert_row_blocks(16, c.experts_per_token, c.num_experts), 11);
+  const std::string prefill = emit(c, {GraphKind::kPrefill, 16, 64, WeightType::kF32, 4});
+  EXPECT_EQ(testing::op_counts(prefill)["stablehlo.while"], c.num_layers);
+  EXPECT_EQ(expert_slices(prefill), c.num_layers * 4 * 3);  // 4 blocks a pass
 }
 
 TEST(LlamaGraph, SmolLM2OpCounts) {

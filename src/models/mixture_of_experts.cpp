@@ -14,6 +14,9 @@ namespace {
 // Rows per block where a graph groups its rows by expert (experts_by_row_blocks): the kernel's
 // rows per pass over a weight row on AVX2.
 constexpr int64_t kExpertBlockRows = 8;
+// Blocks per pass of the loop that runs them: a runtime may run a pass's blocks side by side, and
+// pays for each pass (IREE: a submission and a copy of what the loop carries).
+constexpr int64_t kBlocksPerPass = 4;
 
 }  // namespace
 
@@ -37,6 +40,20 @@ std::optional<Value> bias_at(const std::optional<Value>& biases, Value index) {
   const int64_t out = biases->shape()[1];
   const Value zero = constant(index.block(), index.type(), 0.0);
   return reshape(dynamic_slice(*biases, {index, zero}, {1, out}), {out});
+}
+
+// The experts as `block` reads them (a loop's body).
+Experts captured_in(Block& block, const Experts& experts) {
+  auto bias = [&](const std::optional<Value>& v) -> std::optional<Value> {
+    if (!v) return std::nullopt;
+    return block.capture(*v);
+  };
+  return {captured_in(block, experts.gate),
+          captured_in(block, experts.up),
+          captured_in(block, experts.down),
+          bias(experts.gate_bias),
+          bias(experts.up_bias),
+          bias(experts.down_bias)};
 }
 
 // Expert `index`'s gated MLP on `rows`.
@@ -139,22 +156,6 @@ Value prefix_sums(Value values, bool inclusive) {
                     {0});
 }
 
-// Each row's k-th chosen expert in expert order, for k < top_k: where a row's choices are
-// ([T, E] bool), as [top_k][T, E] masks.
-std::vector<Value> nth_choices(Value chosen, int64_t top_k) {
-  Block& b = chosen.block();
-  const TensorType counts(ElementType::kI32, chosen.shape());
-  Value ones = select(chosen, constant(b, counts, 1.0), constant(b, counts, 0.0));
-  // The experts a row chose before each, counted along the experts' axis.
-  Value before = transpose(prefix_sums(transpose(ones, {1, 0}), false), {1, 0});
-  std::vector<Value> nth;
-  for (int64_t k = 0; k < top_k; ++k) {
-    nth.push_back(logical_and(
-        chosen, compare(before, constant(b, counts, static_cast<double>(k)), Direction::kEQ)));
-  }
-  return nth;
-}
-
 // out + y * w per row, w f32 [T].
 Value add_weighted(Value out, Value y, Value w) {
   return out + y * broadcast_like(w, y.shape(), {0});
@@ -214,18 +215,30 @@ Value chosen_experts(Value x, const Experts& experts, const Choice& choice, int6
 }
 
 // Many rows (prefill): each expert runs on the rows that chose it alone. The (row, expert) choices
-// are laid out by expert, each expert's rows padded to whole blocks of kExpertBlockRows, and each
-// of `blocks` blocks runs its expert (read at its index) on its rows; blocks past the last
-// expert's run expert E - 1 (the index clamped) on row 0, and are never read. Then each row adds
-// its chosen experts' results in expert order, times their weights: the sum every_expert makes,
-// without the products of the weight-0 rows.
-Value experts_by_row_blocks(Value x, const Experts& experts, const Choice& choice, int64_t top_k,
-                            int64_t blocks, const ExpertGate& how) {
+// are laid out by expert, each expert's rows padded to whole blocks of kExpertBlockRows, and a
+// loop runs the blocks, kBlocksPerPass a pass, while some expert's run is left: each block's
+// expert (read at its index) on its rows, each result times its choice's weight added to its
+// row. The blocks come in expert order and a block holds a row once at most, so each row adds its
+// chosen experts' results in expert order: the sum every_expert makes, without the products of
+// the weight-0 rows. Padding places (and blocks past the last expert's, which run expert E - 1,
+// the index clamped) name row T: they read row T - 1 and add to an extra row T of the sum, which
+// is cut off.
+//
+// `blocks` bounds the blocks any choice needs; the loop stops after those this one needs. Its
+// body compiles once however many blocks there are (unrolled, Qwen3-30B-A3B's 176 blocks a layer
+// took 18 min to compile on IREE at full depth). It carries the [T + 1, hidden] sum alone: IREE
+// 3.13 copies a loop's carried tensors on every pass.
+Value experts_by_row_blocks(Value x, const Experts& experts, const Choice& choice, int64_t blocks,
+                            const ExpertGate& how) {
   Block& b = x.block();
-  const int64_t tokens = x.shape()[0], count = choice.weights.shape()[1];
-  const int64_t laid_out = blocks * kExpertBlockRows;
+  const int64_t tokens = x.shape()[0], hidden = x.shape()[1];
+  const int64_t count = choice.weights.shape()[1];
+  const int64_t pass_rows = kBlocksPerPass * kExpertBlockRows;
+  const int64_t passes = (blocks + kBlocksPerPass - 1) / kBlocksPerPass;
+  const int64_t laid_out = passes * pass_rows;
   const TensorType choices(ElementType::kI32, choice.chosen.shape());
   const TensorType experts_i32(ElementType::kI32, {count});
+  const TensorType index(ElementType::kI32, {});
   auto i32 = [&](const TensorType& type, double value) { return constant(b, type, value); };
   Value ones = select(choice.chosen, i32(choices, 1.0), i32(choices, 0.0));
   // Each expert's rows, padded to whole blocks, and where its run ends.
@@ -235,38 +248,70 @@ Value experts_by_row_blocks(Value x, const Experts& experts, const Choice& choic
   Value end = prefix_sums(padded, true);
   // Where each choice sits: its expert's run, then the rows before it that chose the expert.
   Value at = broadcast_like(end - padded, choices.shape(), {1}) + prefix_sums(ones, false);
-  // The row at each place (0 where none is): a scatter of the row numbers to the chosen places;
-  // the others go past the end and are skipped.
+  // Each place's row and weight: the choices scattered to their places, the others to one place
+  // past the layout, then cut off. Every index a scatter or gather here takes is in bounds: IREE
+  // 3.13 neither skips nor clamps one that is not (an out-of-bounds scatter index corrupted
+  // another sequence's rows: docs/PERFORMANCE.md, "MoE prefill blocks in a loop").
   Value places = reshape(select(choice.chosen, at, i32(choices, static_cast<double>(laid_out))),
                          {tokens * count, 1});
-  Value row_numbers = reshape(iota(b, choices, 0), {tokens * count});
-  Value row_at = scatter_replace(
-      i32(TensorType(ElementType::kI32, {laid_out}), 0.0), places, row_numbers,
-      {.inserted_window_dims = {0}, .scatter_dims_to_operand_dims = {0}, .index_vector_dim = 1});
-  Value laid_out_x = take(x, row_at);
+  const ScatterDimensions to_places = {
+      .inserted_window_dims = {0}, .scatter_dims_to_operand_dims = {0}, .index_vector_dim = 1};
+  Value row_at =
+      slice(scatter_replace(
+                i32(TensorType(ElementType::kI32, {laid_out + 1}), static_cast<double>(tokens)),
+                places, reshape(iota(b, choices, 0), {tokens * count}), to_places),
+            {0}, {laid_out});
+  // (The weights behind a barrier, as the updates below: IREE would hold them on the stack.)
+  Value weight_at = slice(
+      scatter_replace(constant(b, TensorType(ElementType::kF32, {laid_out + 1}), 0.0), places,
+                      optimization_barrier(reshape(choice.weights, {tokens * count})), to_places),
+      {0}, {laid_out});
   // Block k's expert: how many experts' runs end at or before its first place.
-  const TensorType block_experts(ElementType::kI32, {blocks, count});
+  const TensorType block_experts(ElementType::kI32, {passes * kBlocksPerPass, count});
   Value block_starts = iota(b, block_experts, 0) * i32(block_experts, block);
   Value expert_of = reduce_sum(
       select(compare(broadcast_like(end, block_experts.shape(), {1}), block_starts, Direction::kLE),
              i32(block_experts, 1.0), i32(block_experts, 0.0)),
       {1});
-  std::vector<Value> results;
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t first = k * kExpertBlockRows;
-    Value rows = slice(laid_out_x, {first, 0}, {first + kExpertBlockRows, x.shape()[1]});
-    results.push_back(expert_mlp(rows, experts, reshape(slice(expert_of, {k}, {k + 1}), {}), how));
-  }
-  Value laid_out_y = concatenate(results, 0);
-  // Each row's n-th chosen expert's result and weight, added in expert order.
-  Value out = constant(b, x.type(), 0.0);
-  const TensorType scores(ElementType::kF32, choices.shape());
-  for (const Value& nth : nth_choices(choice.chosen, top_k)) {
-    Value place = reduce_sum(select(nth, at, i32(choices, 0.0)), {1});
-    Value w = reduce_max(select(nth, choice.weights, constant(b, scores, 0.0)), {1});
-    out = add_weighted(out, take(laid_out_y, place), w);
-  }
-  return out;
+  // The passes this choice needs: up to the end of the last expert's run.
+  Value used = reshape(slice(end, {count - 1}, {count}), {});
+  Value used_passes = (used + i32(index, static_cast<double>(pass_rows - 1))) /
+                      i32(index, static_cast<double>(pass_rows));
+  auto run_pass = [&](Block& body, const std::vector<Value>& carried) {
+    const Value first = carried[0] * constant(body, index, static_cast<double>(pass_rows));
+    Value rows = dynamic_slice(body.capture(row_at), {first}, {pass_rows});
+    Value weights = dynamic_slice(body.capture(weight_at), {first}, {pass_rows});
+    Value pass_experts =
+        dynamic_slice(body.capture(expert_of),
+                      {carried[0] * constant(body, index, static_cast<double>(kBlocksPerPass))},
+                      {kBlocksPerPass});
+    // Padding places' row T read as row T - 1, their results added to the sum's extra row T.
+    Value pass_x = take(body.capture(x),
+                        minimum(rows, constant(body, TensorType(ElementType::kI32, {pass_rows}),
+                                               static_cast<double>(tokens - 1))));
+    const Experts inside = captured_in(body, experts);
+    Value out = carried[1];
+    for (int64_t k = 0; k < kBlocksPerPass; ++k) {
+      const int64_t at_row = k * kExpertBlockRows, end_row = at_row + kExpertBlockRows;
+      Value block_rows = slice(rows, {at_row}, {end_row});
+      Value y = expert_mlp(slice(pass_x, {at_row, 0}, {end_row, hidden}), inside,
+                           reshape(slice(pass_experts, {k}, {k + 1}), {}), how);
+      // Behind a barrier: IREE 3.13 fuses what makes a scatter's updates into it and holds them
+      // on the stack (8 rows of 2880: over its 32 KiB limit).
+      Value weighted = optimization_barrier(
+          y * broadcast_like(slice(weights, {at_row}, {end_row}), y.shape(), {0}));
+      out = scatter(out, reshape(block_rows, {kExpertBlockRows, 1}), weighted,
+                    {.update_window_dims = {1},
+                     .inserted_window_dims = {0},
+                     .scatter_dims_to_operand_dims = {0},
+                     .index_vector_dim = 1},
+                    [](Block&, Value current, Value update) { return current + update; });
+    }
+    return std::vector<Value>{out};
+  };
+  Value sum = counted_loop(
+      used_passes, {constant(b, TensorType(x.element(), {tokens + 1, hidden}), 0.0)}, run_pass)[0];
+  return slice(sum, {0, 0}, {tokens, hidden});
 }
 
 }  // namespace
@@ -278,7 +323,7 @@ Value mixture_of_experts(Value x, const Weight& router, const Experts& experts,
   const int64_t slots = expert_slots(tokens, routing.top_k, count);
   if (slots < count) return chosen_experts(x, experts, choice, slots, how);
   if (const int64_t blocks = expert_row_blocks(tokens, routing.top_k, count); blocks > 0) {
-    return experts_by_row_blocks(x, experts, choice, routing.top_k, blocks, how);
+    return experts_by_row_blocks(x, experts, choice, blocks, how);
   }
   return every_expert(x, experts, choice, how);
 }

@@ -290,6 +290,18 @@ Weight expert_matrix(const Weight& stacked, Value index) {
   return one;
 }
 
+Weight captured_in(Block& block, const Weight& weight) {
+  Weight inside = weight;
+  inside.values = block.capture(weight.values);
+  for (auto plane : {&Weight::scales, &Weight::offsets, &Weight::super_scales,
+                     &Weight::super_offsets, &Weight::high_bits, &Weight::expert}) {
+    if (weight.*plane) inside.*plane = block.capture(*(weight.*plane));
+  }
+  if (weight.stack)
+    inside.stack = std::make_shared<const Weight>(captured_in(block, *weight.stack));
+  return inside;
+}
+
 lowering::PlanarOperands planar_operands(const Weight& weight) {
   // An expert goes to a kernel that reads experts as the stack and its index: the slices are then
   // left unused (and dropped by the compiler).

@@ -88,6 +88,10 @@ Weight resident_weight(const std::map<std::string, stablehlo::Value>& arguments,
 // index (and the stack, for a kernel that reads experts in place).
 Weight expert_matrix(const Weight& stacked, stablehlo::Value index);
 
+// The weight as `block` reads it, through captures: for a loop's body or a branch (stablehlo/
+// control_flow.h) that uses a weight of the block around it.
+Weight captured_in(stablehlo::Block& block, const Weight& weight);
+
 // A planar weight as the runtime's kernel takes it.
 lowering::PlanarOperands planar_operands(const Weight& weight);
 
