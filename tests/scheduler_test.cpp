@@ -1076,7 +1076,14 @@ TEST(StopStrings, ReleasesTextThatCannotStartAStopString) {
   EXPECT_EQ(stops.feed("T"), "");
   EXPECT_EQ(stops.feed("OP and the rest"), "");
   EXPECT_TRUE(stops.stopped());
+  EXPECT_EQ(stops.matched(), "STOP");
   EXPECT_EQ(stops.feed("later"), "");
+}
+
+TEST(StopStrings, NamesTheEarliestStopStringFound) {
+  StopStrings stops({"two", "one", "on"});
+  EXPECT_EQ(stops.feed("zero one two"), "zero ");
+  EXPECT_EQ(stops.matched(), "one");  // "on" starts there too, but is given after it
 }
 
 TEST(StopStrings, StopStringInsideOnePieceCutsBeforeIt) {

@@ -154,7 +154,7 @@ void add_serve_command(CLI::App& app) {
                    "requests that may wait for a slot; more are refused with 429")
       ->capture_default_str();
   command->add_option("--api-key", options->api_key,
-                      "require 'Authorization: Bearer KEY' on /v1/ requests");
+                      "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on /v1/ requests");
   command->add_option("--alias", options->alias,
                       "the model name clients use (default: the model file's name)");
   command

@@ -57,6 +57,7 @@ struct TokenEvent {
   std::optional<TokenLogprobs> logprobs;  // of `token`, when the sampling options ask for them
   bool finished = false;
   FinishReason reason = FinishReason::kLength;  // when finished
+  std::string stop;                             // kStop: the stop string that ended the text
   std::string message;                          // for people, e.g. "context full: ..."
   RequestStats stats;                           // when finished
 };

@@ -331,6 +331,7 @@ void Scheduler::accept_token(Sequence& sequence, int32_t token,
     reason = FinishReason::kEos;
   } else if (sequence.stops.stopped()) {
     reason = FinishReason::kStop;
+    event.stop = sequence.stops.matched();
   } else if (sequence.grammar && sequence.grammar->terminated()) {
     reason = FinishReason::kGrammar;
   } else if (stats.output_tokens >= sequence.options.max_tokens) {

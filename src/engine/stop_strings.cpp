@@ -13,7 +13,13 @@ std::string StopStrings::feed(std::string_view text) {
   if (stopped_) return "";
   held_ += text;
   std::size_t first = std::string::npos;
-  for (const std::string& stop : stops_) first = std::min(first, held_.find(stop));
+  for (const std::string& stop : stops_) {
+    const std::size_t at = held_.find(stop);
+    if (at < first) {
+      first = at;
+      matched_ = stop;
+    }
+  }
   if (first != std::string::npos) {
     stopped_ = true;
     std::string released = held_.substr(0, first);

@@ -17,10 +17,14 @@ class StopStrings {
   // What is still held back (at the end of the stream, it is released).
   std::string flush();
   bool stopped() const { return stopped_; }
+  // Once stopped(): the stop string found (the earliest in the text; of those starting there,
+  // the first given).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
+  std::string matched_;
   bool stopped_ = false;
 };
 

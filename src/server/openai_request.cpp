@@ -182,6 +182,27 @@ void parse_logprobs(Endpoint endpoint, const Json& body, engine::SamplingOptions
 
 }  // namespace
 
+void parse_basic_sampling(const Json& body, double max_temperature,
+                          engine::SamplingOptions& sampling) {
+  sampling.temperature = 1;  // both APIs' default
+  if (const Json* value = field(body, "temperature")) {
+    sampling.temperature = static_cast<float>(number(*value, "temperature", 0, max_temperature));
+  }
+  if (const Json* value = field(body, "top_p")) {
+    sampling.top_p = static_cast<float>(number(*value, "top_p", 0, 1));
+  }
+  if (const Json* value = field(body, "top_k")) {
+    sampling.top_k = integer(*value, "top_k", 0, INT32_MAX);
+  }
+}
+
+void check_sampling(const engine::SamplingOptions& sampling) {
+  if (std::string problem = sampling.validate(); !problem.empty()) {
+    const std::string name = problem.substr(0, problem.find(' '));
+    throw invalid_request(name, fmt::format("'{}'{}", name, problem.substr(name.size())));
+  }
+}
+
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
                                            uint64_t default_seed) {
   require_object(body);
@@ -195,6 +216,14 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
   if (endpoint == Endpoint::kChat) {
     request.messages = parse_messages(body);
     request.tools = parse_tool_options(body);
+    if (const Json* kwargs = field(body, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) {
+        throw invalid_request(
+            "chat_template_kwargs",
+            fmt::format("'chat_template_kwargs' must be an object, got {}", type_name(*kwargs)));
+      }
+      request.chat_template_kwargs = *kwargs;
+    }
   } else {
     if (field(body, "tools") != nullptr) {
       throw invalid_request("tools", "'tools' belong to /v1/chat/completions");
@@ -209,15 +238,7 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
       request.max_tokens = integer(*value, name, 1, INT32_MAX);
   }
   engine::SamplingOptions& sampling = request.sampling;
-  sampling.temperature = 1;  // OpenAI's default
-  if (const Json* value = field(body, "temperature")) {
-    sampling.temperature = static_cast<float>(number(*value, "temperature", 0, 2));
-  }
-  if (const Json* value = field(body, "top_p")) {
-    sampling.top_p = static_cast<float>(number(*value, "top_p", 0, 1));
-  }
-  if (const Json* value = field(body, "top_k"))
-    sampling.top_k = integer(*value, "top_k", 0, INT32_MAX);
+  parse_basic_sampling(body, 2, sampling);
   if (const Json* value = field(body, "min_p")) {
     sampling.min_p = static_cast<float>(number(*value, "min_p", 0, 1));
   }
@@ -234,10 +255,7 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
   if (const Json* value = field(body, "seed")) {
     sampling.seed = static_cast<uint64_t>(integer(*value, "seed", INT64_MIN, INT64_MAX));
   }
-  if (std::string problem = sampling.validate(); !problem.empty()) {
-    const std::string name = problem.substr(0, problem.find(' '));
-    throw invalid_request(name, fmt::format("'{}'{}", name, problem.substr(name.size())));
-  }
+  check_sampling(sampling);
   request.stop = parse_stop(body);
   if (const Json* value = field(body, "response_format")) {
     request.response_format = parse_response_format(*value);

@@ -28,6 +28,8 @@ struct GenerationRequest {
   // tool_calls and tool messages as templates read them (server/tool_calls.h)
   Json messages;
   ToolOptions tools;  // chat: tools, tool_choice, parallel_tool_calls
+  // chat: variables the chat template also sees (e.g. {"enable_thinking": false})
+  Json chat_template_kwargs = Json::object();
   // completions: the prompt as text, or as token ids
   std::variant<std::string, std::vector<int32_t>> prompt;
   int64_t max_tokens = 0;  // 0: until the context is full
@@ -40,6 +42,13 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   ResponseFormat response_format;
 };
+
+// temperature (1 when absent, at most `max_temperature`), top_p and top_k: the sampling fields
+// OpenAI's and Anthropic's APIs share.
+void parse_basic_sampling(const Json& body, double max_temperature,
+                          engine::SamplingOptions& sampling);
+// A 400 naming the field when the options are invalid together (SamplingOptions::validate).
+void check_sampling(const engine::SamplingOptions& sampling);
 
 // `default_seed` is used when the request names none (OpenAI samples differently each time).
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,

@@ -51,17 +51,21 @@ ToolReply::Delta Choice::add(const engine::TokenEvent& event) {
   if (event.finished) {
     finished = true;
     reason = event.reason;
+    stop = event.stop;
     stats = event.stats;
   }
   return delta;
 }
 
-const char* Choice::finish_reason() const {
+bool Choice::ended_with_calls() const {
   const bool ended_itself = reason == engine::FinishReason::kEos ||
                             reason == engine::FinishReason::kStop ||
                             reason == engine::FinishReason::kGrammar;
-  if (tools && !tools->calls().empty() && ended_itself) return "tool_calls";
-  return openai_finish_reason(reason);
+  return tools && !tools->calls().empty() && ended_itself;
+}
+
+const char* Choice::finish_reason() const {
+  return ended_with_calls() ? "tool_calls" : openai_finish_reason(reason);
 }
 
 engine::RequestStats total_usage(const std::vector<Choice>& choices) {

@@ -36,7 +36,9 @@ struct Choice {
   // what the event adds to the reply: its text, or with `tools` its content and the tool calls
   // it completed.
   ToolReply::Delta add(const engine::TokenEvent& event);
-  // "tool_calls" when the reply called tools and ended by itself, else openai_finish_reason.
+  // The reply called tools and ended by itself (not cut off).
+  bool ended_with_calls() const;
+  // "tool_calls" when ended_with_calls(), else openai_finish_reason.
   const char* finish_reason() const;
 
   std::optional<ToolReply> tools;  // set when the reply is parsed for tool calls
@@ -46,6 +48,7 @@ struct Choice {
   bool started = false;  // a chunk was streamed (chat's first carries the role)
   bool finished = false;
   engine::FinishReason reason = engine::FinishReason::kLength;
+  std::string stop;  // kStop: the stop string that ended the text
   engine::RequestStats stats;
 };
 

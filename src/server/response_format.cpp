@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -88,15 +90,14 @@ std::shared_ptr<const grammar::CompiledGrammar> response_grammar(engine::Engine&
     throw invalid_request("response_format", e.what());
   }
   if (format.type == ResponseFormat::Type::kJsonObject) return compiler->json_object();
-  const std::string schema = nlohmann::ordered_json::parse(body)
-                                 .at("response_format")
-                                 .at("json_schema")
-                                 .at("schema")
-                                 .dump();
+  std::string pointer = "/" + format.schema_field;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  const std::string schema =
+      nlohmann::ordered_json::parse(body).at(nlohmann::ordered_json::json_pointer(pointer)).dump();
   try {
-    return compiler->json_schema(schema, kSchemaField);
+    return compiler->json_schema(schema, format.schema_field);
   } catch (const Error& e) {
-    throw invalid_request(kSchemaField, e.what());
+    throw invalid_request(format.schema_field, e.what());
   }
 }
 

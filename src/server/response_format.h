@@ -13,6 +13,8 @@ namespace xlacel::server {
 struct ResponseFormat {
   enum class Type { kText, kJsonObject, kJsonSchema };
   Type type = Type::kText;
+  // kJsonSchema: where the body has the schema, as the API names the field (dotted).
+  std::string schema_field = "response_format.json_schema.schema";
 };
 
 // {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name",

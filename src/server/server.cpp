@@ -18,6 +18,8 @@
 #include "server/api_error.h"
 #include "server/event_stream.h"
 #include "server/logprobs_json.h"
+#include "server/messages_request.h"
+#include "server/messages_response.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -63,6 +65,11 @@ std::string write_failure(httplib::DataSink& sink, std::size_t bytes) {
                      sink.is_writable() ? "a write error" : "the client closed the connection");
 }
 
+// Anthropic's endpoints answer in its shapes, errors included.
+ApiShape shape_of_path(const std::string& path) {
+  return path.starts_with("/v1/messages") ? ApiShape::kAnthropic : ApiShape::kOpenAi;
+}
+
 // The model's text side; a 400 naming `field` for a model without a tokenizer.
 const engine::ModelText& text_of(engine::Engine& loaded, const char* field) {
   try {
@@ -91,14 +98,16 @@ struct Server::Impl {
     Flight& operator=(const Flight&) = delete;
 
     Impl& impl;
+    ApiShape shape = ApiShape::kOpenAi;
     ResponseHeader header;
     std::vector<uint64_t> requests;  // the scheduler's, one per choice
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::shared_ptr<EventStream> events = std::make_shared<EventStream>();
-    std::vector<Choice> choices;        // a whole response's choices so far
-    std::optional<SseWriter> streamed;  // a streamed response's chunks
-    std::string cancel_cause;           // why the server cancelled it, for the log
-    std::size_t unfinished = 0;         // choices whose last event has not come yet
+    std::vector<Choice> choices;             // a whole response's choices so far
+    std::unique_ptr<StreamWriter> streamed;  // a streamed response's events
+    std::unique_ptr<MessagesReply> message;  // a whole Anthropic response (one choice)
+    std::string cancel_cause;                // why the server cancelled it, for the log
+    std::size_t unfinished = 0;              // choices whose last event has not come yet
     bool finished() const { return unfinished == 0; }
   };
 
@@ -107,9 +116,24 @@ struct Server::Impl {
   void routes();
   // The loaded engine; 503 while it loads or once the server drains.
   engine::Engine& ready_engine();
+  // POST /v1/chat/completions and /v1/completions.
   void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  std::vector<int32_t> prompt_ids(engine::Engine& engine, const GenerationRequest& request,
-                                  const Json& template_variables);
+  // POST /v1/messages and /v1/messages/count_tokens.
+  void messages(const httplib::Request& req, httplib::Response& res);
+  void count_tokens(const httplib::Request& req, httplib::Response& res);
+  // A 404 unless the request names the served model.
+  void check_model(const GenerationRequest& request) const;
+  // The prompt's token ids; for chat, with the request's tools shown to the model as its
+  // template's family expects them (request.messages rewritten so) and `syntax` set.
+  struct Prompt {
+    std::vector<int32_t> ids;
+    std::optional<ToolCallSyntax> syntax;
+  };
+  Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
+  // Generates what `request` asks for and answers in `shape`; `body`: the request's text (for
+  // the grammars, which read schemas in its key order).
+  void run(engine::Engine& engine, GenerationRequest request, ApiShape shape,
+           const std::string& body, httplib::Response& res);
   // Answers a request whose events are read here, in the HTTP thread, until the last one.
   void answer_whole(Flight& flight, httplib::Response& res);
   void answer_streamed(std::shared_ptr<Flight> flight, httplib::Response& res);
@@ -121,7 +145,7 @@ struct Server::Impl {
   void finished(Flight& flight, std::size_t choice, const engine::TokenEvent& last);
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
-  void refuse(httplib::Response& res, const ApiError& error);
+  void refuse(httplib::Response& res, const ApiError& error, ApiShape shape = ApiShape::kOpenAi);
   uint64_t next_seed();
 
   ServerOptions options;
@@ -140,9 +164,9 @@ struct Server::Impl {
   std::mt19937_64 seeds{std::random_device{}()};
 };
 
-void Server::Impl::refuse(httplib::Response& res, const ApiError& error) {
+void Server::Impl::refuse(httplib::Response& res, const ApiError& error, ApiShape shape) {
   metrics.request_refused(error.status);
-  send_json(res, error.status, error.body());
+  send_json(res, error.status, error.body(shape));
 }
 
 uint64_t Server::Impl::next_seed() {
@@ -161,10 +185,15 @@ void Server::Impl::routes() {
     if (options.api_key.empty() || !protected_path) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    if (req.get_header_value("Authorization") != "Bearer " + options.api_key) {
-      refuse(res, ApiError(401, "authentication_error",
-                           "missing or wrong API key (send 'Authorization: Bearer <key>')", {},
-                           "invalid_api_key"));
+    // OpenAI's clients send the key as a bearer token, Anthropic's as x-api-key.
+    if (req.get_header_value("Authorization") != "Bearer " + options.api_key &&
+        req.get_header_value("x-api-key") != options.api_key) {
+      refuse(res,
+             ApiError(401, "authentication_error",
+                      "missing or wrong API key (send 'Authorization: Bearer <key>' or "
+                      "'x-api-key: <key>')",
+                      {}, "invalid_api_key"),
+             shape_of_path(req.path));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -183,10 +212,11 @@ void Server::Impl::routes() {
     }
     metrics.request_refused(res.status);
     send_json(res, res.status,
-              ApiError(res.status, "invalid_request_error", message, {}, code).body());
+              ApiError(res.status, "invalid_request_error", message, {}, code)
+                  .body(shape_of_path(req.path)));
   });
   http.set_exception_handler(
-      [this](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+      [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
         std::string message = "internal error";
         try {
           std::rethrow_exception(error);
@@ -194,7 +224,7 @@ void Server::Impl::routes() {
           message = fmt::format("internal error: {}", e.what());
         } catch (...) {
         }
-        refuse(res, ApiError(500, "server_error", message));
+        refuse(res, ApiError(500, "server_error", message), shape_of_path(req.path));
       });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -228,26 +258,51 @@ void Server::Impl::routes() {
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     generate(Endpoint::kCompletion, req, res);
   });
+  http.Post("/v1/messages",
+            [this](const httplib::Request& req, httplib::Response& res) { messages(req, res); });
+  http.Post(
+      "/v1/messages/count_tokens",
+      [this](const httplib::Request& req, httplib::Response& res) { count_tokens(req, res); });
   http.Post("/tokenize",
             [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   http.Post("/detokenize",
             [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
 }
 
-std::vector<int32_t> Server::Impl::prompt_ids(engine::Engine& loaded,
-                                              const GenerationRequest& request,
-                                              const Json& template_variables) {
-  const bool chat = request.endpoint == Endpoint::kChat;
-  if (const auto* ids = std::get_if<std::vector<int32_t>>(&request.prompt); ids && !chat) {
-    return *ids;
+void Server::Impl::check_model(const GenerationRequest& request) const {
+  if (request.model != options.model_id) {
+    throw ApiError(404, "invalid_request_error",
+                   fmt::format("the model '{}' does not exist; this server has '{}'", request.model,
+                               options.model_id),
+                   "model", "model_not_found");
   }
+}
+
+Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, GenerationRequest& request) {
+  const bool chat = request.endpoint == Endpoint::kChat;
+  Prompt prompt;
+  if (const auto* ids = std::get_if<std::vector<int32_t>>(&request.prompt); ids && !chat) {
+    prompt.ids = *ids;
+    return prompt;
+  }
+  const engine::ModelText& text = text_of(loaded, chat ? "messages" : "prompt");
   try {
-    const engine::ModelText& text = loaded.text();
-    if (chat) return text.encode_chat(request.messages, template_variables);
-    return text.encode_text(std::get<std::string>(request.prompt));
+    if (!chat) {
+      prompt.ids = text.encode_text(std::get<std::string>(request.prompt));
+      return prompt;
+    }
+    // The tools shown to the model as its template's family expects them; the request's own
+    // template variables first, so that the tools' win.
+    prompt.syntax = tool_call_syntax(text.chat_template_source());
+    ToolPrompt shown = tool_prompt(*prompt.syntax, request.tools, std::move(request.messages));
+    request.messages = std::move(shown.messages);
+    Json variables = request.chat_template_kwargs;
+    variables.update(shown.extra_context);
+    prompt.ids = text.encode_chat(request.messages, variables);
   } catch (const Error& e) {
     throw invalid_request(chat ? "messages" : "prompt", e.what());
   }
+  return prompt;
 }
 
 engine::Engine& Server::Impl::ready_engine() {
@@ -305,106 +360,131 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    GenerationRequest request = parse_generation_request(endpoint, parse_body(req), next_seed());
-    if (request.model != options.model_id) {
-      throw ApiError(404, "invalid_request_error",
-                     fmt::format("the model '{}' does not exist; this server has '{}'",
-                                 request.model, options.model_id),
-                     "model", "model_not_found");
-    }
-    // Chat: the tools shown to the model as its template's family expects them, its replies
-    // parsed for calls in that family's syntax, and constrained to calls when tool_choice
-    // requires them.
-    Json template_variables = Json::object();
-    std::optional<ToolReply> tools;
-    std::shared_ptr<const grammar::CompiledGrammar> tool_constraint;
-    if (endpoint == Endpoint::kChat) {
-      const engine::ModelText& text = text_of(loaded, "messages");
-      const ToolCallSyntax syntax = tool_call_syntax(text.chat_template_source());
-      ToolPrompt shown = tool_prompt(syntax, request.tools, std::move(request.messages));
-      request.messages = std::move(shown.messages);
-      template_variables = std::move(shown.extra_context);
-      if (request.tools.active()) {
-        tool_constraint = tool_grammar(loaded, syntax, request.tools, req.body);
-        tools.emplace(syntax, request.tools.parallel, marker_tokens(syntax, text.tokenizer()),
-                      tool_constraint != nullptr);
-      }
-    }
-    std::vector<int32_t> prompt = prompt_ids(loaded, request, template_variables);
-    const auto& caps = loaded.executor().capabilities();
-    const auto prompt_size = static_cast<int64_t>(prompt.size());
-    const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
-    if (prompt_size == 0) throw invalid_request(prompt_field, "the prompt has no tokens");
-    for (int32_t id : prompt) {
-      if (id >= caps.vocab_size) {
-        throw invalid_request("prompt", fmt::format("token id {} is outside the vocabulary [0, {})",
-                                                    id, caps.vocab_size));
-      }
-    }
-    for (const auto& [id, bias] : request.sampling.logit_bias) {
-      if (id >= caps.vocab_size) {
-        throw invalid_request("logit_bias",
-                              fmt::format("'logit_bias' token id {} is outside the vocabulary "
-                                          "[0, {})",
-                                          id, caps.vocab_size));
-      }
-    }
-    if (prompt_size >= caps.capacity || prompt_size + request.max_tokens > caps.capacity) {
-      throw invalid_request(
-          prompt_field,
-          fmt::format("the prompt ({} tokens){} does not fit the context of {} tokens", prompt_size,
-                      request.max_tokens > 0
-                          ? fmt::format(" plus max_tokens ({})", request.max_tokens)
-                          : std::string(" plus one new token"),
-                      caps.capacity),
-          "context_length_exceeded");
-    }
-
-    engine::RequestOptions options_for_engine = loaded.default_request();
-    options_for_engine.max_tokens =
-        request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
-    options_for_engine.sampling = request.sampling;
-    options_for_engine.stop = request.stop;
-    options_for_engine.grammar = tool_constraint
-                                     ? tool_constraint
-                                     : response_grammar(loaded, request.response_format, req.body);
-    // Choice i samples with seed + i (see GenerationRequest::n).
-    const auto choices = static_cast<std::size_t>(request.n);
-    std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);
-    for (std::size_t i = 0; i < choices; ++i) choice_options[i].sampling.seed += i;
-
-    auto flight = std::make_shared<Flight>(*this);
-    const uint64_t number = next_id++;
-    flight->header = {
-        endpoint, fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", number),
-        static_cast<int64_t>(std::time(nullptr)), options.model_id};
-    const Tokenizer* logprobs_tokenizer =
-        request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
-    if (request.stream) {
-      flight->streamed.emplace(flight->header, request.include_usage, choices, logprobs_tokenizer,
-                               tools);
-    } else {
-      flight->choices.assign(choices, Choice(endpoint, logprobs_tokenizer));
-      for (Choice& choice : flight->choices) choice.tools = tools;
-    }
-    flight->unfinished = choices;
-    try {
-      std::shared_ptr<EventStream> events = flight->events;
-      flight->requests = scheduler->submit_all(prompt, choice_options, [events](std::size_t i) {
-        return [events, i](const engine::TokenEvent& event) { events->push(i, event); };
-      });
-    } catch (const engine::QueueFull& e) {
-      throw ApiError(429, "rate_limit_error", e.what(), {}, "queue_full");
-    } catch (const Error& e) {
-      throw invalid_request(prompt_field, e.what());
-    }
-    if (request.stream) {
-      answer_streamed(flight, res);
-    } else {
-      answer_whole(*flight, res);
-    }
+    run(loaded, parse_generation_request(endpoint, parse_body(req), next_seed()), ApiShape::kOpenAi,
+        req.body, res);
   } catch (const ApiError& error) {
     refuse(res, error);
+  }
+}
+
+void Server::Impl::messages(const httplib::Request& req, httplib::Response& res) {
+  try {
+    engine::Engine& loaded = ready_engine();
+    run(loaded, parse_messages_request(parse_body(req), next_seed()), ApiShape::kAnthropic,
+        req.body, res);
+  } catch (const ApiError& error) {
+    refuse(res, error, ApiShape::kAnthropic);
+  }
+}
+
+void Server::Impl::count_tokens(const httplib::Request& req, httplib::Response& res) {
+  try {
+    engine::Engine& loaded = ready_engine();
+    GenerationRequest request = parse_count_tokens_request(parse_body(req));
+    check_model(request);
+    const Prompt prompt = prompt_for(loaded, request);
+    send_json(res, 200, {{"input_tokens", prompt.ids.size()}});
+  } catch (const ApiError& error) {
+    refuse(res, error, ApiShape::kAnthropic);
+  }
+}
+
+void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiShape shape,
+                       const std::string& body, httplib::Response& res) {
+  check_model(request);
+  const Endpoint endpoint = request.endpoint;
+  const Prompt built = prompt_for(loaded, request);
+  const std::vector<int32_t>& prompt = built.ids;
+  // Chat: the reply parsed for calls in the family's syntax, and constrained to calls when
+  // tool_choice requires them.
+  std::optional<ToolReply> tools;
+  std::shared_ptr<const grammar::CompiledGrammar> tool_constraint;
+  if (built.syntax && request.tools.active()) {
+    const grammar::OrderedJson ordered = grammar::OrderedJson::parse(body);
+    tool_constraint =
+        tool_grammar(loaded, *built.syntax, request.tools,
+                     shape == ApiShape::kAnthropic ? function_tools(ordered) : ordered.at("tools"));
+    tools.emplace(*built.syntax, request.tools.parallel,
+                  marker_tokens(*built.syntax, loaded.text().tokenizer()),
+                  tool_constraint != nullptr);
+  }
+  const auto& caps = loaded.executor().capabilities();
+  const auto prompt_size = static_cast<int64_t>(prompt.size());
+  const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
+  if (prompt_size == 0) throw invalid_request(prompt_field, "the prompt has no tokens");
+  for (int32_t id : prompt) {
+    if (id >= caps.vocab_size) {
+      throw invalid_request("prompt", fmt::format("token id {} is outside the vocabulary [0, {})",
+                                                  id, caps.vocab_size));
+    }
+  }
+  for (const auto& [id, bias] : request.sampling.logit_bias) {
+    if (id >= caps.vocab_size) {
+      throw invalid_request("logit_bias",
+                            fmt::format("'logit_bias' token id {} is outside the vocabulary "
+                                        "[0, {})",
+                                        id, caps.vocab_size));
+    }
+  }
+  if (prompt_size >= caps.capacity || prompt_size + request.max_tokens > caps.capacity) {
+    throw invalid_request(
+        prompt_field,
+        fmt::format("the prompt ({} tokens){} does not fit the context of {} tokens", prompt_size,
+                    request.max_tokens > 0
+                        ? fmt::format(" plus max_tokens ({})", request.max_tokens)
+                        : std::string(" plus one new token"),
+                    caps.capacity),
+        "context_length_exceeded");
+  }
+
+  engine::RequestOptions options_for_engine = loaded.default_request();
+  options_for_engine.max_tokens =
+      request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
+  options_for_engine.sampling = request.sampling;
+  options_for_engine.stop = request.stop;
+  options_for_engine.grammar =
+      tool_constraint ? tool_constraint : response_grammar(loaded, request.response_format, body);
+  // Choice i samples with seed + i (see GenerationRequest::n).
+  const auto choices = static_cast<std::size_t>(request.n);
+  std::vector<engine::RequestOptions> choice_options(choices, options_for_engine);
+  for (std::size_t i = 0; i < choices; ++i) choice_options[i].sampling.seed += i;
+
+  auto flight = std::make_shared<Flight>(*this);
+  flight->shape = shape;
+  const uint64_t number = next_id++;
+  const char* id_prefix = shape == ApiShape::kAnthropic ? "msg_"
+                          : endpoint == Endpoint::kChat ? "chatcmpl-"
+                                                        : "cmpl-";
+  flight->header = {endpoint, fmt::format("{}{}", id_prefix, number),
+                    static_cast<int64_t>(std::time(nullptr)), options.model_id};
+  const Tokenizer* logprobs_tokenizer =
+      request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
+  if (shape == ApiShape::kAnthropic && request.stream) {
+    flight->streamed = std::make_unique<MessagesReply>(flight->header, prompt_size, tools);
+  } else if (shape == ApiShape::kAnthropic) {
+    flight->message = std::make_unique<MessagesReply>(flight->header, prompt_size, tools);
+  } else if (request.stream) {
+    flight->streamed = std::make_unique<SseWriter>(flight->header, request.include_usage, choices,
+                                                   logprobs_tokenizer, tools);
+  } else {
+    flight->choices.assign(choices, Choice(endpoint, logprobs_tokenizer));
+    for (Choice& choice : flight->choices) choice.tools = tools;
+  }
+  flight->unfinished = choices;
+  try {
+    std::shared_ptr<EventStream> events = flight->events;
+    flight->requests = scheduler->submit_all(prompt, choice_options, [events](std::size_t i) {
+      return [events, i](const engine::TokenEvent& event) { events->push(i, event); };
+    });
+  } catch (const engine::QueueFull& e) {
+    throw ApiError(429, "rate_limit_error", e.what(), {}, "queue_full");
+  } catch (const Error& e) {
+    throw invalid_request(prompt_field, e.what());
+  }
+  if (request.stream) {
+    answer_streamed(flight, res);
+  } else {
+    answer_whole(*flight, res);
   }
 }
 
@@ -433,7 +513,12 @@ void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
   while (!flight.finished()) {
     if (!flight.events->pop_all(events, kKeepAliveInterval)) continue;
     for (const auto& [choice, event] : events) {
-      flight.choices.at(choice).add(event);
+      if (flight.message) {
+        std::string events_text;  // the stream's, not sent
+        flight.message->append(event, choice, "", events_text);
+      } else {
+        flight.choices.at(choice).add(event);
+      }
       if (!event.finished) continue;
       finished(flight, choice, event);
       if (event.reason == engine::FinishReason::kCancelled && cancel_message.empty()) {
@@ -442,7 +527,9 @@ void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
     }
   }
   if (!cancel_message.empty()) {
-    send_json(res, 503, ApiError(503, "unavailable_error", cancel_message).body());
+    send_json(res, 503, ApiError(503, "unavailable_error", cancel_message).body(flight.shape));
+  } else if (flight.shape == ApiShape::kAnthropic) {
+    send_json(res, 200, flight.message->message());
   } else {
     send_json(res, 200, full_response(flight.header, flight.choices));
   }

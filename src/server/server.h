@@ -1,9 +1,10 @@
 #pragma once
-// An OpenAI-compatible HTTP server over one Engine (cpp-httplib): POST /v1/chat/completions and
-// /v1/completions (streamed as server-sent events or whole), GET /v1/models, /health and
-// /metrics. Requests go to the engine's scheduler through a SchedulerThread, so they batch
-// continuously; a client that goes away cancels its request. The server listens before the
-// model is loaded and answers 503 until attach().
+// An OpenAI- and Anthropic-compatible HTTP server over one Engine (cpp-httplib): POST
+// /v1/chat/completions, /v1/completions and /v1/messages (streamed as server-sent events or
+// whole), /v1/messages/count_tokens, GET /v1/models, /health and /metrics. Requests go to the
+// engine's scheduler through a SchedulerThread, so they batch continuously; a client that goes away
+// cancels its request. The server listens before the model is loaded and answers 503 until
+// attach().
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -16,8 +17,8 @@ namespace xlacel::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                            // 0: any free port (bind() says which)
-  std::string api_key;                        // when set, /v1/* needs "Authorization: Bearer <key>"
+  int port = 8080;      // 0: any free port (bind() says which)
+  std::string api_key;  // when set, /v1/* needs "Authorization: Bearer <key>" or "x-api-key: <key>"
   std::string model_id;                       // the name clients put in "model"
   std::size_t max_waiting = 64;               // requests waiting for a slot before 429
   std::size_t max_body_bytes = 8 << 20;       // larger bodies get 413

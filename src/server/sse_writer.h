@@ -15,11 +15,12 @@
 
 #include "engine/request.h"
 #include "server/openai_response.h"
+#include "server/stream_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace xlacel::server {
 
-class SseWriter {
+class SseWriter : public StreamWriter {
  public:
   // `choices`: how many (n); `logprobs_tokenizer`: when not null, chunks carry logprobs.
   // `tools`: when set, each choice's reply is parsed for tool calls, which stream as
@@ -28,12 +29,8 @@ class SseWriter {
             const Tokenizer* logprobs_tokenizer = nullptr,
             const std::optional<ToolReply>& tools = std::nullopt);
 
-  // Appends the SSE text an event of choice `index` adds to `out` (possibly nothing: a token
-  // that ends inside a UTF-8 character adds no text yet). True once the stream ended: every
-  // choice's last event was handled, or one was cancelled, which becomes an error event
-  // carrying `cancel_message`.
   bool append(const engine::TokenEvent& event, std::size_t index, const std::string& cancel_message,
-              std::string& out);
+              std::string& out) override;
   bool append(const engine::TokenEvent& event, const std::string& cancel_message,
               std::string& out) {
     return append(event, 0, cancel_message, out);

@@ -14,13 +14,6 @@ namespace xlacel::server {
 
 namespace {
 
-// OpenAI's rule for function names: letters, digits, '_' and '-', at most 64.
-bool valid_function_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-  });
-}
-
 const Json& object_field(const Json& parent, const char* name, const std::string& where) {
   const Json* value = field(parent, name);
   if (value == nullptr || !value->is_object()) {
@@ -194,6 +187,12 @@ Json own_roles(const ToolCallSyntax& syntax, Json messages) {
 }
 
 }  // namespace
+
+bool valid_function_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
 
 ToolOptions parse_tool_options(const Json& body) {
   ToolOptions options;

@@ -30,6 +30,10 @@ struct ToolOptions {
   bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
 };
 
+// The rule OpenAI's and Anthropic's APIs both set for tool names: 1 to 64 letters, digits, '_'
+// and '-'.
+bool valid_function_name(const std::string& name);
+
 // `tools`, `tool_choice`, `parallel_tool_calls` (400 naming the field when malformed).
 ToolOptions parse_tool_options(const Json& body);
 

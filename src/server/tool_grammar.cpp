@@ -11,7 +11,7 @@ namespace xlacel::server {
 std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& engine,
                                                              const ToolCallSyntax& syntax,
                                                              const ToolOptions& options,
-                                                             const std::string& body) {
+                                                             const OrderedJson& ordered_tools) {
   if (!options.active()) return nullptr;
   const bool required = options.choice != ToolChoice::kAuto;
   // "auto": free text, and a call's arguments constrained once its marker starts it. Grammars
@@ -35,9 +35,9 @@ std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& eng
                                         options.named.empty() ? "required" : "named", *keyword));
     }
   }
-  const std::string tag = tool_call_structural_tag(syntax, OrderedJson::parse(body).at("tools"),
-                                                   required, options.named, options.parallel)
-                              .dump();
+  const std::string tag =
+      tool_call_structural_tag(syntax, ordered_tools, required, options.named, options.parallel)
+          .dump();
   try {
     return engine.grammars().structural_tag(tag, "tools");
   } catch (const Error& e) {

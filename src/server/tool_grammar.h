@@ -13,12 +13,12 @@ namespace xlacel::server {
 // The grammar of the reply tool_choice asks for: "required" or the named function, calls only;
 // "auto", free text in which a call, once its marker starts it, follows the family's syntax with
 // arguments that match the tool's `parameters` (tool_call_structural_tag); null for "none", and
-// for "auto" where the family's marker is a special token (grammars never allow those). `body`:
-// the request's JSON text, whose schemas keep their key order there. 400 naming `tools` when a
-// schema cannot be enforced.
+// for "auto" where the family's marker is a special token (grammars never allow those).
+// `ordered_tools`: the tools in OpenAI's function shape as the request's text has them, whose
+// schemas keep their key order there. 400 naming `tools` when a schema cannot be enforced.
 std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(engine::Engine& engine,
                                                              const ToolCallSyntax& syntax,
                                                              const ToolOptions& options,
-                                                             const std::string& body);
+                                                             const OrderedJson& ordered_tools);
 
 }  // namespace xlacel::server
