@@ -2,7 +2,8 @@
 // every family (whole, and streamed in every cut: the same content and calls), the request's
 // tools / tool_choice / messages checked field by field, the conversation rendered through
 // the server's path against jinja2 as transformers runs it (tests/data/chat/expected.json), and
-// the SSE chunks of calls reassembled as OpenAI's client does.
+// the SSE chunks of calls reassembled as OpenAI's client does; and reasoning models' thinking
+// split from their answers.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "chat/reasoning_parser.h"
 #include "chat/tool_call_format.h"
 #include "chat/tool_call_parser.h"
 #include "common/error.h"
@@ -582,7 +584,9 @@ TEST(ToolReply, StreamedChunksReassembleToTheWholeResponse) {
     for (const auto& event : events) choices[0].add(event);
     const Json whole = server::full_response(header, choices)["choices"][0];
 
-    server::SseWriter writer(header, false, 1, nullptr, tools);
+    server::Choice prototype(server::Endpoint::kChat, nullptr);
+    prototype.tools = tools;
+    server::SseWriter writer(header, false, 1, prototype);
     std::string sse;
     for (const auto& event : events) writer.append(event, "cancelled", sse);
     std::string finish_reason;
@@ -611,4 +615,64 @@ TEST(ToolReply, StreamedChunksReassembleToTheWholeResponse) {
 }
 
 }  // namespace
+// ---------------------------------------------------------------------------------------------
+// Reasoning: `<think>` blocks split from the answer, as the thinking models' templates cut a past
+// reply (reasoning.strip('\n'), content.lstrip('\n')), whatever the pieces the text comes in.
+
+namespace {
+
+ReasoningParser::Update split(const std::string& reply, bool inside, std::size_t step) {
+  ReasoningParser parser(inside);
+  ReasoningParser::Update all;
+  for (std::size_t at = 0; at < reply.size(); at += step) {
+    const ReasoningParser::Update update = parser.feed(std::string_view(reply).substr(at, step));
+    all.reasoning += update.reasoning;
+    all.content += update.content;
+  }
+  const ReasoningParser::Update last = parser.finish();
+  all.reasoning += last.reasoning;
+  all.content += last.content;
+  return all;
+}
+
+}  // namespace
+
+TEST(ReasoningParser, SplitsThinkingFromTheAnswerInEveryCut) {
+  struct Case {
+    std::string reply;
+    bool inside;
+    std::string reasoning, content;
+  };
+  const std::vector<Case> cases = {
+      {"<think>\nFirst, 2 + 2.\n\nIt is 4.\n</think>\n\nVier. ✓", false,
+       "First, 2 + 2.\n\nIt is 4.", "Vier. ✓"},
+      {"  <think>x</think>y", false, "x", "y"},
+      {"No thinking <think>here</think>", false, "", "No thinking <think>here</think>"},
+      {"<thin", false, "", "<thin"},
+      {"\n\n", false, "", "\n\n"},
+      {"<think>\n\n</think>\n\nJust the answer", false, "", "Just the answer"},
+      {"<think>cut off by max_tok", false, "cut off by max_tok", ""},
+      {"<think>ends in a partial </thi", false, "ends in a partial </thi", ""},
+      {"The prompt opened it.\n</think>\n\nAnswer </think> kept", true, "The prompt opened it.",
+       "Answer </think> kept"},
+      {"<|tool_call|>", false, "", "<|tool_call|>"},
+      {"", true, "", ""},
+  };
+  for (const Case& c : cases) {
+    for (std::size_t step : {1, 2, 3, 5, 7, 64}) {
+      const ReasoningParser::Update got = split(c.reply, c.inside, step);
+      EXPECT_EQ(got.reasoning, c.reasoning) << c.reply << " in pieces of " << step;
+      EXPECT_EQ(got.content, c.content) << c.reply << " in pieces of " << step;
+    }
+  }
+}
+
+TEST(ReasoningParser, KnowsTemplatesThatThinkAndPromptsThatOpenTheBlock) {
+  EXPECT_TRUE(template_thinks("{{ content.split('</think>')[-1] }}"));
+  EXPECT_FALSE(template_thinks("{{ messages }}"));
+  EXPECT_TRUE(prompt_opens_thinking("<｜Assistant｜><think>\n"));
+  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n"));
+}
+
 }  // namespace xlacel

@@ -1,5 +1,6 @@
 // `xlacel serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [--context N]
-//  [--api-key KEY] [--alias NAME] [runtime flags]`: an OpenAI-compatible HTTP server
+//  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [runtime flags]`: an OpenAI- and
+//  Anthropic-compatible HTTP server
 // (src/server) over the batching engine. It listens at once and answers 503 until the model is
 // loaded; SIGINT or SIGTERM stop it gracefully (exit 0).
 #include <fmt/format.h>
@@ -33,6 +34,7 @@ struct ServeCommandOptions {
   std::string api_key;
   std::string alias;
   double shutdown_grace = 10;
+  std::string reasoning_format = "auto";
 };
 
 void log_line(std::string_view line) {
@@ -58,6 +60,9 @@ void run_serve(const ServeCommandOptions& options) {
   if (options.shutdown_grace < 0) {
     fail("--shutdown-grace", "must be >= 0, got {}", options.shutdown_grace);
   }
+  if (options.reasoning_format != "auto" && options.reasoning_format != "none") {
+    fail("--reasoning-format", "must be auto or none, got '{}'", options.reasoning_format);
+  }
   ModelFiles model = open_model(options.runtime.model);
   if (!engine::has_tokenizer(model)) fail(model.path(), "the model has no tokenizer to serve text");
   // Without --context each slot holds 1024 positions (or the model's maximum, if smaller).
@@ -77,6 +82,7 @@ void run_serve(const ServeCommandOptions& options) {
   server_options.max_waiting = static_cast<std::size_t>(options.queue);
   server_options.http_threads = static_cast<std::size_t>(options.parallel + options.queue + 16);
   server_options.log = log_line;
+  server_options.split_reasoning = options.reasoning_format == "auto";
 
   // Signals are taken by one thread (sigwait) rather than a handler, so shutting down may lock
   // and wait. Blocked before any other thread starts, so every thread inherits the mask.
@@ -157,6 +163,11 @@ void add_serve_command(CLI::App& app) {
                       "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on /v1/ requests");
   command->add_option("--alias", options->alias,
                       "the model name clients use (default: the model file's name)");
+  command
+      ->add_option("--reasoning-format", options->reasoning_format,
+                   "auto: the thinking of models whose template thinks (<think> blocks) comes "
+                   "apart (reasoning_content, thinking blocks); none: left in the text")
+      ->capture_default_str();
   command
       ->add_option("--shutdown-grace", options->shutdown_grace,
                    "seconds requests in flight may take to finish on SIGINT/SIGTERM")

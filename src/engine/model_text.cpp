@@ -69,8 +69,11 @@ std::vector<int32_t> ModelText::encode_text(std::string_view text) const {
   return ids;
 }
 
-std::vector<int32_t> ModelText::encode_chat(const Json& messages, const Json& extra_context) const {
-  std::vector<int32_t> ids = tokenizer_->encode(render_chat(messages, extra_context, true), false);
+std::vector<int32_t> ModelText::encode_chat(const Json& messages, const Json& extra_context,
+                                            std::string* rendered) const {
+  std::string text = render_chat(messages, extra_context, true);
+  std::vector<int32_t> ids = tokenizer_->encode(text, false);
+  if (rendered != nullptr) *rendered = std::move(text);
   if (ids.empty()) fail("messages", "the rendered conversation has no tokens");
   return ids;
 }

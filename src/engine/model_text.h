@@ -43,8 +43,10 @@ class ModelText {
   // Raw text with the model's special tokens added (BOS, ...). Error when it has no tokens.
   std::vector<int32_t> encode_text(std::string_view text) const;
   // The conversation rendered with the assistant's turn opened, tokenized as transformers'
-  // apply_chat_template does: without adding special tokens again.
-  std::vector<int32_t> encode_chat(const Json& messages, const Json& extra_context) const;
+  // apply_chat_template does: without adding special tokens again. `rendered`, when given,
+  // receives the text.
+  std::vector<int32_t> encode_chat(const Json& messages, const Json& extra_context,
+                                   std::string* rendered = nullptr) const;
 
  private:
   std::string model_path_;

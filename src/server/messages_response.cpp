@@ -59,13 +59,8 @@ std::string anthropic_event(const Json& data) {
          "\ndata: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
 }
 
-MessagesReply::MessagesReply(ResponseHeader header, int64_t prompt_tokens,
-                             const std::optional<ToolReply>& tools)
-    : header_(std::move(header)),
-      prompt_tokens_(prompt_tokens),
-      choice_(header_.endpoint, nullptr) {
-  choice_.tools = tools;
-}
+MessagesReply::MessagesReply(ResponseHeader header, int64_t prompt_tokens, Choice prototype)
+    : header_(std::move(header)), prompt_tokens_(prompt_tokens), choice_(std::move(prototype)) {}
 
 void MessagesReply::open(Block kind, Json start, std::string& out) {
   close(out);
@@ -73,6 +68,21 @@ void MessagesReply::open(Block kind, Json start, std::string& out) {
       {{"type", "content_block_start"}, {"index", content_.size()}, {"content_block", start}});
   content_.push_back(std::move(start));
   open_ = kind;
+}
+
+void MessagesReply::grow(Block kind, const char* field, const char* delta_type,
+                         const std::string& text, std::string& out) {
+  if (text.empty()) return;
+  if (open_ != kind) {
+    Json start = {{"type", kind == Block::kThinking ? "thinking" : "text"}, {field, ""}};
+    if (kind == Block::kThinking) start["signature"] = "";  // nothing to sign here
+    open(kind, std::move(start), out);
+  }
+  Json& grown = content_.back()[field];
+  grown = grown.get<std::string>() + text;
+  out += anthropic_event({{"type", "content_block_delta"},
+                          {"index", content_.size() - 1},
+                          {"delta", {{"type", delta_type}, {field, text}}}});
 }
 
 void MessagesReply::close(std::string& out) {
@@ -96,15 +106,9 @@ bool MessagesReply::append(const engine::TokenEvent& event, std::size_t,
     finished_ = true;
     return true;
   }
-  ToolReply::Delta delta = choice_.add(event);
-  if (!delta.content.empty()) {
-    if (open_ != Block::kText) open(Block::kText, {{"type", "text"}, {"text", ""}}, out);
-    Json& text = content_.back()["text"];
-    text = text.get<std::string>() + delta.content;
-    out += anthropic_event({{"type", "content_block_delta"},
-                            {"index", content_.size() - 1},
-                            {"delta", {{"type", "text_delta"}, {"text", delta.content}}}});
-  }
+  ReplyDelta delta = choice_.add(event);
+  grow(Block::kThinking, "thinking", "thinking_delta", delta.reasoning, out);
+  grow(Block::kText, "text", "text_delta", delta.content, out);
   // OpenAI-shaped fragments (ToolReply): a call's first names it, later ones grow its arguments.
   for (const Json& fragment : delta.calls) {
     if (fragment.contains("id")) {

@@ -1,11 +1,11 @@
 #pragma once
 // The answers of POST /v1/messages in Anthropic's shapes: the whole message ({"type": "message",
-// "content": [text and tool_use blocks], "stop_reason", "usage"}) or its stream of typed
-// server-sent events (message_start, then per content block content_block_start, its deltas
-// (text_delta, input_json_delta) and content_block_stop, then message_delta with the stop
-// reason and usage, and message_stop). One MessagesReply builds both from the token events, the
-// blocks in the order the model wrote them, so the two agree; the reply's text and tool calls
-// are parsed by the same Choice as OpenAI's answers.
+// "content": [thinking, text and tool_use blocks], "stop_reason", "usage"}) or its stream of
+// typed server-sent events (message_start, then per content block content_block_start, its
+// deltas (thinking_delta, text_delta, input_json_delta) and content_block_stop, then message_delta
+// with the stop reason and usage, and message_stop). One MessagesReply builds both from the token
+// events, the blocks in the order the model wrote them, so the two agree; the reply's text and tool
+// calls are parsed by the same Choice as OpenAI's answers.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,8 +28,8 @@ Json messages_usage(const engine::RequestStats& stats);
 class MessagesReply : public StreamWriter {
  public:
   // `prompt_tokens`: the prompt's length, which message_start reports before any token.
-  MessagesReply(ResponseHeader header, int64_t prompt_tokens,
-                const std::optional<ToolReply>& tools);
+  // `prototype`: how the reply is parsed (tools, thinking); no logprobs.
+  MessagesReply(ResponseHeader header, int64_t prompt_tokens, Choice prototype);
 
   // The stream's events for a token event (one choice only: index 0).
   bool append(const engine::TokenEvent& event, std::size_t index, const std::string& cancel_message,
@@ -39,7 +39,11 @@ class MessagesReply : public StreamWriter {
   Json message() const;
 
  private:
-  enum class Block { kNone, kText, kToolUse };
+  enum class Block { kNone, kThinking, kText, kToolUse };
+  // Appends `text` to the open block's `field`, opening a `kind` block first where needed, and
+  // writes the delta.
+  void grow(Block kind, const char* field, const char* delta_type, const std::string& text,
+            std::string& out);
   // Opens a block of `kind` (closing the open one) with `start` as its content_block.
   void open(Block kind, Json start, std::string& out);
   void close(std::string& out);

@@ -69,6 +69,15 @@ Json parse_messages(const Json& body) {
     // Templates know "system"; OpenAI's newer name for it is "developer".
     Json converted = {{"role", role_name == "developer" ? "system" : role_name},
                       {"content", std::move(content)}};
+    // A past reply's thinking, which templates that think read (Qwen 3: reasoning_content).
+    if (const Json* reasoning = field(message, "reasoning_content");
+        role_name == "assistant" && reasoning != nullptr) {
+      if (!reasoning->is_string()) {
+        throw invalid_request(where + ".reasoning_content",
+                              fmt::format("'{}.reasoning_content' must be a string", where));
+      }
+      converted["reasoning_content"] = *reasoning;
+    }
     // Only when there are calls: some templates test `'tool_calls' in message`.
     if (const Json* calls = field(message, "tool_calls");
         role_name == "assistant" && calls != nullptr && !calls->empty()) {

@@ -43,9 +43,32 @@ Choice::Choice(Endpoint endpoint, const Tokenizer* logprobs_tokenizer) {
   if (logprobs_tokenizer != nullptr) logprobs.emplace(endpoint, *logprobs_tokenizer);
 }
 
-ToolReply::Delta Choice::add(const engine::TokenEvent& event) {
+ReplyDelta Choice::add(const engine::TokenEvent& event) {
   if (logprobs && event.logprobs) logprobs->add(*event.logprobs, characters);
-  ToolReply::Delta delta = tools ? tools->add(event) : ToolReply::Delta{event.text, {}};
+  ReplyDelta delta;
+  std::string content = event.text;
+  if (thinking) {
+    // Decoding skipped a special think tag: the parser needs it (the answer does not).
+    for (const auto& [id, marker] : thinking->markers) {
+      if (event.token == id && !thinking->parser.answering()) content += marker;
+    }
+    ReasoningParser::Update update = thinking->parser.feed(content);
+    if (event.finished) {
+      ReasoningParser::Update last = thinking->parser.finish();
+      update.reasoning += last.reasoning;
+      update.content += last.content;
+    }
+    delta.reasoning = std::move(update.reasoning);
+    reasoning += delta.reasoning;
+    content = std::move(update.content);
+  }
+  if (tools) {
+    ToolReply::Delta split = tools->add(content, event.token, event.finished);
+    delta.content = std::move(split.content);
+    delta.calls = std::move(split.calls);
+  } else {
+    delta.content = std::move(content);
+  }
   text += delta.content;
   characters += count_code_points(delta.content);
   if (event.finished) {
@@ -94,6 +117,7 @@ Json full_response(const ResponseHeader& header, std::vector<Choice>& choices) {
                    {"logprobs", from.logprobs ? from.logprobs->take() : Json()}};
     if (header.endpoint == Endpoint::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", from.text}};
+      if (!from.reasoning.empty()) choice["message"]["reasoning_content"] = from.reasoning;
       if (from.tools && !from.tools->calls().empty()) {
         // As OpenAI: content null when the reply is only calls; calls without stream indices.
         if (from.text.empty()) choice["message"]["content"] = Json();
@@ -128,6 +152,18 @@ Json stream_chunk(const ResponseHeader& header, std::size_t index, const std::st
     choice["text"] = text;
   }
   chunk["choices"] = Json::array({choice});
+  return chunk;
+}
+
+Json reasoning_chunk(const ResponseHeader& header, std::size_t index, const std::string& reasoning,
+                     bool first, Json logprobs) {
+  Json chunk = header_json(header, true);
+  Json delta = {{"reasoning_content", reasoning}};
+  if (first) delta["role"] = "assistant";
+  chunk["choices"] = Json::array({{{"index", index},
+                                   {"delta", std::move(delta)},
+                                   {"finish_reason", Json()},
+                                   {"logprobs", std::move(logprobs)}}});
   return chunk;
 }
 

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "chat/reasoning_parser.h"
 #include "common/error.h"
 #include "common/utf8.h"
 #include "engine/scheduler_thread.h"
@@ -128,6 +129,8 @@ struct Server::Impl {
   struct Prompt {
     std::vector<int32_t> ids;
     std::optional<ToolCallSyntax> syntax;
+    // Set where the reply's thinking is split off: whether the prompt opened the block.
+    std::optional<bool> opens_thinking;
   };
   Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
   // Generates what `request` asks for and answers in `shape`; `body`: the request's text (for
@@ -298,7 +301,11 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
     request.messages = std::move(shown.messages);
     Json variables = request.chat_template_kwargs;
     variables.update(shown.extra_context);
-    prompt.ids = text.encode_chat(request.messages, variables);
+    std::string rendered;
+    prompt.ids = text.encode_chat(request.messages, variables, &rendered);
+    if (options.split_reasoning && template_thinks(text.chat_template_source())) {
+      prompt.opens_thinking = prompt_opens_thinking(rendered);
+    }
   } catch (const Error& e) {
     throw invalid_request(chat ? "messages" : "prompt", e.what());
   }
@@ -459,16 +466,23 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiSha
                     static_cast<int64_t>(std::time(nullptr)), options.model_id};
   const Tokenizer* logprobs_tokenizer =
       request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
+  // How each choice's reply is read: logprobs, tool calls, thinking.
+  Choice prototype(endpoint, logprobs_tokenizer);
+  prototype.tools = tools;
+  if (built.opens_thinking) {
+    prototype.thinking.emplace(
+        ThinkingSplit{ReasoningParser(*built.opens_thinking),
+                      special_markers({"<think>", "</think>"}, loaded.text().tokenizer())});
+  }
   if (shape == ApiShape::kAnthropic && request.stream) {
-    flight->streamed = std::make_unique<MessagesReply>(flight->header, prompt_size, tools);
+    flight->streamed = std::make_unique<MessagesReply>(flight->header, prompt_size, prototype);
   } else if (shape == ApiShape::kAnthropic) {
-    flight->message = std::make_unique<MessagesReply>(flight->header, prompt_size, tools);
+    flight->message = std::make_unique<MessagesReply>(flight->header, prompt_size, prototype);
   } else if (request.stream) {
-    flight->streamed = std::make_unique<SseWriter>(flight->header, request.include_usage, choices,
-                                                   logprobs_tokenizer, tools);
+    flight->streamed =
+        std::make_unique<SseWriter>(flight->header, request.include_usage, choices, prototype);
   } else {
-    flight->choices.assign(choices, Choice(endpoint, logprobs_tokenizer));
-    for (Choice& choice : flight->choices) choice.tools = tools;
+    flight->choices.assign(choices, prototype);
   }
   flight->unfinished = choices;
   try {

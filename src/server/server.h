@@ -19,10 +19,13 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      // 0: any free port (bind() says which)
   std::string api_key;  // when set, /v1/* needs "Authorization: Bearer <key>" or "x-api-key: <key>"
-  std::string model_id;                       // the name clients put in "model"
-  std::size_t max_waiting = 64;               // requests waiting for a slot before 429
-  std::size_t max_body_bytes = 8 << 20;       // larger bodies get 413
-  std::size_t http_threads = 80;              // connections served at once
+  std::string model_id;                  // the name clients put in "model"
+  std::size_t max_waiting = 64;          // requests waiting for a slot before 429
+  std::size_t max_body_bytes = 8 << 20;  // larger bodies get 413
+  std::size_t http_threads = 80;         // connections served at once
+  // Whether the thinking of models whose template thinks (`<think>` blocks) is returned apart
+  // (reasoning_content, thinking blocks) or left inline in the text.
+  bool split_reasoning = true;
   std::function<void(std::string_view)> log;  // one line per request; may be empty
 };
 

@@ -5,13 +5,11 @@
 namespace xlacel::server {
 
 SseWriter::SseWriter(ResponseHeader header, bool include_usage, std::size_t choices,
-                     const Tokenizer* logprobs_tokenizer, const std::optional<ToolReply>& tools)
+                     const std::optional<Choice>& prototype)
     : header_(std::move(header)),
       include_usage_(include_usage),
-      choices_(choices, Choice(header_.endpoint, logprobs_tokenizer)),
-      unfinished_(choices) {
-  for (Choice& choice : choices_) choice.tools = tools;
-}
+      choices_(choices, prototype ? *prototype : Choice(header_.endpoint, nullptr)),
+      unfinished_(choices) {}
 
 bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
                        const std::string& cancel_message, std::string& out) {
@@ -24,10 +22,15 @@ bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
     finished_ = true;
     return true;
   }
-  ToolReply::Delta delta = choice.add(event);
+  ReplyDelta delta = choice.add(event);
   const auto pending_logprobs = [&] {
     return choice.logprobs && !choice.logprobs->empty() ? choice.logprobs->take() : Json();
   };
+  if (!delta.reasoning.empty()) {
+    out += sse_event(
+        reasoning_chunk(header_, index, delta.reasoning, !choice.started, pending_logprobs()));
+    choice.started = true;
+  }
   if (!delta.content.empty() || !choice.started) {
     out += sse_event(
         stream_chunk(header_, index, delta.content, !choice.started, nullptr, pending_logprobs()));

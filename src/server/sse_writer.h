@@ -22,12 +22,12 @@ namespace xlacel::server {
 
 class SseWriter : public StreamWriter {
  public:
-  // `choices`: how many (n); `logprobs_tokenizer`: when not null, chunks carry logprobs.
-  // `tools`: when set, each choice's reply is parsed for tool calls, which stream as
-  // delta.tool_calls (tool_call_chunk) and withhold text that may start one.
+  // `choices`: how many (n), each starting as `prototype` (default: plain text, no logprobs).
+  // A prototype with logprobs makes chunks carry them; with tools, each choice's reply is
+  // parsed for tool calls, which stream as delta.tool_calls (tool_call_chunk) and withhold text
+  // that may start one; with thinking, the thinking streams as delta.reasoning_content.
   SseWriter(ResponseHeader header, bool include_usage, std::size_t choices = 1,
-            const Tokenizer* logprobs_tokenizer = nullptr,
-            const std::optional<ToolReply>& tools = std::nullopt);
+            const std::optional<Choice>& prototype = std::nullopt);
 
   bool append(const engine::TokenEvent& event, std::size_t index, const std::string& cancel_message,
               std::string& out) override;

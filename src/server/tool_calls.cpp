@@ -292,8 +292,13 @@ ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options,
 
 std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,
                                                            const Tokenizer& tokenizer) {
+  return special_markers(syntax.special_markers, tokenizer);
+}
+
+std::vector<std::pair<int32_t, std::string>> special_markers(
+    const std::vector<std::string>& candidates, const Tokenizer& tokenizer) {
   std::vector<std::pair<int32_t, std::string>> markers;
-  for (const std::string& marker : syntax.special_markers) {
+  for (const std::string& marker : candidates) {
     const std::optional<int32_t> id = tokenizer.token_id(marker);
     if (id && tokenizer.is_special(*id)) markers.emplace_back(*id, marker);
   }
@@ -304,13 +309,13 @@ ToolReply::ToolReply(ToolCallSyntax syntax, bool parallel,
                      std::vector<std::pair<int32_t, std::string>> markers, bool constrained)
     : parser_(std::move(syntax), parallel, constrained), markers_(std::move(markers)) {}
 
-ToolReply::Delta ToolReply::add(const engine::TokenEvent& event) {
-  std::string text = event.text;
+ToolReply::Delta ToolReply::add(const std::string& content, int32_t token, bool finished) {
+  std::string text = content;
   for (const auto& [id, marker] : markers_) {
-    if (event.token == id) text += marker;  // decoding skipped it: the parser needs it
+    if (token == id) text += marker;  // decoding skipped it: the parser needs it
   }
   ToolCallUpdate update = parser_.feed(text);
-  if (event.finished) {
+  if (finished) {
     ToolCallUpdate last = parser_.finish();
     update.content += last.content;
     for (ToolCall& call : last.calls) update.calls.push_back(std::move(call));

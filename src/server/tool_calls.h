@@ -56,6 +56,9 @@ ToolPrompt tool_prompt(const ToolCallSyntax& syntax, const ToolOptions& options,
 // Token ids whose text decoding skips (special tokens) but which mark calls in `syntax`.
 std::vector<std::pair<int32_t, std::string>> marker_tokens(const ToolCallSyntax& syntax,
                                                            const Tokenizer& tokenizer);
+// Those of `markers` that are special tokens of `tokenizer`, with their ids.
+std::vector<std::pair<int32_t, std::string>> special_markers(
+    const std::vector<std::string>& markers, const Tokenizer& tokenizer);
 
 // One choice's reply as content and tool calls, fed with its token events. `constrained`: the
 // reply is under a grammar that admits only well-formed calls, so a call's arguments are
@@ -74,7 +77,11 @@ class ToolReply {
     std::string content;
     std::vector<Json> calls;
   };
-  Delta add(const engine::TokenEvent& event);
+  Delta add(const engine::TokenEvent& event) {
+    return add(event.text, event.token, event.finished);
+  }
+  // The same for a token's text alone (the part of it that is the reply's content).
+  Delta add(const std::string& text, int32_t token, bool finished);
 
   // The complete calls, {"index", "id", "type": "function", "function": {"name", "arguments"}}.
   const std::vector<Json>& calls() const { return calls_; }
