@@ -29,6 +29,8 @@ class ReasoningParser {
   Update feed(std::string_view text);
   // Past the thinking: what comes now is the answer.
   bool answering() const { return state_ == State::kAfterThinking || state_ == State::kContent; }
+  // Inside the block.
+  bool thinking() const { return state_ == State::kThinking; }
   // The end of the reply: what was held back is released (a block never closed is reasoning).
   Update finish();
 

@@ -32,6 +32,28 @@ void require_object(const Json& body) {
   }
 }
 
+void require_object(const Json& value, const std::string& where) {
+  if (!value.is_object()) {
+    throw invalid_request(where,
+                          fmt::format("'{}' must be an object, got {}", where, type_name(value)));
+  }
+}
+
+const Json& required_field(const Json& parent, const char* name, const std::string& where) {
+  const Json* value = field(parent, name);
+  if (value == nullptr) throw invalid_request(where, fmt::format("'{}' is required", where));
+  return *value;
+}
+
+std::string string_field(const Json& parent, const char* name, const std::string& where) {
+  const Json& value = required_field(parent, name, where);
+  if (!value.is_string()) {
+    throw invalid_request(where,
+                          fmt::format("'{}' must be a string, got {}", where, type_name(value)));
+  }
+  return value.get<std::string>();
+}
+
 const Json* field(const Json& body, const char* name) {
   auto it = body.find(name);
   return it == body.end() || it->is_null() ? nullptr : &*it;

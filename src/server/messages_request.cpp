@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -24,31 +23,9 @@ std::string path(const std::string& parent, std::size_t index) {
   return fmt::format("{}.{}", parent, index);
 }
 
-const Json& required(const Json& parent, const char* name, const std::string& where) {
-  const Json* value = field(parent, name);
-  if (value == nullptr) throw invalid_request(where, fmt::format("'{}' is required", where));
-  return *value;
-}
-
-std::string string_at(const Json& parent, const char* name, const std::string& where) {
-  const Json& value = required(parent, name, where);
-  if (!value.is_string()) {
-    throw invalid_request(where,
-                          fmt::format("'{}' must be a string, got {}", where, type_name(value)));
-  }
-  return value.get<std::string>();
-}
-
-void require_object_at(const Json& value, const std::string& where) {
-  if (!value.is_object()) {
-    throw invalid_request(where,
-                          fmt::format("'{}' must be an object, got {}", where, type_name(value)));
-  }
-}
-
 std::string block_type(const Json& block, const std::string& where) {
-  require_object_at(block, where);
-  return string_at(block, "type", path(where, "type"));
+  require_object(block, where);
+  return string_field(block, "type", path(where, "type"));
 }
 
 [[noreturn]] void unreadable_block(const std::string& type, const std::string& where) {
@@ -68,7 +45,7 @@ void append_text(std::string& text, const std::string& more) {
 }
 
 // `system`, or a tool_result's `content`: a string or an array of text blocks.
-std::string text_of(const Json& content, const std::string& where) {
+std::string blocks_text(const Json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     throw invalid_request(where, fmt::format("'{}' must be a string or an array of text blocks, "
@@ -80,7 +57,7 @@ std::string text_of(const Json& content, const std::string& where) {
     const std::string at = path(where, i);
     const std::string type = block_type(content[i], at);
     if (type != "text") unreadable_block(type, at);
-    append_text(text, string_at(content[i], "text", path(at, "text")));
+    append_text(text, string_field(content[i], "text", path(at, "text")));
   }
   return text;
 }
@@ -90,10 +67,10 @@ class MessageConverter {
  public:
   explicit MessageConverter(const Json& body) {
     if (const Json* system = field(body, "system")) {
-      std::string text = text_of(*system, "system");
+      std::string text = blocks_text(*system, "system");
       if (!text.empty()) out_.push_back({{"role", "system"}, {"content", std::move(text)}});
     }
-    const Json& messages = required(body, "messages", "messages");
+    const Json& messages = required_field(body, "messages", "messages");
     if (!messages.is_array() || messages.empty()) {
       throw invalid_request("messages", "'messages' must be a non-empty array");
     }
@@ -104,15 +81,15 @@ class MessageConverter {
 
  private:
   void add(const Json& message, const std::string& where) {
-    require_object_at(message, where);
-    const std::string role = string_at(message, "role", path(where, "role"));
+    require_object(message, where);
+    const std::string role = string_field(message, "role", path(where, "role"));
     if (role != "user" && role != "assistant") {
       throw invalid_request(
           path(where, "role"),
           fmt::format("'{}.role' must be user or assistant, got '{}'", where, role));
     }
     const std::string content_where = path(where, "content");
-    const Json& content = required(message, "content", content_where);
+    const Json& content = required_field(message, "content", content_where);
     std::string text;
     Json calls = Json::array();  // an assistant's tool_use blocks, as OpenAI's tool_calls
     Json results = Json::array();
@@ -124,7 +101,7 @@ class MessageConverter {
         const Json& block = content[i];
         const std::string type = block_type(block, at);
         if (type == "text") {
-          append_text(text, string_at(block, "text", path(at, "text")));
+          append_text(text, string_field(block, "text", path(at, "text")));
         } else if (type == "tool_use" && role == "assistant") {
           calls.push_back(call(block, at));
         } else if (type == "tool_result" && role == "user") {
@@ -153,10 +130,10 @@ class MessageConverter {
 
   // A tool_use block as an OpenAI call (what template_tool_calls reads).
   Json call(const Json& block, const std::string& where) {
-    const std::string id = string_at(block, "id", path(where, "id"));
-    const std::string name = string_at(block, "name", path(where, "name"));
-    const Json& input = required(block, "input", path(where, "input"));
-    require_object_at(input, path(where, "input"));
+    const std::string id = string_field(block, "id", path(where, "id"));
+    const std::string name = string_field(block, "name", path(where, "name"));
+    const Json& input = required_field(block, "input", path(where, "input"));
+    require_object(input, path(where, "input"));
     names_[id] = name;
     return {{"id", id},
             {"type", "function"},
@@ -165,10 +142,10 @@ class MessageConverter {
 
   // A tool_result block as a tool message, named after the call it answers where that is known.
   Json result(const Json& block, const std::string& where) {
-    const std::string id = string_at(block, "tool_use_id", path(where, "tool_use_id"));
+    const std::string id = string_field(block, "tool_use_id", path(where, "tool_use_id"));
     std::string text;
     if (const Json* content = field(block, "content")) {
-      text = text_of(*content, path(where, "content"));
+      text = blocks_text(*content, path(where, "content"));
     }
     if (const Json* is_error = field(block, "is_error")) {
       const std::string name = path(where, "is_error");
@@ -184,48 +161,24 @@ class MessageConverter {
 };
 
 // `tools` as function tools, and `tool_choice`.
-ToolOptions parse_tools(const Json& body) {
+ToolOptions parse_anthropic_tools(const Json& body) {
   ToolOptions options;
   if (const Json* tools = field(body, "tools")) {
-    if (!tools->is_array()) {
-      throw invalid_request("tools",
-                            fmt::format("'tools' must be an array, got {}", type_name(*tools)));
-    }
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < tools->size(); ++i) {
-      const std::string where = path("tools", i);
-      const Json& tool = (*tools)[i];
-      require_object_at(tool, where);
-      if (const Json* type = field(tool, "type"); type != nullptr && *type != "custom") {
-        throw invalid_request(path(where, "type"),
-                              fmt::format("'{}.type' {}: only client tools (\"custom\", with an "
-                                          "input_schema) are supported",
-                                          where, type->dump()));
-      }
-      const std::string name = string_at(tool, "name", path(where, "name"));
-      if (!valid_function_name(name)) {
-        throw invalid_request(path(where, "name"),
-                              fmt::format("'{}.name' must be 1 to 64 letters, digits, '_' or "
-                                          "'-', got '{}'",
-                                          where, name));
-      }
-      if (!names.insert(name).second) {
-        throw invalid_request(path(where, "name"),
-                              fmt::format("'tools' has two tools named '{}'", name));
-      }
-      const Json& schema = required(tool, "input_schema", path(where, "input_schema"));
-      require_object_at(schema, path(where, "input_schema"));
-      Json function = {{"name", name}, {"parameters", schema}};
-      if (field(tool, "description") != nullptr) {
-        function["description"] = string_at(tool, "description", path(where, "description"));
-      }
-      options.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
+    options.tools = flat_function_tools(
+        *tools, [](std::size_t i) { return path("tools", i); }, "input_schema", true,
+        [](const Json& tool, const std::string& where) {
+          if (const Json* type = field(tool, "type"); type != nullptr && *type != "custom") {
+            throw invalid_request(path(where, "type"),
+                                  fmt::format("'{}.type' {}: only client tools (\"custom\", with "
+                                              "an input_schema) are supported",
+                                              where, type->dump()));
+          }
+        });
   }
   const Json* choice = field(body, "tool_choice");
   if (choice == nullptr) return options;
-  require_object_at(*choice, "tool_choice");
-  const std::string type = string_at(*choice, "type", "tool_choice.type");
+  require_object(*choice, "tool_choice");
+  const std::string type = string_field(*choice, "type", "tool_choice.type");
   if (type == "auto") {
     options.choice = ToolChoice::kAuto;
   } else if (type == "any") {
@@ -234,7 +187,7 @@ ToolOptions parse_tools(const Json& body) {
     options.choice = ToolChoice::kNone;
   } else if (type == "tool") {
     options.choice = ToolChoice::kNamed;
-    options.named = string_at(*choice, "name", "tool_choice.name");
+    options.named = string_field(*choice, "name", "tool_choice.name");
     if (!field(body, "tools") ||
         std::none_of(options.tools.begin(), options.tools.end(),
                      [&](const Json& tool) { return tool["function"]["name"] == options.named; })) {
@@ -263,8 +216,8 @@ ToolOptions parse_tools(const Json& body) {
 void parse_thinking(const Json& body, GenerationRequest& request) {
   const Json* thinking = field(body, "thinking");
   if (thinking == nullptr) return;
-  require_object_at(*thinking, "thinking");
-  const std::string type = string_at(*thinking, "type", "thinking.type");
+  require_object(*thinking, "thinking");
+  const std::string type = string_field(*thinking, "type", "thinking.type");
   if (type != "enabled" && type != "disabled" && type != "adaptive" && type != "between_tools") {
     throw invalid_request("thinking.type", fmt::format("'thinking.type' must be enabled, "
                                                        "adaptive, between_tools or disabled, got "
@@ -279,18 +232,18 @@ void parse_thinking(const Json& body, GenerationRequest& request) {
 void parse_output_config(const Json& body, GenerationRequest& request) {
   const Json* config = field(body, "output_config");
   if (config == nullptr) return;
-  require_object_at(*config, "output_config");
+  require_object(*config, "output_config");
   const Json* format = field(*config, "format");
   if (format == nullptr) return;
-  require_object_at(*format, "output_config.format");
-  const std::string type = string_at(*format, "type", "output_config.format.type");
+  require_object(*format, "output_config.format");
+  const std::string type = string_field(*format, "type", "output_config.format.type");
   if (type != "json_schema") {
     throw invalid_request(
         "output_config.format.type",
         fmt::format("'output_config.format.type' must be json_schema, got '{}'", type));
   }
-  require_object_at(required(*format, "schema", "output_config.format.schema"),
-                    "output_config.format.schema");
+  require_object(required_field(*format, "schema", "output_config.format.schema"),
+                 "output_config.format.schema");
   request.response_format.type = ResponseFormat::Type::kJsonSchema;
   request.response_format.schema_field = "output_config.format.schema";
 }
@@ -299,9 +252,9 @@ GenerationRequest parse_prompt_fields(const Json& body) {
   require_object(body);
   GenerationRequest request;
   request.endpoint = Endpoint::kChat;
-  request.model = string_at(body, "model", "model");
+  request.model = string_field(body, "model", "model");
   request.messages = MessageConverter(body).take();
-  request.tools = parse_tools(body);
+  request.tools = parse_anthropic_tools(body);
   parse_thinking(body, request);
   parse_output_config(body, request);
   for (const char* name : {"mcp_servers", "container"}) {
@@ -334,7 +287,7 @@ std::vector<std::string> parse_stop_sequences(const Json& value) {
 GenerationRequest parse_messages_request(const Json& body, uint64_t default_seed) {
   GenerationRequest request = parse_prompt_fields(body);
   request.max_tokens =
-      integer(required(body, "max_tokens", "max_tokens"), "max_tokens", 1, INT32_MAX);
+      integer(required_field(body, "max_tokens", "max_tokens"), "max_tokens", 1, INT32_MAX);
   // Anthropic's client no longer types temperature, top_p and top_k; they come as extra fields.
   parse_basic_sampling(body, 1, request.sampling);
   request.sampling.seed = default_seed;
@@ -343,7 +296,7 @@ GenerationRequest parse_messages_request(const Json& body, uint64_t default_seed
     request.stop = parse_stop_sequences(*value);
   }
   if (const Json* value = field(body, "stream")) request.stream = boolean(*value, "stream");
-  if (const Json* value = field(body, "metadata")) require_object_at(*value, "metadata");
+  if (const Json* value = field(body, "metadata")) require_object(*value, "metadata");
   return request;
 }
 

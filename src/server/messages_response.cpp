@@ -54,17 +54,12 @@ Json messages_usage(const engine::RequestStats& stats) {
           {"cache_creation_input_tokens", 0}};
 }
 
-std::string anthropic_event(const Json& data) {
-  return "event: " + data["type"].get<std::string>() +
-         "\ndata: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
-}
-
 MessagesReply::MessagesReply(ResponseHeader header, int64_t prompt_tokens, Choice prototype)
     : header_(std::move(header)), prompt_tokens_(prompt_tokens), choice_(std::move(prototype)) {}
 
 void MessagesReply::open(Block kind, Json start, std::string& out) {
   close(out);
-  out += anthropic_event(
+  out += typed_sse_event(
       {{"type", "content_block_start"}, {"index", content_.size()}, {"content_block", start}});
   content_.push_back(std::move(start));
   open_ = kind;
@@ -80,14 +75,14 @@ void MessagesReply::grow(Block kind, const char* field, const char* delta_type,
   }
   Json& grown = content_.back()[field];
   grown = grown.get<std::string>() + text;
-  out += anthropic_event({{"type", "content_block_delta"},
+  out += typed_sse_event({{"type", "content_block_delta"},
                           {"index", content_.size() - 1},
                           {"delta", {{"type", delta_type}, {field, text}}}});
 }
 
 void MessagesReply::close(std::string& out) {
   if (open_ == Block::kNone) return;
-  out += anthropic_event({{"type", "content_block_stop"}, {"index", content_.size() - 1}});
+  out += typed_sse_event({{"type", "content_block_stop"}, {"index", content_.size() - 1}});
   open_ = Block::kNone;
 }
 
@@ -97,11 +92,11 @@ bool MessagesReply::append(const engine::TokenEvent& event, std::size_t,
   if (!started_) {
     Json message = message_json(header_);
     message["usage"] = {{"input_tokens", prompt_tokens_}, {"output_tokens", 0}};
-    out += anthropic_event({{"type", "message_start"}, {"message", std::move(message)}});
+    out += typed_sse_event({{"type", "message_start"}, {"message", std::move(message)}});
     started_ = true;
   }
   if (event.finished && event.reason == engine::FinishReason::kCancelled) {
-    out += anthropic_event(
+    out += typed_sse_event(
         ApiError(503, "unavailable_error", cancel_message).body(ApiShape::kAnthropic));
     finished_ = true;
     return true;
@@ -118,7 +113,7 @@ bool MessagesReply::append(const engine::TokenEvent& event, std::size_t,
     const std::string arguments = fragment["function"].value("arguments", "");
     if (arguments.empty()) continue;
     out +=
-        anthropic_event({{"type", "content_block_delta"},
+        typed_sse_event({{"type", "content_block_delta"},
                          {"index", content_.size() - 1},
                          {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
   }
@@ -130,17 +125,17 @@ bool MessagesReply::append(const engine::TokenEvent& event, std::size_t,
       if (call["id"] == block["id"]) block["input"] = call_input(call);
     }
   }
-  out += anthropic_event({{"type", "message_delta"},
+  out += typed_sse_event({{"type", "message_delta"},
                           {"delta",
                            {{"stop_reason", anthropic_stop_reason(choice_)},
                             {"stop_sequence", stop_sequence(choice_)}}},
                           {"usage", messages_usage(choice_.stats)}});
-  out += anthropic_event({{"type", "message_stop"}});
+  out += typed_sse_event({{"type", "message_stop"}});
   finished_ = true;
   return true;
 }
 
-Json MessagesReply::message() const {
+Json MessagesReply::whole() const {
   Json message = message_json(header_);
   message["content"] = content_;
   message["stop_reason"] = anthropic_stop_reason(choice_);

@@ -25,7 +25,7 @@ const char* anthropic_stop_reason(const Choice& choice);
 // as Anthropic counts them, input_tokens leave out the prompt tokens found in the cache.
 Json messages_usage(const engine::RequestStats& stats);
 
-class MessagesReply : public StreamWriter {
+class MessagesReply : public TypedReply {
  public:
   // `prompt_tokens`: the prompt's length, which message_start reports before any token.
   // `prototype`: how the reply is parsed (tools, thinking); no logprobs.
@@ -36,7 +36,7 @@ class MessagesReply : public StreamWriter {
               std::string& out) override;
 
   // The whole message (header.id "msg_..."), once the last event was appended.
-  Json message() const;
+  Json whole() const override;
 
  private:
   enum class Block { kNone, kThinking, kText, kToolUse };
@@ -56,8 +56,5 @@ class MessagesReply : public StreamWriter {
   bool finished_ = false;
   Block open_ = Block::kNone;
 };
-
-// One event of Anthropic's streams: "event: <type>\ndata: <json>\n\n".
-std::string anthropic_event(const Json& data);
 
 }  // namespace xlacel::server

@@ -52,7 +52,9 @@ ReplyDelta Choice::add(const engine::TokenEvent& event) {
     for (const auto& [id, marker] : thinking->markers) {
       if (event.token == id && !thinking->parser.answering()) content += marker;
     }
+    const bool was_thinking = thinking->parser.thinking();
     ReasoningParser::Update update = thinking->parser.feed(content);
+    if (was_thinking || thinking->parser.thinking()) ++reasoning_tokens;
     if (event.finished) {
       ReasoningParser::Update last = thinking->parser.finish();
       update.reasoning += last.reasoning;

@@ -59,6 +59,7 @@ struct Choice {
   std::optional<ToolReply> tools;         // set when the reply is parsed for tool calls
   std::optional<ThinkingSplit> thinking;  // set when the reply's thinking is split off
   std::string reasoning;                  // with `thinking`: the thinking
+  int64_t reasoning_tokens = 0;           // with `thinking`: tokens inside the block
   std::string text;                       // with `tools` or `thinking`: the content
   int64_t characters = 0;                 // code points of `text`, for the completions' text_offset
   std::optional<LogprobsJson> logprobs;

@@ -24,6 +24,9 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/response_store.h"
+#include "server/responses_reply.h"
+#include "server/responses_request.h"
 #include "server/sse_writer.h"
 #include "server/tokenize_request.h"
 #include "server/tool_calls.h"
@@ -104,11 +107,15 @@ struct Server::Impl {
     std::vector<uint64_t> requests;  // the scheduler's, one per choice
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::shared_ptr<EventStream> events = std::make_shared<EventStream>();
-    std::vector<Choice> choices;             // a whole response's choices so far
-    std::unique_ptr<StreamWriter> streamed;  // a streamed response's events
-    std::unique_ptr<MessagesReply> message;  // a whole Anthropic response (one choice)
-    std::string cancel_cause;                // why the server cancelled it, for the log
-    std::size_t unfinished = 0;              // choices whose last event has not come yet
+    std::vector<Choice> choices;          // a whole response's choices so far
+    std::unique_ptr<SseWriter> streamed;  // a streamed Chat Completions / completions response
+    std::unique_ptr<TypedReply> typed;    // a Messages or Responses response, streamed or whole
+    std::function<void(const TypedReply&)> completed;  // Answer::completed
+    StreamWriter& writer() const {
+      return typed ? static_cast<StreamWriter&>(*typed) : static_cast<StreamWriter&>(*streamed);
+    }
+    std::string cancel_cause;    // why the server cancelled it, for the log
+    std::size_t unfinished = 0;  // choices whose last event has not come yet
     bool finished() const { return unfinished == 0; }
   };
 
@@ -122,6 +129,9 @@ struct Server::Impl {
   // POST /v1/messages and /v1/messages/count_tokens.
   void messages(const httplib::Request& req, httplib::Response& res);
   void count_tokens(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/responses; GET and DELETE /v1/responses/{id}.
+  void responses(const httplib::Request& req, httplib::Response& res);
+  void stored_response(const httplib::Request& req, httplib::Response& res);
   // A 404 unless the request names the served model.
   void check_model(const GenerationRequest& request) const;
   // The prompt's token ids; for chat, with the request's tools shown to the model as its
@@ -133,9 +143,23 @@ struct Server::Impl {
     std::optional<bool> opens_thinking;
   };
   Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
-  // Generates what `request` asks for and answers in `shape`; `body`: the request's text (for
-  // the grammars, which read schemas in its key order).
-  void run(engine::Engine& engine, GenerationRequest request, ApiShape shape,
+  // How an endpoint answers (run()).
+  struct Answer {
+    ApiShape shape = ApiShape::kOpenAi;  // of its errors
+    std::string id_prefix;               // of the response's id
+    // Where tools are active: the tools as tool grammars read them (OpenAI's nested function
+    // shape), in the key order of the request's text.
+    grammar::OrderedJson ordered_tools;
+    // A typed reply (Messages, Responses); empty for Chat Completions and completions.
+    std::function<std::unique_ptr<TypedReply>(ResponseHeader header, int64_t prompt_tokens,
+                                              Choice prototype)>
+        typed;
+    // Called with the typed reply once its last event came (not when cancelled).
+    std::function<void(const TypedReply&)> completed;
+  };
+  // Generates what `request` asks for and answers as `answer` says; `body`: the request's text
+  // (for the response_format grammar, which reads the schema in its key order).
+  void run(engine::Engine& engine, GenerationRequest request, Answer answer,
            const std::string& body, httplib::Response& res);
   // Answers a request whose events are read here, in the HTTP thread, until the last one.
   void answer_whole(Flight& flight, httplib::Response& res);
@@ -162,6 +186,8 @@ struct Server::Impl {
   std::mutex flights_mutex;
   std::condition_variable flights_done;
   std::size_t flights = 0;  // generation requests submitted and not yet answered
+
+  ResponseStore stored_responses{1024};
 
   std::mutex seed_mutex;
   std::mt19937_64 seeds{std::random_device{}()};
@@ -266,6 +292,14 @@ void Server::Impl::routes() {
   http.Post(
       "/v1/messages/count_tokens",
       [this](const httplib::Request& req, httplib::Response& res) { count_tokens(req, res); });
+  http.Post("/v1/responses",
+            [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
+  http.Get(R"(/v1/responses/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    stored_response(req, res);
+  });
+  http.Delete(
+      R"(/v1/responses/([^/]+))",
+      [this](const httplib::Request& req, httplib::Response& res) { stored_response(req, res); });
   http.Post("/tokenize",
             [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   http.Post("/detokenize",
@@ -367,8 +401,13 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    run(loaded, parse_generation_request(endpoint, parse_body(req), next_seed()), ApiShape::kOpenAi,
-        req.body, res);
+    GenerationRequest request = parse_generation_request(endpoint, parse_body(req), next_seed());
+    Answer answer;
+    answer.id_prefix = endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-";
+    if (request.tools.active()) {
+      answer.ordered_tools = grammar::OrderedJson::parse(req.body).at("tools");
+    }
+    run(loaded, std::move(request), std::move(answer), req.body, res);
   } catch (const ApiError& error) {
     refuse(res, error);
   }
@@ -377,8 +416,18 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
 void Server::Impl::messages(const httplib::Request& req, httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    run(loaded, parse_messages_request(parse_body(req), next_seed()), ApiShape::kAnthropic,
-        req.body, res);
+    GenerationRequest request = parse_messages_request(parse_body(req), next_seed());
+    Answer answer;
+    answer.shape = ApiShape::kAnthropic;
+    answer.id_prefix = "msg_";
+    if (request.tools.active()) {
+      answer.ordered_tools = function_tools(grammar::OrderedJson::parse(req.body));
+    }
+    answer.typed = [](ResponseHeader header, int64_t prompt_tokens, Choice prototype) {
+      return std::make_unique<MessagesReply>(std::move(header), prompt_tokens,
+                                             std::move(prototype));
+    };
+    run(loaded, std::move(request), std::move(answer), req.body, res);
   } catch (const ApiError& error) {
     refuse(res, error, ApiShape::kAnthropic);
   }
@@ -396,7 +445,73 @@ void Server::Impl::count_tokens(const httplib::Request& req, httplib::Response& 
   }
 }
 
-void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiShape shape,
+void Server::Impl::responses(const httplib::Request& req, httplib::Response& res) {
+  try {
+    engine::Engine& loaded = ready_engine();
+    ResponsesRequest request = parse_responses_request(parse_body(req), next_seed());
+    // The conversation so far: the previous response's, then this input (instructions apart:
+    // they hold for this turn only).
+    Json conversation = Json::array();
+    if (!request.previous_response_id.empty()) {
+      std::optional<StoredResponse> previous = stored_responses.get(request.previous_response_id);
+      if (!previous) {
+        throw ApiError(404, "invalid_request_error",
+                       fmt::format("previous response with id '{}' not found (not stored, "
+                                   "deleted, or no longer kept)",
+                                   request.previous_response_id),
+                       "previous_response_id", "previous_response_not_found");
+      }
+      conversation = std::move(previous->conversation);
+    }
+    for (Json& message : request.generation.messages) conversation.push_back(std::move(message));
+    request.generation.messages = conversation;
+    if (!request.instructions.empty()) {
+      request.generation.messages.insert(
+          request.generation.messages.begin(),
+          Json{{"role", "system"}, {"content", request.instructions}});
+    }
+    Answer answer;
+    answer.id_prefix = "resp_";
+    if (request.generation.tools.active()) {
+      answer.ordered_tools = nested_function_tools(grammar::OrderedJson::parse(req.body));
+    }
+    answer.typed = [echo = std::move(request.echo)](ResponseHeader header, int64_t,
+                                                    Choice prototype) {
+      return std::make_unique<ResponsesReply>(std::move(header), echo, std::move(prototype));
+    };
+    if (request.store) {
+      answer.completed = [this, conversation](const TypedReply& reply) mutable {
+        const auto& responses_reply = static_cast<const ResponsesReply&>(reply);
+        Json response = responses_reply.whole();
+        conversation.push_back(responses_reply.assistant_turn());
+        const std::string id = response["id"];
+        stored_responses.put(id, {std::move(response), std::move(conversation)});
+      };
+    }
+    run(loaded, std::move(request.generation), std::move(answer), req.body, res);
+  } catch (const ApiError& error) {
+    refuse(res, error);
+  }
+}
+
+void Server::Impl::stored_response(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  const auto not_found = [&] {
+    refuse(res, ApiError(404, "invalid_request_error",
+                         fmt::format("response with id '{}' not found", id), "response_id",
+                         "response_not_found"));
+  };
+  if (req.method == "DELETE") {
+    if (!stored_responses.erase(id)) return not_found();
+    send_json(res, 200, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
+    return;
+  }
+  std::optional<StoredResponse> stored = stored_responses.get(id);
+  if (!stored) return not_found();
+  send_json(res, 200, stored->response);
+}
+
+void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, Answer answer,
                        const std::string& body, httplib::Response& res) {
   check_model(request);
   const Endpoint endpoint = request.endpoint;
@@ -407,10 +522,7 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiSha
   std::optional<ToolReply> tools;
   std::shared_ptr<const grammar::CompiledGrammar> tool_constraint;
   if (built.syntax && request.tools.active()) {
-    const grammar::OrderedJson ordered = grammar::OrderedJson::parse(body);
-    tool_constraint =
-        tool_grammar(loaded, *built.syntax, request.tools,
-                     shape == ApiShape::kAnthropic ? function_tools(ordered) : ordered.at("tools"));
+    tool_constraint = tool_grammar(loaded, *built.syntax, request.tools, answer.ordered_tools);
     tools.emplace(*built.syntax, request.tools.parallel,
                   marker_tokens(*built.syntax, loaded.text().tokenizer()),
                   tool_constraint != nullptr);
@@ -457,12 +569,9 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiSha
   for (std::size_t i = 0; i < choices; ++i) choice_options[i].sampling.seed += i;
 
   auto flight = std::make_shared<Flight>(*this);
-  flight->shape = shape;
-  const uint64_t number = next_id++;
-  const char* id_prefix = shape == ApiShape::kAnthropic ? "msg_"
-                          : endpoint == Endpoint::kChat ? "chatcmpl-"
-                                                        : "cmpl-";
-  flight->header = {endpoint, fmt::format("{}{}", id_prefix, number),
+  flight->shape = answer.shape;
+  flight->completed = std::move(answer.completed);
+  flight->header = {endpoint, fmt::format("{}{}", answer.id_prefix, next_id++),
                     static_cast<int64_t>(std::time(nullptr)), options.model_id};
   const Tokenizer* logprobs_tokenizer =
       request.sampling.logprobs ? &loaded.text().tokenizer() : nullptr;
@@ -474,10 +583,8 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiSha
         ThinkingSplit{ReasoningParser(*built.opens_thinking),
                       special_markers({"<think>", "</think>"}, loaded.text().tokenizer())});
   }
-  if (shape == ApiShape::kAnthropic && request.stream) {
-    flight->streamed = std::make_unique<MessagesReply>(flight->header, prompt_size, prototype);
-  } else if (shape == ApiShape::kAnthropic) {
-    flight->message = std::make_unique<MessagesReply>(flight->header, prompt_size, prototype);
+  if (answer.typed) {
+    flight->typed = answer.typed(flight->header, prompt_size, prototype);
   } else if (request.stream) {
     flight->streamed =
         std::make_unique<SseWriter>(flight->header, request.include_usage, choices, prototype);
@@ -505,6 +612,7 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, ApiSha
 void Server::Impl::finished(Flight& flight, std::size_t choice, const engine::TokenEvent& last) {
   --flight.unfinished;
   const bool cancelled = last.reason == engine::FinishReason::kCancelled;
+  if (!cancelled && flight.completed && flight.typed) flight.completed(*flight.typed);
   metrics.request_finished(last.stats, cancelled);
   if (options.log) {
     const engine::RequestStats& stats = last.stats;
@@ -527,9 +635,9 @@ void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
   while (!flight.finished()) {
     if (!flight.events->pop_all(events, kKeepAliveInterval)) continue;
     for (const auto& [choice, event] : events) {
-      if (flight.message) {
+      if (flight.typed) {
         std::string events_text;  // the stream's, not sent
-        flight.message->append(event, choice, "", events_text);
+        flight.typed->append(event, choice, "", events_text);
       } else {
         flight.choices.at(choice).add(event);
       }
@@ -542,8 +650,8 @@ void Server::Impl::answer_whole(Flight& flight, httplib::Response& res) {
   }
   if (!cancel_message.empty()) {
     send_json(res, 503, ApiError(503, "unavailable_error", cancel_message).body(flight.shape));
-  } else if (flight.shape == ApiShape::kAnthropic) {
-    send_json(res, 200, flight.message->message());
+  } else if (flight.typed) {
+    send_json(res, 200, flight.typed->whole());
   } else {
     send_json(res, 200, full_response(flight.header, flight.choices));
   }
@@ -555,7 +663,7 @@ bool Server::Impl::stream_events(Flight& flight, const std::vector<ChoiceEvent>&
       draining ? "the server is shutting down" : "the request was cancelled";
   bool ended = false;
   for (const auto& [choice, event] : events) {
-    ended = flight.streamed->append(event, choice, cancel_message, out) || ended;
+    ended = flight.writer().append(event, choice, cancel_message, out) || ended;
     if (event.finished) finished(flight, choice, event);
   }
   return ended;

@@ -1,7 +1,8 @@
 #pragma once
 // An OpenAI- and Anthropic-compatible HTTP server over one Engine (cpp-httplib): POST
-// /v1/chat/completions, /v1/completions and /v1/messages (streamed as server-sent events or
-// whole), /v1/messages/count_tokens, GET /v1/models, /health and /metrics. Requests go to the
+// /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages (streamed as server-sent
+// events or whole), GET and DELETE /v1/responses/{id}, POST /v1/messages/count_tokens, GET
+// /v1/models, /health and /metrics. Requests go to the
 // engine's scheduler through a SchedulerThread, so they batch continuously; a client that goes away
 // cancels its request. The server listens before the model is loaded and answers 503 until
 // attach().

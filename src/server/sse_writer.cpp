@@ -50,4 +50,8 @@ bool SseWriter::append(const engine::TokenEvent& event, std::size_t index,
   return true;
 }
 
+std::string typed_sse_event(const Json& data) {
+  return "event: " + data["type"].get<std::string>() + "\n" + sse_event(data);
+}
+
 }  // namespace xlacel::server

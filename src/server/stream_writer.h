@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "common/json_file.h"
 #include "engine/request.h"
 
 namespace xlacel::server {
@@ -20,5 +21,16 @@ class StreamWriter {
   virtual bool append(const engine::TokenEvent& event, std::size_t index,
                       const std::string& cancel_message, std::string& out) = 0;
 };
+
+// A reply in an API of typed events (Anthropic's Messages, OpenAI's Responses): one object builds
+// both the stream's events and, once the last event was appended, the whole body.
+class TypedReply : public StreamWriter {
+ public:
+  virtual Json whole() const = 0;
+};
+
+// One event of the typed streams (Anthropic's Messages, OpenAI's Responses): "event: <its
+// type>\ndata: <json>\n\n".
+std::string typed_sse_event(const Json& data);
 
 }  // namespace xlacel::server

@@ -22,14 +22,6 @@ const Json& object_field(const Json& parent, const char* name, const std::string
   return *value;
 }
 
-std::string string_field(const Json& parent, const char* name, const std::string& where) {
-  const Json* value = field(parent, name);
-  if (value == nullptr || !value->is_string()) {
-    throw invalid_request(where, fmt::format("'{}' is required and must be a string", where));
-  }
-  return value->get<std::string>();
-}
-
 Json parse_tool(const Json& tool, const std::string& where) {
   if (!tool.is_object()) {
     throw invalid_request(where,
@@ -186,12 +178,58 @@ Json own_roles(const ToolCallSyntax& syntax, Json messages) {
   return messages;
 }
 
+// One flat tool (flat_function_tools), its name not among `seen`.
+Json flat_function_tool(const Json& tool, const std::string& where, const char* schema_key,
+                        bool schema_required, std::set<std::string>& seen) {
+  const std::string name = string_field(tool, "name", where + ".name");
+  if (!valid_function_name(name)) {
+    throw invalid_request(where + ".name",
+                          fmt::format("'{}.name' must be 1 to 64 letters, digits, '_' or '-', "
+                                      "got '{}'",
+                                      where, name));
+  }
+  if (!seen.insert(name).second) {
+    throw invalid_request(where + ".name", fmt::format("'tools' has two tools named '{}'", name));
+  }
+  Json function = {{"name", name}};
+  if (field(tool, "description") != nullptr) {
+    function["description"] = string_field(tool, "description", where + ".description");
+  }
+  const std::string schema_where = where + "." + schema_key;
+  const Json* schema =
+      schema_required ? &required_field(tool, schema_key, schema_where) : field(tool, schema_key);
+  if (schema != nullptr) {
+    require_object(*schema, schema_where);
+    function["parameters"] = *schema;
+  }
+  return {{"type", "function"}, {"function", std::move(function)}};
+}
+
 }  // namespace
 
 bool valid_function_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
   });
+}
+
+Json flat_function_tools(
+    const Json& tools, const std::function<std::string(std::size_t)>& where_of,
+    const char* schema_key, bool schema_required,
+    const std::function<void(const Json& tool, const std::string& where)>& check_type) {
+  if (!tools.is_array()) {
+    throw invalid_request("tools",
+                          fmt::format("'tools' must be an array, got {}", type_name(tools)));
+  }
+  Json out = Json::array();
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = where_of(i);
+    require_object(tools[i], where);
+    check_type(tools[i], where);
+    out.push_back(flat_function_tool(tools[i], where, schema_key, schema_required, seen));
+  }
+  return out;
 }
 
 ToolOptions parse_tool_options(const Json& body) {

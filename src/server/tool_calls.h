@@ -5,6 +5,7 @@
 // made for the model's tool-call family (chat/tool_call_format.h); and each choice's reply split
 // into content and calls (ToolReply), which the response and the stream both use.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,6 +34,16 @@ struct ToolOptions {
 // The rule OpenAI's and Anthropic's APIs both set for tool names: 1 to 64 letters, digits, '_'
 // and '-'.
 bool valid_function_name(const std::string& name);
+
+// A request's `tools` in a flat shape ({"name", "description", <schema_key>}: Anthropic's
+// input_schema, the Responses API's parameters), checked (an array of objects; `check_type`
+// first; names by valid_function_name and unique; schemas objects, required when
+// `schema_required`) and made chat's nested function tools. `where_of(i)` names tool i as the
+// API names fields ("tools.0", "tools[0]"; its fields are that + ".name", ...).
+Json flat_function_tools(
+    const Json& tools, const std::function<std::string(std::size_t)>& where_of,
+    const char* schema_key, bool schema_required,
+    const std::function<void(const Json& tool, const std::string& where)>& check_type);
 
 // `tools`, `tool_choice`, `parallel_tool_calls` (400 naming the field when malformed).
 ToolOptions parse_tool_options(const Json& body);

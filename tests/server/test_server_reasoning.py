@@ -4,7 +4,7 @@ distills' templates do), so that the reply starts as thinking whatever the weigh
 OpenAI's and Anthropic's official clients: Chat Completions gives `message.reasoning_content`
 apart from `content`, streamed as `delta.reasoning_content` chunks that join to it; the Messages
 API gives the same text as a `thinking` block, streamed as thinking_delta events that the client
-accumulates to the whole reply; a past reply's reasoning_content reaches the template; and
+accumulates to the whole reply; the Responses API gives it as a reasoning item; a past reply's reasoning_content reaches the template; and
 `--reasoning-format none` leaves the same tokens' text inline in `content`. The split itself, in
 every cut of the text, is checked in tests/tool_call_test.cpp (ReasoningParser)."""
 import json
@@ -107,6 +107,21 @@ class ReasoningTest(unittest.TestCase):
         self.assertEqual([b.model_dump() for b in streamed.content],
                          [b.model_dump() for b in whole.content])
         self.assertEqual(streamed.stop_reason, whole.stop_reason)
+
+    def test_responses_api_returns_a_reasoning_item(self):
+        chat = self.chat().choices[0].message
+        whole = self.openai["auto"].responses.create(model=self.model, input=QUESTION,
+                                                     max_output_tokens=24, temperature=0)
+        self.assertEqual(whole.output[0].type, "reasoning")
+        self.assertEqual(whole.output[0].content[0].text, chat.reasoning_content)
+        self.assertEqual(whole.output_text, chat.content)
+        self.assertGreater(whole.usage.output_tokens_details.reasoning_tokens, 0)
+        with self.openai["auto"].responses.stream(model=self.model, input=QUESTION,
+                                                  max_output_tokens=24,
+                                                  temperature=0) as stream:
+            events = list(stream)
+        deltas = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+        self.assertEqual(deltas, chat.reasoning_content)
 
     def test_past_reasoning_reaches_the_template(self):
         # Qwen 3's template writes the thinking of replies after the last user turn.
