@@ -6,6 +6,7 @@
 #include "common/parallel_slices.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -31,6 +32,14 @@ void narrow_all(std::span<const float> values, std::span<uint16_t> out, const Na
 }
 
 #if defined(__x86_64__)
+// F16C and AVX, read from CPUID leaf 1 (ECX bits 29 and 28): clang before 15 knows no "f16c"
+// for __builtin_cpu_supports, and the fuzzing build uses clang.
+bool has_f16c_and_avx() {
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & (1u << 29)) != 0 && (ecx & (1u << 28)) != 0 && __builtin_cpu_supports("avx");
+}
+
 // vcvtps2ph rounds to nearest even like float_to_half, overflows to infinity and rounds
 // subnormals alike; only a NaN's bits may differ, so a vector holding one goes one by one.
 __attribute__((target("avx,f16c"))) void halves_f16c(std::span<const float> values,
@@ -116,7 +125,8 @@ float bfloat16_to_float(uint16_t bits) {
 
 void floats_to_halves(std::span<const float> values, std::span<uint16_t> out) {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+  static const bool f16c = has_f16c_and_avx();
+  if (f16c) {
     narrow_all(values, out, halves_f16c);
     return;
   }

@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
-#include "common/error.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 
@@ -77,28 +74,6 @@ ResponseFormat parse_response_format(const Json& value) {
                         fmt::format("'response_format.type' must be \"text\", \"json_object\" or "
                                     "\"json_schema\", got {}",
                                     type == nullptr ? "none" : type->dump()));
-}
-
-std::shared_ptr<const grammar::CompiledGrammar> response_grammar(engine::Engine& engine,
-                                                                 const ResponseFormat& format,
-                                                                 const std::string& body) {
-  if (format.type == ResponseFormat::Type::kText) return nullptr;
-  grammar::GrammarCompiler* compiler = nullptr;
-  try {
-    compiler = &engine.grammars();
-  } catch (const Error& e) {
-    throw invalid_request("response_format", e.what());
-  }
-  if (format.type == ResponseFormat::Type::kJsonObject) return compiler->json_object();
-  std::string pointer = "/" + format.schema_field;
-  std::replace(pointer.begin(), pointer.end(), '.', '/');
-  const std::string schema =
-      nlohmann::ordered_json::parse(body).at(nlohmann::ordered_json::json_pointer(pointer)).dump();
-  try {
-    return compiler->json_schema(schema, format.schema_field);
-  } catch (const Error& e) {
-    throw invalid_request(format.schema_field, e.what());
-  }
 }
 
 }  // namespace xlacel::server

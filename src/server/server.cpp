@@ -24,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/response_grammar.h"
 #include "server/response_store.h"
 #include "server/responses_reply.h"
 #include "server/responses_request.h"
@@ -31,6 +32,7 @@
 #include "server/tokenize_request.h"
 #include "server/tool_calls.h"
 #include "server/tool_grammar.h"
+#include "server/web_chat.h"
 
 namespace xlacel::server {
 
@@ -273,13 +275,17 @@ void Server::Impl::routes() {
     }
     res.set_content(metrics.prometheus_text(queue), "text/plain; version=0.0.4");
   });
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kWebChatHtml, "text/html; charset=utf-8");
+  });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200,
-              {{"object", "list"},
-               {"data", Json::array({{{"id", options.model_id},
-                                      {"object", "model"},
-                                      {"created", 0},
-                                      {"owned_by", "xlacel"}}})}});
+    Json entry = {
+        {"id", options.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "xlacel"}};
+    // The positions one request may use (vLLM's name for it), once the model is loaded.
+    if (engine::Engine* loaded = engine) {
+      entry["max_model_len"] = loaded->executor().capabilities().capacity;
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", Json::array({std::move(entry)})}});
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     generate(Endpoint::kChat, req, res);

@@ -1,0 +1,68 @@
+// The request parsers of every generation endpoint (Chat Completions, completions, Anthropic's
+// Messages and count_tokens, the Responses API) on any JSON body: each either gives a request
+// or throws an ApiError naming a field, never anything else; and the chat messages it makes are
+// what chat templates read (objects with a string role and string content).
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <string_view>
+
+#include "common/json_file.h"
+#include "server/api_error.h"
+#include "server/messages_request.h"
+#include "server/openai_request.h"
+#include "server/responses_request.h"
+
+namespace {
+
+using xlacel::Json;
+using xlacel::server::GenerationRequest;
+
+void check_messages(const GenerationRequest& request) {
+  if (request.endpoint != xlacel::server::Endpoint::kChat) return;
+  if (!request.messages.is_array()) std::abort();
+  for (const Json& message : request.messages) {
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string() ||
+        !message.contains("content") || !message["content"].is_string()) {
+      std::abort();
+    }
+  }
+}
+
+template <typename Parse>
+void parse_or_refuse(Parse parse) {
+  try {
+    parse();
+  } catch (const xlacel::server::ApiError&) {
+  } catch (const std::exception&) {
+    std::abort();  // anything but a 400 naming the field is a bug
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const Json body = Json::parse(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1),
+                                nullptr, false);
+  if (body.is_discarded()) return 0;
+  using namespace xlacel::server;
+  switch (data[0] % 5) {
+    case 0:
+      parse_or_refuse([&] { check_messages(parse_generation_request(Endpoint::kChat, body, 1)); });
+      break;
+    case 1:
+      parse_or_refuse([&] { parse_generation_request(Endpoint::kCompletion, body, 1); });
+      break;
+    case 2:
+      parse_or_refuse([&] { check_messages(parse_messages_request(body, 1)); });
+      break;
+    case 3:
+      parse_or_refuse([&] { check_messages(parse_count_tokens_request(body)); });
+      break;
+    default:
+      parse_or_refuse([&] { check_messages(parse_responses_request(body, 1).generation); });
+      break;
+  }
+  return 0;
+}
