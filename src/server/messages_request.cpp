@@ -228,11 +228,14 @@ void parse_thinking(const Json& body, GenerationRequest& request) {
 }
 
 // `output_config.format`: {"type": "json_schema", "schema"}, the reply held to the schema by the
-// grammar OpenAI's response_format uses. `effort` is the model's own business: accepted.
+// grammar OpenAI's response_format uses; `effort` as apply_reasoning_effort says.
 void parse_output_config(const Json& body, GenerationRequest& request) {
   const Json* config = field(body, "output_config");
   if (config == nullptr) return;
   require_object(*config, "output_config");
+  if (const Json* effort = field(*config, "effort")) {
+    apply_reasoning_effort(*effort, "output_config.effort", request.chat_template_kwargs);
+  }
   const Json* format = field(*config, "format");
   if (format == nullptr) return;
   require_object(*format, "output_config.format");

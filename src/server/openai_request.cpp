@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "server/api_error.h"
@@ -212,6 +213,20 @@ void check_sampling(const engine::SamplingOptions& sampling) {
   }
 }
 
+void apply_reasoning_effort(const Json& effort, const std::string& field, Json& template_kwargs) {
+  static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium",
+                                                 "high", "xhigh",   "max"};
+  if (!effort.is_string() || kEfforts.count(effort.get<std::string>()) == 0) {
+    throw invalid_request(field, fmt::format("'{}' must be none, minimal, low, medium, high, "
+                                             "xhigh or max, got {}",
+                                             field, effort.dump()));
+  }
+  if (!template_kwargs.contains("reasoning_effort")) template_kwargs["reasoning_effort"] = effort;
+  if (effort == "none" && !template_kwargs.contains("enable_thinking")) {
+    template_kwargs["enable_thinking"] = false;
+  }
+}
+
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
                                            uint64_t default_seed) {
   require_object(body);
@@ -232,6 +247,17 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
             fmt::format("'chat_template_kwargs' must be an object, got {}", type_name(*kwargs)));
       }
       request.chat_template_kwargs = *kwargs;
+    }
+    if (const Json* effort = field(body, "reasoning_effort")) {
+      apply_reasoning_effort(*effort, "reasoning_effort", request.chat_template_kwargs);
+    }
+    if (const Json* format = field(body, "reasoning_format")) {
+      if (*format != "auto" && *format != "none") {
+        throw invalid_request(
+            "reasoning_format",
+            fmt::format("'reasoning_format' must be \"auto\" or \"none\", got {}", format->dump()));
+      }
+      request.split_reasoning = *format == "auto";
     }
   } else {
     if (field(body, "tools") != nullptr) {

@@ -6,6 +6,7 @@
 // logprobs (chat: `logprobs` + `top_logprobs`; completions: `logprobs` as a count) land in
 // `sampling`; token ids of logit_bias are checked against the vocabulary by the server.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,6 +31,9 @@ struct GenerationRequest {
   ToolOptions tools;  // chat: tools, tool_choice, parallel_tool_calls
   // chat: variables the chat template also sees (e.g. {"enable_thinking": false})
   Json chat_template_kwargs = Json::object();
+  // chat: whether the reply's thinking comes apart (reasoning_format "auto") or stays inline
+  // ("none"); unset: as the server was started (--reasoning-format)
+  std::optional<bool> split_reasoning;
   // completions: the prompt as text, or as token ids
   std::variant<std::string, std::vector<int32_t>> prompt;
   int64_t max_tokens = 0;  // 0: until the context is full
@@ -49,6 +53,12 @@ void parse_basic_sampling(const Json& body, double max_temperature,
                           engine::SamplingOptions& sampling);
 // A 400 naming the field when the options are invalid together (SamplingOptions::validate).
 void check_sampling(const engine::SamplingOptions& sampling);
+
+// How hard a reasoning model should think (`field`: reasoning_effort, reasoning.effort,
+// output_config.effort): none, minimal, low, medium, high, xhigh or max. It reaches the template
+// as `reasoning_effort` (gpt-oss's read it), and "none" also as `enable_thinking: false` (Qwen
+// 3's, SmolLM3's), unless the request's chat_template_kwargs set them.
+void apply_reasoning_effort(const Json& effort, const std::string& field, Json& template_kwargs);
 
 // `default_seed` is used when the request names none (OpenAI samples differently each time).
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,

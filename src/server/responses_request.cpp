@@ -269,7 +269,12 @@ ResponsesRequest parse_responses_request(const Json& body, uint64_t default_seed
   if (const Json* text = field(body, "text")) generation.response_format = parse_text_format(*text);
   if (const Json* value = field(body, "stream")) generation.stream = boolean(*value, "stream");
   if (const Json* metadata = field(body, "metadata")) require_object(*metadata, "metadata");
-  if (const Json* reasoning = field(body, "reasoning")) require_object(*reasoning, "reasoning");
+  if (const Json* reasoning = field(body, "reasoning")) {
+    require_object(*reasoning, "reasoning");
+    if (const Json* effort = field(*reasoning, "effort")) {
+      apply_reasoning_effort(*effort, "reasoning.effort", generation.chat_template_kwargs);
+    }
+  }
 
   Json& echo = request.echo;
   echo["tools"] = body.value("tools", Json::array());

@@ -343,7 +343,8 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
     variables.update(shown.extra_context);
     std::string rendered;
     prompt.ids = text.encode_chat(request.messages, variables, &rendered);
-    if (options.split_reasoning && template_thinks(text.chat_template_source())) {
+    if (request.split_reasoning.value_or(options.split_reasoning) &&
+        template_thinks(text.chat_template_source())) {
       prompt.opens_thinking = prompt_opens_thinking(rendered);
     }
   } catch (const Error& e) {

@@ -202,6 +202,18 @@ class MessagesTest(unittest.TestCase):
         with self.assertRaises(openai.BadRequestError) as caught:
             chat(extra_body={"chat_template_kwargs": ["enable_thinking"]})
         self.assertEqual(caught.exception.body["param"], "chat_template_kwargs")
+        # A reasoning effort of "none" switches thinking off there too, in all three APIs.
+        self.assertEqual(chat(extra_body={"reasoning_effort": "none"}),
+                         count(thinking={"type": "disabled"}))
+        self.assertEqual(chat(extra_body={"reasoning_effort": "high"}), plain)
+        self.assertEqual(count(output_config={"effort": "none"}),
+                         count(thinking={"type": "disabled"}))
+        self.assertEqual(self.openai.responses.create(
+            model=self.model, input=QUESTION, max_output_tokens=1,
+            reasoning={"effort": "none"}).usage.input_tokens, count(thinking={"type": "disabled"}))
+        with self.assertRaises(openai.BadRequestError) as caught:
+            chat(extra_body={"reasoning_effort": "extreme"})
+        self.assertEqual(caught.exception.body["param"], "reasoning_effort")
 
     # --- bad requests -------------------------------------------------------------------------
 

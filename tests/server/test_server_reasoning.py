@@ -86,10 +86,17 @@ class ReasoningTest(unittest.TestCase):
         self.assertEqual(streamed_content, whole.message.content)
         self.assertEqual(chunks[0].choices[0].delta.role, "assistant")
 
-        # The same tokens with --reasoning-format none: their text inline, nothing apart.
+        # The same tokens with --reasoning-format none: their text inline, nothing apart; and so
+        # on this server with the request's own reasoning_format.
         inline = self.chat("none").choices[0].message
         self.assertIsNone(getattr(inline, "reasoning_content", None))
         self.assertTrue(inline.content.strip("\n").startswith(reasoning), inline.content)
+        asked = self.chat(extra_body={"reasoning_format": "none"}).choices[0].message
+        self.assertIsNone(getattr(asked, "reasoning_content", None))
+        self.assertEqual(asked.content, inline.content)
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.chat(extra_body={"reasoning_format": "deepseek-legacy"})
+        self.assertEqual(caught.exception.body["param"], "reasoning_format")
 
     def test_messages_api_returns_a_thinking_block(self):
         chat = self.chat().choices[0].message
