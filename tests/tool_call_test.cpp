@@ -177,8 +177,9 @@ TEST(ToolCallFormat, StructuralTagCarriesEachToolsSchema) {
   const ToolCallSyntax hermes = tool_call_syntax(template_source("qwen3.jinja"));
   Json tag = tool_call_structural_tag(hermes, ordered_tools, true, "", true);
   EXPECT_EQ(tag["type"], "structural_tag");
-  EXPECT_EQ(tag["format"]["type"], "triggered_tags");
-  EXPECT_EQ(tag["format"]["triggers"], Json::array({"<tool_call>"}));
+  // Required: calls only, a newline between them.
+  EXPECT_EQ(tag["format"]["type"], "tags_with_separator");
+  EXPECT_EQ(tag["format"]["separator"], "\n");
   EXPECT_EQ(tag["format"]["at_least_one"], true);
   ASSERT_EQ(tag["format"]["tags"].size(), 2u);
   const Json& first = tag["format"]["tags"][0];
@@ -251,6 +252,8 @@ TEST_F(ToolCallGrammar, EachFamilysRequiredCallIsAdmittedAndParsed) {
       ASSERT_TRUE(matcher.accept(id)) << family << ": refused at token " << id << " of " << call;
     }
     EXPECT_TRUE(matcher.allows(eos[0])) << family << ": not complete after " << call;
+    // Calls only: no text after them.
+    EXPECT_FALSE(matcher.allows(tokenizer->encode("Hello", false).front())) << family;
     const Parsed parsed = parse_pieces(syntax, {call});
     ASSERT_EQ(parsed.calls.size(), 1u) << family;
     EXPECT_EQ(parsed.calls[0].name, "add") << family;

@@ -178,11 +178,19 @@ OrderedJson tool_call_structural_tag(const ToolCallSyntax& syntax, const Ordered
                 {"at_least_one", false},
                 {"stop_after_first", !parallel}};
     }
+  } else if (required) {
+    // Calls only, one after another as the templates render several (Hermes: a newline between
+    // them), and nothing after the last: the reply ends where its calls do.
+    format = {{"type", "tags_with_separator"},
+              {"tags", tags},
+              {"separator", syntax.family == ToolCallFamily::kHermes ? "\n" : ""},
+              {"at_least_one", true},
+              {"stop_after_first", !parallel}};
   } else {
     format = {{"type", "triggered_tags"},
               {"triggers", OrderedJson::array({syntax.start})},
               {"tags", tags},
-              {"at_least_one", required},
+              {"at_least_one", false},
               {"stop_after_first", !parallel}};
   }
   return {{"type", "structural_tag"}, {"format", format}};
