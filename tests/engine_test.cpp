@@ -94,7 +94,8 @@ struct EngineShape {
 // An engine of `shape` on `runtime`, with its compile cache in the build's scratch folder.
 std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& model_path,
                                 const EngineShape& shape, bool logits = false,
-                                bool prefix_reuse = true, bool share_choice_prompts = true) {
+                                bool prefix_reuse = true, bool share_choice_prompts = true,
+                                std::size_t prompt_cache_bytes = 0) {
   EngineOptions options;
   options.runtime = runtime;
   options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
@@ -106,6 +107,8 @@ std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& m
   options.executor.preload_logits = logits;
   options.scheduler.prefix_reuse = prefix_reuse;
   options.scheduler.share_choice_prompts = share_choice_prompts;
+  options.scheduler.prompt_cache_bytes = prompt_cache_bytes;
+  options.scheduler.prompt_cache_min_tokens = 8;
   return std::make_unique<Engine>(ModelFiles::open(model_path), options);
 }
 
@@ -570,6 +573,48 @@ TEST_P(RingModelOnRuntime, AWrappedRingIsReusedOnlyWholeAndGivesTheTokensOfAFull
 // (tiny Gemma 3: 24 rows; tiny LFM2: 3): with their prompt prefilled once and its rows copied
 // to the other slots (the copy-slot graph), each choice draws the tokens it draws when every
 // choice prefills its own, and the greedy one HF's; the ring of a copy wraps again in decode.
+// The prompt cache on models whose slots hold rings and recurrent state: a prompt whose one slot
+// went to another request is saved to the host first, and its follow-up gets it restored (save-
+// slot and restore-slot graphs) rather than prefilled, with the tokens of a run that prefills
+// every prompt in full.
+TEST_P(RingModelOnRuntime, APromptRestoredFromTheHostGivesTheTokensOfAFullPrefill) {
+  const auto& [model, runtime] = GetParam();
+  if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;
+  const fs::path dir = testing::test_data("models/" + model);
+  const json reference = read_json(dir / "reference.json");
+  const auto agent = ids(reference["prompts"][2]["prompt_ids"]);  // 70 tokens
+  const auto other = ids(reference["prompts"][1]["prompt_ids"]);  // 17 tokens
+  const auto tail = ids(reference["prompts"][0]["prompt_ids"]);   // 5 tokens
+  struct Run {
+    Stream agent, other, again;
+  };
+  auto run = [&](bool cache) {
+    auto engine = open_on(runtime, dir.string(), {1, 256, 16}, false, cache, true,
+                          cache ? std::size_t{64} << 20 : 0);
+    Scheduler& scheduler = engine->scheduler();
+    Run r;
+    scheduler.submit(agent, greedy(12), r.agent.callback());
+    scheduler.run_until_idle();
+    scheduler.submit(other, greedy(12), r.other.callback());  // takes the one slot
+    scheduler.run_until_idle();
+    std::vector<int32_t> again = agent;
+    again.insert(again.end(), r.agent.tokens.begin(), r.agent.tokens.end());
+    again.insert(again.end(), tail.begin(), tail.end());
+    scheduler.submit(again, greedy(12), r.again.callback());
+    scheduler.run_until_idle();
+    if (cache) {
+      EXPECT_EQ(scheduler.prompt_cache_hits(), 1);
+    }
+    return r;
+  };
+  const Run full = run(false);
+  const Run cached = run(true);
+  EXPECT_EQ(cached.again.stats.cached_tokens, 70 + 11);  // the prompt and the outputs fed back
+  EXPECT_EQ(cached.other.tokens, full.other.tokens);
+  EXPECT_EQ(cached.again.tokens, full.again.tokens)
+      << "differs at token " << matched(cached.again.tokens, full.again.tokens);
+}
+
 TEST_P(RingModelOnRuntime, ChoicesSharingOnePrefillDrawWhatTheyDrawAlone) {
   const auto& [model, runtime] = GetParam();
   if (auto missing = missing_runtime(runtime)) GTEST_SKIP() << *missing;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <map>
 #include <numeric>
@@ -67,7 +68,8 @@ class FakeRunner : public executor::ModelRunner {
     std::vector<int32_t> positions;
     bool want_logits = false;
   };
-  // Every call in order: 'p' prefill, 'd' decode, 'c' copy_slot.
+  // Every call in order: 'p' prefill, 'd' decode, 'c' copy_slot, 's' save_slot, 'r'
+  // restore_slot.
   std::string calls;
   // The next call throws (after writing nothing), as a failing graph call would.
   bool fail_next_call = false;
@@ -180,6 +182,32 @@ class FakeRunner : public executor::ModelRunner {
     copies.emplace_back(from, to);
     cache_[static_cast<std::size_t>(to)] = cache_[static_cast<std::size_t>(from)];
     ring_[static_cast<std::size_t>(to)] = ring_[static_cast<std::size_t>(from)];
+  }
+
+  // A slot's rows as the real runner gives them: one byte string per cache (here the token
+  // rows and the ring's positions).
+  executor::SlotRows save_slot(int32_t slot) override {
+    calls += 's';
+    throw_if_asked();
+    const auto& rows = cache_[static_cast<std::size_t>(slot)];
+    const auto& ring = ring_[static_cast<std::size_t>(slot)];
+    const auto bytes = [](const auto& values) {
+      const auto* begin = reinterpret_cast<const std::byte*>(values.data());
+      return std::vector<std::byte>(begin, begin + values.size() * sizeof(values[0]));
+    };
+    return {bytes(rows), bytes(ring)};
+  }
+
+  void restore_slot(int32_t slot, const executor::SlotRows& saved) override {
+    calls += 'r';
+    throw_if_asked();
+    auto& rows = cache_[static_cast<std::size_t>(slot)];
+    auto& ring = ring_[static_cast<std::size_t>(slot)];
+    ASSERT_EQ(saved.size(), 2u);
+    ASSERT_EQ(saved[0].size(), rows.size() * sizeof(rows[0]));
+    ASSERT_EQ(saved[1].size(), ring.size() * sizeof(ring[0]));
+    std::memcpy(rows.data(), saved[0].data(), saved[0].size());
+    std::memcpy(ring.data(), saved[1].data(), saved[1].size());
   }
 
   const std::vector<int32_t>& cache(int32_t slot) const {
@@ -1026,6 +1054,73 @@ TEST(PrefixReuse, AWrappedRingIsReusedByAPromptExtendingItAndRefusedByAShorterOn
   EXPECT_EQ(runner.prefills.back().start, 8);  // two chunks from position 0
   EXPECT_EQ(c.tokens, fake_greedy(shorter, 4));
   EXPECT_EQ(decoy.tokens, fake_greedy({40}, 30));
+}
+
+// The prompt cache: a slot's tokens kept on the host once another prompt takes the slot, and
+// restored for a prompt that starts with them.
+
+SchedulerOptions with_prompt_cache(std::size_t bytes = 1 << 20) {
+  SchedulerOptions options;
+  options.prompt_cache_bytes = bytes;
+  options.prompt_cache_min_tokens = 8;
+  return options;
+}
+
+TEST(PromptCache, APromptWhoseSlotWentToAnotherIsRestoredNotPrefilled) {
+  FakeRunner runner(1, 64, 8);
+  Scheduler scheduler(runner, nullptr, with_prompt_cache());
+  const std::vector<int32_t> agent = iota_tokens(20);          // a long shared prompt
+  const std::vector<int32_t> other = iota_tokens(12, 30);      // another takes the one slot
+  const std::vector<int32_t> again = concat(agent, {50, 51});  // the agent's next call
+  Collected a, b, c;
+  scheduler.submit(agent, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  scheduler.submit(other, greedy(3), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(scheduler.prompt_cache_entries(), 1u);  // the agent's tokens, saved before `other`
+  const std::size_t prefills = runner.prefills.size();
+  scheduler.submit(again, greedy(4), c.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(scheduler.prompt_cache_hits(), 1);
+  EXPECT_EQ(c.stats.cached_tokens, 20);  // the agent's prompt (its outputs differ from 50, 51)
+  ASSERT_EQ(runner.prefills.size(), prefills + 1);
+  EXPECT_EQ(runner.prefills.back().start, 20);
+  EXPECT_EQ(runner.prefills.back().context, agent);
+  EXPECT_EQ(c.tokens, fake_greedy(again, 4));
+  EXPECT_EQ(b.tokens, fake_greedy(other, 3));
+  // Saved once each before their slot went to another prompt, restored once.
+  EXPECT_EQ(std::count(runner.calls.begin(), runner.calls.end(), 's'), 2);
+  EXPECT_EQ(std::count(runner.calls.begin(), runner.calls.end(), 'r'), 1);
+}
+
+TEST(PromptCache, ShortPromptsATightBudgetAndAFailedCopyLeaveItOut) {
+  FakeRunner runner(1, 64, 8);
+  // Below the minimum tokens: nothing saved.
+  Scheduler scheduler(runner, nullptr, with_prompt_cache());
+  Collected a, b;
+  scheduler.submit(iota_tokens(4), greedy(2), a.callback());
+  scheduler.run_until_idle();
+  scheduler.submit(iota_tokens(4, 30), greedy(2), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(scheduler.prompt_cache_entries(), 0u);
+  // A budget smaller than one slot's rows: saved and dropped at once.
+  FakeRunner small(1, 64, 8);
+  Scheduler tight(small, nullptr, with_prompt_cache(16));
+  Collected c, d, e;
+  tight.submit(iota_tokens(20), greedy(2), c.callback());
+  tight.run_until_idle();
+  tight.submit(iota_tokens(20, 30), greedy(2), d.callback());
+  tight.run_until_idle();
+  EXPECT_EQ(tight.prompt_cache_entries(), 0u);
+  // A save that fails: the prompt is prefilled from position 0 and its tokens are right.
+  small.fail_next_call = true;
+  tight.submit(iota_tokens(20, 2), greedy(3), e.callback());
+  tight.run_until_idle();
+  EXPECT_EQ(e.stats.cached_tokens, 0);
+  EXPECT_EQ(e.tokens, fake_greedy(iota_tokens(20, 2), 3));
+  EXPECT_THROW(Scheduler(small, nullptr,
+                         SchedulerOptions{.prompt_cache_bytes = 1, .prompt_cache_min_tokens = 0}),
+               FieldError);
 }
 
 TEST(PrefixReuse, ACancelledRequestLeavesOnlyTheRowsItWrote) {

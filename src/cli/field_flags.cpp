@@ -10,7 +10,7 @@ namespace xlacel::cli {
 namespace {
 
 // Option fields (device::DeviceOptions, executor::ExecutorOptions, the runtime,
-// compile_cache::IreeTargetOptions) and their flags.
+// compile_cache::IreeTargetOptions, engine::SchedulerOptions) and their flags.
 constexpr std::pair<std::string_view, std::string_view> kFlagOfField[] = {
     {"runtime", "--backend"},
     {"threads", "--threads"},
@@ -25,6 +25,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagOfField[] = {
     {"backend", "--target"},
     {"cuda_sm", "--cuda-sm"},
     {"opt_level", "--opt-level"},
+    {"prompt_cache_bytes", "--cache-ram"},
 };
 
 }  // namespace

@@ -9,7 +9,9 @@ namespace xlacel::cli {
 std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) {
   return {
       command->add_option("-m,--model", flags.model, "GGUF file or HF model directory"),
-      command->add_option("--graph", flags.graph, "prefill, decode, decode-logits or copy-slot")
+      command
+          ->add_option("--graph", flags.graph,
+                       "prefill, decode, decode-logits, copy-slot, save-slot or restore-slot")
           ->capture_default_str(),
       command->add_option("--bucket", flags.bucket,
                           "prefill: tokens per call (default 64); decode: rows, one per slot "
@@ -41,7 +43,10 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   models::GraphOptions graph;
   auto kind = models::parse_graph_kind(flags.graph);
   if (!kind)
-    fail("--graph", "unknown graph '{}' (prefill, decode, decode-logits, copy-slot)", flags.graph);
+    fail("--graph",
+         "unknown graph '{}' (prefill, decode, decode-logits, copy-slot, save-slot, "
+         "restore-slot)",
+         flags.graph);
   graph.kind = *kind;
   graph.weights = parse_weights_flag(flags.weights);
   if (flags.bucket < 0)

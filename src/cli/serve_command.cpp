@@ -1,5 +1,6 @@
 // `xlacel serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [--context N]
-//  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [runtime flags]`: an OpenAI- and
+//  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [--cache-ram MIB]
+//  [runtime flags]`: an OpenAI- and
 //  Anthropic-compatible HTTP server
 // (src/server) over the batching engine. It listens at once and answers 503 until the model is
 // loaded; SIGINT or SIGTERM stop it gracefully (exit 0).
@@ -35,6 +36,7 @@ struct ServeCommandOptions {
   std::string alias;
   double shutdown_grace = 10;
   std::string reasoning_format = "auto";
+  int64_t cache_ram_mib = 0;
 };
 
 void log_line(std::string_view line) {
@@ -60,6 +62,9 @@ void run_serve(const ServeCommandOptions& options) {
   if (options.shutdown_grace < 0) {
     fail("--shutdown-grace", "must be >= 0, got {}", options.shutdown_grace);
   }
+  if (options.cache_ram_mib < 0) {
+    fail("--cache-ram", "must be >= 0 MiB, got {}", options.cache_ram_mib);
+  }
   if (options.reasoning_format != "auto" && options.reasoning_format != "none") {
     fail("--reasoning-format", "must be auto or none, got '{}'", options.reasoning_format);
   }
@@ -73,6 +78,8 @@ void run_serve(const ServeCommandOptions& options) {
   const std::vector<int64_t> batch_sizes = executor::decode_buckets(options.parallel);
   engine_options.executor.preload_decode_rows = batch_sizes;
   engine_options.executor.preload_logits = true;
+  engine_options.scheduler.prompt_cache_bytes = static_cast<std::size_t>(options.cache_ram_mib)
+                                                << 20;
 
   server::ServerOptions server_options;
   server_options.host = options.host;
@@ -163,6 +170,12 @@ void add_serve_command(CLI::App& app) {
                       "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on /v1/ requests");
   command->add_option("--alias", options->alias,
                       "the model name clients use (default: the model file's name)");
+  command
+      ->add_option("--cache-ram", options->cache_ram_mib,
+                   "MiB of RAM for prompts whose slots went to other requests (their KV rows and "
+                   "state), restored for a prompt that starts with one instead of prefilled; 0: "
+                   "off")
+      ->capture_default_str();
   command
       ->add_option("--reasoning-format", options->reasoning_format,
                    "auto: the thinking of models whose template thinks (<think> blocks) comes "

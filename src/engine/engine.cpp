@@ -13,6 +13,12 @@ namespace {
 // before a device starts (which prints its progress).
 backends::Runtime open_runtime(const ModelFiles& model, const EngineOptions& options) {
   models::check_tensor_parallel(model.config(), options.device.tensor_parallel);
+  options.scheduler.validate();
+  // A slot's rows come to the host whole: partitioned caches would come in slices.
+  if (options.scheduler.prompt_cache_bytes > 0 && options.device.tensor_parallel > 1) {
+    fail_field("prompt_cache_bytes", "needs one device (tensor_parallel is {})",
+               options.device.tensor_parallel);
+  }
   backends::Runtime runtime;
   runtime.lowering = backends::make_lowering(options.runtime, options.device);
   options.executor.validate(*runtime.lowering, options.runtime);
@@ -44,6 +50,13 @@ void Engine::load(backends::Runtime runtime, const EngineOptions& options) {
   if (!executor_options.progress) executor_options.progress = options.device.progress;
   executor_ = std::make_unique<executor::Executor>(
       std::move(runtime.device), std::move(runtime.lowering), model_, executor_options);
+  // The prompt cache's copies compile now: a first use mid-serving would stall every stream.
+  if (options.scheduler.prompt_cache_bytes > 0) {
+    const models::GraphOptions slot_graphs[] = {
+        executor_->slot_graph(models::GraphKind::kSaveSlot),
+        executor_->slot_graph(models::GraphKind::kRestoreSlot)};
+    executor_->prepare(slot_graphs);
+  }
   scheduler_ = std::make_unique<Scheduler>(*executor_, text_ ? &text_->tokenizer() : nullptr,
                                            options.scheduler);
 }

@@ -113,8 +113,18 @@ struct Scheduler::Sequence {
 Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer,
                      const SchedulerOptions& options)
     : runner_(runner), tokenizer_(tokenizer), caps_(runner.capabilities()), options_(options) {
+  options_.validate();
   slots_.resize(static_cast<std::size_t>(caps_.slots));
   resident_.resize(slots_.size());
+  if (options_.prompt_cache_bytes > 0) {
+    prompt_cache_ = std::make_unique<PromptCache>(options_.prompt_cache_bytes);
+  }
+}
+
+void SchedulerOptions::validate() const {
+  if (prompt_cache_min_tokens < 1) {
+    fail_field("prompt_cache_min_tokens", "must be at least 1, got {}", prompt_cache_min_tokens);
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -210,9 +220,18 @@ void Scheduler::admit() {
   for (Sequence* sequence : stopped) finish(*sequence, FinishReason::kCancelled);
   release_finished();
 
-  std::lock_guard lock(mutex_);
-  while (!waiting_.empty() && running_ < slots_.size()) {
-    auto [slot, common] = choose_slot(waiting_.front()->tokens);
+  while (running_ < slots_.size()) {
+    // Only this thread takes from the queue, so its front stays put while the lock is let go
+    // for the prompt cache's copies.
+    Sequence* next = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (waiting_.empty()) break;
+      next = waiting_.front().get();
+    }
+    auto [slot, common] = choose_slot(next->tokens);
+    if (!next->share) common = use_prompt_cache(slot, next->tokens, common);
+    std::lock_guard lock(mutex_);
     Sequence& sequence = *(slots_[slot] = std::move(waiting_.front()));
     waiting_.pop_front();
     sequence.admission = admitted_++;
@@ -243,6 +262,33 @@ std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t
     }
   }
   return {best, best_common};
+}
+
+int64_t Scheduler::use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt,
+                                    int64_t common) {
+  if (!prompt_cache_ || !options_.prefix_reuse) return common;
+  std::vector<int32_t>& resident = resident_[slot];
+  const std::optional<PromptCache::Match> cached = prompt_cache_->best(prompt, caps_.ring_rows);
+  const bool restore = cached && cached->common > common;
+  try {
+    if ((restore || common < static_cast<int64_t>(resident.size())) &&
+        static_cast<int64_t>(resident.size()) >= options_.prompt_cache_min_tokens &&
+        !prompt_cache_->holds(resident)) {
+      prompt_cache_->put({resident, runner_.save_slot(static_cast<int32_t>(slot))});
+      prompt_cache_entries_ = prompt_cache_->entries();
+      prompt_cache_bytes_ = prompt_cache_->bytes();
+    }
+    if (!restore) return common;
+    const CachedSlot& entry = prompt_cache_->use(cached->id);
+    runner_.restore_slot(static_cast<int32_t>(slot), entry.rows);
+    resident = entry.tokens;
+  } catch (const std::exception&) {
+    // The runner's copy failed: what the slot holds is unknown, so the prompt starts afresh.
+    resident.clear();
+    return 0;
+  }
+  ++prompt_cache_hits_;
+  return cached->common;
 }
 
 void Scheduler::release_finished() {

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/prompt_cache.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
@@ -69,6 +70,14 @@ struct SchedulerOptions {
   // A prompt's last token, when it is the only one left to run, goes through the decode step
   // (see above). Off: through a prefill call (for comparisons).
   bool last_prompt_token_in_decode = true;
+  // Host RAM for the prompt cache (engine/prompt_cache.h); 0: none. With it, a free slot whose
+  // resident tokens a new prompt would write over keeps them there first (when they are at least
+  // prompt_cache_min_tokens), and a prompt that shares more with an entry than with any free
+  // slot gets the entry restored into its slot instead of prefilling that much.
+  std::size_t prompt_cache_bytes = 0;
+  int64_t prompt_cache_min_tokens = 32;
+  // Error naming the field when invalid.
+  void validate() const;
 };
 
 class Scheduler {
@@ -103,6 +112,11 @@ class Scheduler {
   std::size_t running() const;
   std::size_t slots() const { return static_cast<std::size_t>(caps_.slots); }
   const StepReport& last_step() const { return last_step_; }
+  // Prompts that got their prefix from the prompt cache so far; its entries and bytes now.
+  // Readable from any thread.
+  int64_t prompt_cache_hits() const { return prompt_cache_hits_; }
+  std::size_t prompt_cache_entries() const { return prompt_cache_entries_; }
+  std::size_t prompt_cache_bytes() const { return prompt_cache_bytes_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -115,6 +129,10 @@ class Scheduler {
   void admit();
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
+  // With a prompt cache: keeps the free `slot`'s tokens there before `prompt` (sharing `common`
+  // of them) writes over them, and restores an entry into the slot where it gives more; returns
+  // how many of the prompt's tokens the slot holds then.
+  int64_t use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt, int64_t common);
   void prefill_some();
   // Whether the decode step feeds the sequence's last prompt token (SchedulerOptions).
   bool rides_decode(const Sequence& sequence) const;
@@ -158,6 +176,10 @@ class Scheduler {
   uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;
   std::vector<executor::PrefillOutput> prefill_outs_;
+  std::unique_ptr<PromptCache> prompt_cache_;  // step thread only; null without one
+  std::atomic<int64_t> prompt_cache_hits_ = 0;
+  std::atomic<std::size_t> prompt_cache_entries_ = 0;
+  std::atomic<std::size_t> prompt_cache_bytes_ = 0;
   executor::DecodeOutput decode_out_;
 };
 

@@ -257,9 +257,9 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
   return graph;
 }
 
-models::GraphOptions Executor::copy_slot_graph() const {
+models::GraphOptions Executor::slot_graph(models::GraphKind kind) const {
   models::GraphOptions graph;
-  graph.kind = models::GraphKind::kCopySlot;
+  graph.kind = kind;
   graph.capacity = options_.capacity;
   graph.weights = options_.weights;  // the caches' element type follows it
   graph.slots = options_.slots;
@@ -321,7 +321,7 @@ Executor::Graph& Executor::graph(const models::GraphOptions& options) {
   return graphs_.at(models::graph_name(options));
 }
 
-std::vector<device::BufferPtr> Executor::run(Graph& graph, std::initializer_list<Input> inputs) {
+std::vector<device::BufferPtr> Executor::run(Graph& graph, std::span<const Input> inputs) {
   const models::GraphSignature& signature = graph.signature;
   std::vector<device::BufferPtr> uploaded;
   for (const models::TensorSpec& spec : signature.inputs) {
@@ -500,7 +500,39 @@ void Executor::copy_slot(int32_t from, int32_t to) {
     }
   }
   if (from == to) fail("copy_slot", "slot {} would be copied onto itself", from);
-  run(graph(copy_slot_graph()), {{"from", bytes_of(from)}, {"to", bytes_of(to)}});
+  run(graph(slot_graph(models::GraphKind::kCopySlot)),
+      {{"from", bytes_of(from)}, {"to", bytes_of(to)}});
+}
+
+SlotRows Executor::save_slot(int32_t slot) {
+  if (slot < 0 || slot >= options_.slots) {
+    fail("save_slot", "slot {} is not in [0, {})", slot, options_.slots);
+  }
+  Graph& save = graph(slot_graph(models::GraphKind::kSaveSlot));
+  std::vector<device::BufferPtr> outputs = run(save, {{"slot", bytes_of(slot)}});
+  SlotRows rows(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const models::TensorSpec& spec = save.signature.outputs[i];
+    rows[i].resize(device::dense_byte_size(spec.element, spec.shape));
+    device_->read(*outputs[i], rows[i]);
+  }
+  return rows;
+}
+
+void Executor::restore_slot(int32_t slot, const SlotRows& rows) {
+  if (slot < 0 || slot >= options_.slots) {
+    fail("restore_slot", "slot {} is not in [0, {})", slot, options_.slots);
+  }
+  Graph& restore = graph(slot_graph(models::GraphKind::kRestoreSlot));
+  const std::vector<models::TensorSpec>& inputs = restore.signature.inputs;
+  if (rows.size() + 1 != inputs.size()) {
+    fail("restore_slot", "{} caches' rows given, the graph takes {}", rows.size(),
+         inputs.size() - 1);
+  }
+  // Inputs by name: the slot, then each cache's rows (run() checks their sizes).
+  std::vector<Input> named = {{"slot", bytes_of(slot)}};
+  for (std::size_t i = 0; i < rows.size(); ++i) named.push_back({inputs[i + 1].name, rows[i]});
+  run(restore, named);
 }
 
 }  // namespace xlacel::executor

@@ -109,8 +109,9 @@ class Executor final : public ModelRunner {
   // reads weights as stored only where the lowering says so (lowering::Lowering::
   // reads_as_stored) and the f32 copy elsewhere.
   models::WeightType graph_weights(int64_t rows) const;
-  // The copy-slot graph over this executor's caches.
-  models::GraphOptions copy_slot_graph() const;
+  // The graph over this executor's caches that moves whole slots: copy-slot, save-slot or
+  // restore-slot (models::moves_slots).
+  models::GraphOptions slot_graph(models::GraphKind kind) const;
   // The runtime's lowering, which chose the forms of the weights and the graphs' kernels.
   const lowering::Lowering& lowering() const { return *lowering_; }
 
@@ -121,8 +122,11 @@ class Executor final : public ModelRunner {
                       std::span<PrefillOutput> outs) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
-  // Runs the copy-slot graph (loaded on first use).
+  // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
+  // them where a first use must not wait for a compile).
   void copy_slot(int32_t from, int32_t to) override;
+  SlotRows save_slot(int32_t slot) override;
+  void restore_slot(int32_t slot, const SlotRows& rows) override;
 
  private:
   struct Graph {
@@ -150,7 +154,10 @@ class Executor final : public ModelRunner {
   void check_prefill_chunk(int32_t slot, int64_t bucket, int32_t start, int32_t valid) const;
   Graph& graph(const models::GraphOptions& options);  // loads it on first use
   // Runs `graph`; returns its outputs (not the caches), in signature order.
-  std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs);
+  std::vector<device::BufferPtr> run(Graph& graph, std::span<const Input> inputs);
+  std::vector<device::BufferPtr> run(Graph& graph, std::initializer_list<Input> inputs) {
+    return run(graph, std::span<const Input>(inputs.begin(), inputs.size()));
+  }
 
   std::unique_ptr<device::Device> device_;
   std::unique_ptr<const lowering::Lowering> lowering_;

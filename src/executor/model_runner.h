@@ -32,6 +32,9 @@ struct Capabilities {
   int64_t vocab_size = 0;
 };
 
+// One slot's rows of every cache, as host bytes (ModelRunner::save_slot).
+using SlotRows = std::vector<std::vector<std::byte>>;
+
 // What a prefill chunk reads back.
 struct PrefillOutput {
   int32_t token = -1;         // argmax of the logits (ties to the lower id)
@@ -89,6 +92,13 @@ class ModelRunner {
   // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
   // `from` has written; no other slot changes. One prefill then serves several sequences.
   virtual void copy_slot(int32_t from, int32_t to) = 0;
+
+  // Every cache's rows of `slot` (KV rows and recurrent state alike), as host bytes, one entry
+  // per cache: what restore_slot() takes back. The host's prompt cache keeps a slot's prompt
+  // this way after the slot goes to another (engine/prompt_cache.h). This default: Error.
+  virtual SlotRows save_slot(int32_t slot);
+  // `slot` takes rows save_slot() gave (of this runner), so it holds what that slot held then.
+  virtual void restore_slot(int32_t slot, const SlotRows& rows);
 };
 
 }  // namespace xlacel::executor

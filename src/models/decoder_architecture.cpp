@@ -40,11 +40,16 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
          config.num_heads, config.num_kv_heads);
   }
   check_tensor_parallel(config, options.tensor_parallel);
-  if (options.kind == GraphKind::kCopySlot) {
-    return {graph_inputs(options),
-            {},
-            cache_specs(config, options.weights, options.slots, options.capacity),
-            {}};
+  if (moves_slots(options.kind)) {
+    std::vector<TensorSpec> caches =
+        cache_specs(config, options.weights, options.slots, options.capacity);
+    std::vector<TensorSpec> inputs = graph_inputs(options);
+    std::vector<TensorSpec> outputs;
+    std::vector<TensorSpec> rows = slot_rows_specs(caches);
+    if (options.kind == GraphKind::kSaveSlot) outputs = rows;
+    if (options.kind == GraphKind::kRestoreSlot)
+      inputs.insert(inputs.end(), rows.begin(), rows.end());
+    return {std::move(inputs), {}, std::move(caches), std::move(outputs)};
   }
   return {graph_inputs(options),
           weight_arguments(config, options.weights, options.paired_nibbles()),
@@ -54,8 +59,8 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
 
 EmittedGraph DecoderArchitecture::emit(const ModelConfig& config,
                                        const GraphOptions& options) const {
-  if (options.kind == GraphKind::kCopySlot) {
-    return emit_slot_copy(config, options, signature(config, options));
+  if (moves_slots(options.kind)) {
+    return emit_slot_graph(config, options, signature(config, options));
   }
   return emit_decoder_graph(config, family(config), options, signature(config, options));
 }

@@ -14,13 +14,22 @@ const char* graph_kind_name(GraphKind kind) {
       return "decode-logits";
     case GraphKind::kCopySlot:
       return "copy-slot";
+    case GraphKind::kSaveSlot:
+      return "save-slot";
+    case GraphKind::kRestoreSlot:
+      return "restore-slot";
   }
   return "?";
 }
 
+bool moves_slots(GraphKind kind) {
+  return kind == GraphKind::kCopySlot || kind == GraphKind::kSaveSlot ||
+         kind == GraphKind::kRestoreSlot;
+}
+
 std::optional<GraphKind> parse_graph_kind(std::string_view name) {
-  for (GraphKind kind :
-       {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits, GraphKind::kCopySlot}) {
+  for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits,
+                         GraphKind::kCopySlot, GraphKind::kSaveSlot, GraphKind::kRestoreSlot}) {
     if (name == graph_kind_name(kind)) return kind;
   }
   return std::nullopt;

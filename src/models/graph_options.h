@@ -38,6 +38,11 @@
 //                  `from`'s rows (all of them: a ring's row order follows from positions alone),
 //                  so it holds the tokens `from` holds; no other slot changes. The choices of
 //                  one request share their prompt's prefill this way (engine/scheduler.h).
+//   save-slot      slot i32[]  ->  <cache>_rows..., caches...  Every cache's rows of one slot
+//                  ([1, ...] each; the caches are returned unchanged), for the host's prompt
+//                  cache (engine/prompt_cache.h).
+//   restore-slot   slot i32[], <cache>_rows...  ->  caches...  The slot takes those rows (as
+//                  save-slot gave them), so it holds what the saved slot held.
 //
 // Every cache argument is aliased (tf.aliasing_output) to the result carrying its new value, so
 // runtimes update the cache in place.
@@ -56,7 +61,11 @@ enum class GraphKind {
   kDecode,        // one token per slot -> next token ids by on-device argmax
   kDecodeLogits,  // one token per slot -> logits, for host-side sampling
   kCopySlot,      // one slot's KV-cache rows copied into another (no weights)
+  kSaveSlot,      // one slot's rows of every cache out to the host (no weights)
+  kRestoreSlot,   // one slot's rows of every cache in from the host (no weights)
 };
+// The graphs that move whole slots, which read the caches only (slot_copy_graph.h).
+bool moves_slots(GraphKind kind);
 // f32/bf16/f16: every weight (and the KV cache) converted to that type at load. kAuto: each weight
 // stays in the format its file stores (resident_weight.h): GGML block formats as planes of codes,
 // scales and offsets, f16/bf16 narrow, f32 as is; the graph widens every weight to f32 where it

@@ -28,6 +28,9 @@ std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
   if (options.kind == GraphKind::kCopySlot) {
     return {{"from", ElementType::kI32, {}}, {"to", ElementType::kI32, {}}};
   }
+  if (options.kind == GraphKind::kSaveSlot || options.kind == GraphKind::kRestoreSlot) {
+    return {{"slot", ElementType::kI32, {}}};
+  }
   return {{"tokens", ElementType::kI32, {bucket}}, {"positions", ElementType::kI32, {bucket}}};
 }
 
@@ -41,6 +44,8 @@ std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab
     case GraphKind::kDecodeLogits:
       return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
     case GraphKind::kCopySlot:
+    case GraphKind::kSaveSlot:  // its rows' specs follow from the caches (slot_rows_specs)
+    case GraphKind::kRestoreSlot:
       return {};
   }
   return {};

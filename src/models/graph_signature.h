@@ -38,6 +38,8 @@ struct GraphSignature {
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]
 //   copy-slot      inputs from i32[], to i32[]; no outputs (and no weights: only the caches)
+//   save-slot      input slot i32[]; outputs <cache>_rows (slot_rows_specs)
+//   restore-slot   inputs slot i32[] and <cache>_rows; no outputs
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options);
 std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size);
 

@@ -1,6 +1,7 @@
 #pragma once
-// The copy-slot graph (graph_options.h): slot `to` of every cache takes slot `from`'s rows. It
-// reads only the signature's caches, so every architecture emits it the same way.
+// The graphs that move whole slots (graph_options.h): copy-slot (slot `to` of every cache takes
+// slot `from`'s rows), save-slot (one slot's rows of every cache out) and restore-slot (in).
+// They read only the signature's caches, so every architecture emits them the same way.
 #include "model_files/model_config.h"
 #include "models/architecture.h"
 #include "models/graph_options.h"
@@ -8,8 +9,12 @@
 
 namespace xlacel::models {
 
-// `signature` is the copy-slot graph's (inputs from and to, no weights, the caches).
-EmittedGraph emit_slot_copy(const ModelConfig& config, const GraphOptions& options,
-                            const GraphSignature& signature);
+// One slot's rows of each of `caches` ([1, ...]), named "<cache>_rows": save-slot's outputs and
+// restore-slot's inputs after the slot.
+std::vector<TensorSpec> slot_rows_specs(const std::vector<TensorSpec>& caches);
+
+// `signature` is the graph's (graph_signature.h: no weights, the caches).
+EmittedGraph emit_slot_graph(const ModelConfig& config, const GraphOptions& options,
+                             const GraphSignature& signature);
 
 }  // namespace xlacel::models

@@ -74,6 +74,13 @@ std::string Metrics::prometheus_text(const QueueState& queue) const {
         static_cast<double>(queue.running));
   write(out, "xlacel_slots", "gauge", "Sequences the KV cache holds (--parallel).",
         static_cast<double>(queue.slots));
+  write(out, "xlacel_prompt_cache_hits_total", "counter",
+        "Prompts whose prefix came from the host prompt cache (--cache-ram).",
+        static_cast<double>(queue.prompt_cache_hits));
+  write(out, "xlacel_prompt_cache_entries", "gauge", "Prompts the host prompt cache keeps.",
+        static_cast<double>(queue.prompt_cache_entries));
+  write(out, "xlacel_prompt_cache_bytes", "gauge", "Bytes the host prompt cache holds.",
+        static_cast<double>(queue.prompt_cache_bytes));
   write(out, "xlacel_decode_batch_size", "gauge", "Sequences advanced by the last decode step.",
         static_cast<double>(last_batch_.load()));
   write(out, "xlacel_decode_step_seconds", "gauge", "Duration of the last decode step.",

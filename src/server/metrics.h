@@ -14,6 +14,9 @@ struct QueueState {
   std::size_t waiting = 0;
   std::size_t running = 0;
   std::size_t slots = 0;
+  int64_t prompt_cache_hits = 0;  // the host prompt cache (--cache-ram)
+  std::size_t prompt_cache_entries = 0;
+  std::size_t prompt_cache_bytes = 0;
 };
 
 class Metrics {

@@ -270,8 +270,13 @@ void Server::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     QueueState queue;
     if (engine::Engine* loaded = engine) {
-      queue = {scheduler->waiting(), scheduler->running(),
-               static_cast<std::size_t>(loaded->executor().capabilities().slots)};
+      const engine::Scheduler& batches = loaded->scheduler();
+      queue = {scheduler->waiting(),
+               scheduler->running(),
+               static_cast<std::size_t>(loaded->executor().capabilities().slots),
+               batches.prompt_cache_hits(),
+               batches.prompt_cache_entries(),
+               batches.prompt_cache_bytes()};
     }
     res.set_content(metrics.prometheus_text(queue), "text/plain; version=0.0.4");
   });

@@ -1,5 +1,6 @@
 """`xlacel serve` from start to stop: 503 while loading, the API key, the bounded queue (429),
-and SIGTERM with streams in flight (they end, the process exits 0)."""
+and SIGTERM with streams in flight (they end, the process exits 0); and the host prompt cache
+(--cache-ram) across requests that take each other's slot."""
 import os
 import sys
 import threading
@@ -12,6 +13,34 @@ sys.path.insert(0, os.path.dirname(__file__))
 from server_process import ServerProcess, xlacel_path  # noqa: E402
 
 KEY = "test-key-123"
+TINY_QWEN3 = os.path.join(os.path.dirname(__file__), "..", "data", "models", "qwen3")
+
+
+class PromptCacheTest(unittest.TestCase):
+    def test_a_prompt_whose_slot_was_taken_comes_back_from_the_host(self):
+        server = ServerProcess(xlacel_path(), "-m", TINY_QWEN3, "--parallel", "1", "--context",
+                               "512", "--cache-ram", "64")
+        try:
+            client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+            agent = [{"role": "system", "content": "You are a helpful agent. " * 8},
+                     {"role": "user", "content": "Hallo ☃"}]
+            other = [{"role": "user", "content": "Something else entirely, about trains. " * 3}]
+
+            def ask(messages):
+                return client.chat.completions.create(model="qwen3", messages=messages,
+                                                      max_tokens=8, temperature=0)
+            first = ask(agent)
+            ask(other)  # takes the one slot: the agent's prompt goes to the host first
+            again = ask(agent)
+            self.assertEqual(again.choices[0].message.content, first.choices[0].message.content)
+            self.assertEqual(again.usage.prompt_tokens_details.cached_tokens,
+                             first.usage.prompt_tokens - 1)
+            metrics = server.metrics()
+            self.assertEqual(metrics["xlacel_prompt_cache_hits_total"], 1)
+            self.assertEqual(metrics["xlacel_prompt_cache_entries"], 2)
+            self.assertGreater(metrics["xlacel_prompt_cache_bytes"], 0)
+        finally:
+            self.assertEqual(server.stop(), 0, server.log())
 
 
 class ServerLifecycleTest(unittest.TestCase):
