@@ -269,7 +269,8 @@ int64_t Scheduler::use_prompt_cache(std::size_t slot, const std::vector<int32_t>
   if (!prompt_cache_ || !options_.prefix_reuse) return common;
   std::vector<int32_t>& resident = resident_[slot];
   const std::optional<PromptCache::Match> cached = prompt_cache_->best(prompt, caps_.ring_rows);
-  const bool restore = cached && cached->common > common;
+  // A copy moves the whole slot, so it has to save at least the minimum's prefill.
+  const bool restore = cached && cached->common >= common + options_.prompt_cache_min_tokens;
   try {
     if ((restore || common < static_cast<int64_t>(resident.size())) &&
         static_cast<int64_t>(resident.size()) >= options_.prompt_cache_min_tokens &&

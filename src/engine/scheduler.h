@@ -72,8 +72,9 @@ struct SchedulerOptions {
   bool last_prompt_token_in_decode = true;
   // Host RAM for the prompt cache (engine/prompt_cache.h); 0: none. With it, a free slot whose
   // resident tokens a new prompt would write over keeps them there first (when they are at least
-  // prompt_cache_min_tokens), and a prompt that shares more with an entry than with any free
-  // slot gets the entry restored into its slot instead of prefilling that much.
+  // prompt_cache_min_tokens), and a prompt that shares at least prompt_cache_min_tokens more
+  // with an entry than with any free slot gets the entry restored into its slot instead of
+  // prefilling that much.
   std::size_t prompt_cache_bytes = 0;
   int64_t prompt_cache_min_tokens = 32;
   // Error naming the field when invalid.
