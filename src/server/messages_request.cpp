@@ -188,9 +188,7 @@ ToolOptions parse_anthropic_tools(const Json& body) {
   } else if (type == "tool") {
     options.choice = ToolChoice::kNamed;
     options.named = string_field(*choice, "name", "tool_choice.name");
-    if (!field(body, "tools") ||
-        std::none_of(options.tools.begin(), options.tools.end(),
-                     [&](const Json& tool) { return tool["function"]["name"] == options.named; })) {
+    if (!names_tool(options.tools, options.named)) {
       throw invalid_request("tool_choice.name", fmt::format("'tool_choice.name' names the tool "
                                                             "'{}', which is not in 'tools'",
                                                             options.named));

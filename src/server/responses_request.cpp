@@ -161,9 +161,7 @@ ToolOptions parse_flat_tools(const Json& body) {
                *field(*choice, "type") == "function") {
       options.choice = ToolChoice::kNamed;
       options.named = string_field(*choice, "name", "tool_choice.name");
-      if (std::none_of(options.tools.begin(), options.tools.end(), [&](const Json& tool) {
-            return tool["function"]["name"] == options.named;
-          })) {
+      if (!names_tool(options.tools, options.named)) {
         throw invalid_request("tool_choice.name", fmt::format("'tool_choice.name' names the "
                                                               "function '{}', which is not in "
                                                               "'tools'",

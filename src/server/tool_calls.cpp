@@ -22,6 +22,17 @@ const Json& object_field(const Json& parent, const char* name, const std::string
   return *value;
 }
 
+// The string at `parent`'s "name", checked by valid_function_name; `where` names that field.
+std::string function_name(const Json& parent, const std::string& where) {
+  std::string name = string_field(parent, "name", where);
+  if (!valid_function_name(name)) {
+    throw invalid_request(where, fmt::format("'{}' must be 1 to 64 letters, digits, '_' or '-', "
+                                             "got '{}'",
+                                             where, name));
+  }
+  return name;
+}
+
 Json parse_tool(const Json& tool, const std::string& where) {
   if (!tool.is_object()) {
     throw invalid_request(where,
@@ -31,13 +42,7 @@ Json parse_tool(const Json& tool, const std::string& where) {
     throw invalid_request(where + ".type", fmt::format("'{}.type' must be \"function\"", where));
   }
   const Json& function = object_field(tool, "function", where + ".function");
-  const std::string name = string_field(function, "name", where + ".function.name");
-  if (!valid_function_name(name)) {
-    throw invalid_request(where + ".function.name",
-                          fmt::format("'{}.function.name' must be 1 to 64 letters, digits, '_' "
-                                      "or '-', got '{}'",
-                                      where, name));
-  }
+  const std::string name = function_name(function, where + ".function.name");
   Json checked = {{"name", name}};
   if (const Json* description = field(function, "description")) {
     if (!description->is_string()) {
@@ -60,11 +65,6 @@ Json parse_tool(const Json& tool, const std::string& where) {
     checked["strict"] = boolean(*strict, strict_name.c_str());
   }
   return {{"type", "function"}, {"function", std::move(checked)}};
-}
-
-bool names_tool(const Json& tools, const std::string& name) {
-  return std::any_of(tools.begin(), tools.end(),
-                     [&](const Json& tool) { return tool["function"]["name"] == name; });
 }
 
 void parse_tool_choice(const Json& value, ToolOptions& options) {
@@ -181,13 +181,7 @@ Json own_roles(const ToolCallSyntax& syntax, Json messages) {
 // One flat tool (flat_function_tools), its name not among `seen`.
 Json flat_function_tool(const Json& tool, const std::string& where, const char* schema_key,
                         bool schema_required, std::set<std::string>& seen) {
-  const std::string name = string_field(tool, "name", where + ".name");
-  if (!valid_function_name(name)) {
-    throw invalid_request(where + ".name",
-                          fmt::format("'{}.name' must be 1 to 64 letters, digits, '_' or '-', "
-                                      "got '{}'",
-                                      where, name));
-  }
+  const std::string name = function_name(tool, where + ".name");
   if (!seen.insert(name).second) {
     throw invalid_request(where + ".name", fmt::format("'tools' has two tools named '{}'", name));
   }
@@ -206,6 +200,11 @@ Json flat_function_tool(const Json& tool, const std::string& where, const char* 
 }
 
 }  // namespace
+
+bool names_tool(const Json& tools, const std::string& name) {
+  return std::any_of(tools.begin(), tools.end(),
+                     [&](const Json& tool) { return tool["function"]["name"] == name; });
+}
 
 bool valid_function_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {

@@ -34,6 +34,8 @@ struct ToolOptions {
 // The rule OpenAI's and Anthropic's APIs both set for tool names: 1 to 64 letters, digits, '_'
 // and '-'.
 bool valid_function_name(const std::string& name);
+// Whether `tools` (checked, chat's nested function shape) has one named `name`.
+bool names_tool(const Json& tools, const std::string& name);
 
 // A request's `tools` in a flat shape ({"name", "description", <schema_key>}: Anthropic's
 // input_schema, the Responses API's parameters), checked (an array of objects; `check_type`
