@@ -1,5 +1,5 @@
 // `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits|copy-slot|save-slot|
-//  restore-slot [--bucket N]
+//  restore-slot|embed [--bucket N]
 //  [--capacity N] [--slots N] [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80]
 //  [--opt-level O3]
 //  [--output-format text|json]`, or `xlacel compile --mlir FILE [--target ...]`: one module

@@ -1,5 +1,5 @@
 // `xlacel emit [-m MODEL] --graph prefill|decode|decode-logits|copy-slot|save-slot|
-//  restore-slot [--bucket N]
+//  restore-slot|embed [--bucket N]
 //  [--capacity N] [--slots N] [--weights f32|bf16|f16] [--tensor-parallel N] -o FILE.mlir`: the
 //  StableHLO text of one graph (partitioned over N devices: with its sdy shardings, as `--backend
 //  xla` compiles it).

@@ -10,8 +10,9 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
   return {
       command->add_option("-m,--model", flags.model, "GGUF file or HF model directory"),
       command
-          ->add_option("--graph", flags.graph,
-                       "prefill, decode, decode-logits, copy-slot, save-slot or restore-slot")
+          ->add_option(
+              "--graph", flags.graph,
+              "prefill, decode, decode-logits, copy-slot, save-slot, restore-slot or embed")
           ->capture_default_str(),
       command->add_option("--bucket", flags.bucket,
                           "prefill: tokens per call (default 64); decode: rows, one per slot "
@@ -45,7 +46,7 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   if (!kind)
     fail("--graph",
          "unknown graph '{}' (prefill, decode, decode-logits, copy-slot, save-slot, "
-         "restore-slot)",
+         "restore-slot, embed)",
          flags.graph);
   graph.kind = *kind;
   graph.weights = parse_weights_flag(flags.weights);
@@ -57,7 +58,7 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   if (flags.sequences > 1 && *kind != models::GraphKind::kPrefill) {
     fail("--sequences", "only a prefill graph runs several sequences' chunks");
   }
-  graph.bucket = flags.bucket > 0 ? flags.bucket : (*kind == models::GraphKind::kPrefill ? 64 : 1);
+  graph.bucket = flags.bucket > 0 ? flags.bucket : (models::prefills(*kind) ? 64 : 1);
   graph.capacity = flags.capacity;
   graph.slots = flags.slots;
   graph.sequences = flags.sequences;

@@ -1,6 +1,6 @@
 // `xlacel serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [--context N]
 //  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [--cache-ram MIB]
-//  [runtime flags]`: an OpenAI- and
+//  [--pooling model|mean|cls|last] [runtime flags]`: an OpenAI- and
 //  Anthropic-compatible HTTP server
 // (src/server) over the batching engine. It listens at once and answers 503 until the model is
 // loaded; SIGINT or SIGTERM stop it gracefully (exit 0).
@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -37,6 +38,7 @@ struct ServeCommandOptions {
   double shutdown_grace = 10;
   std::string reasoning_format = "auto";
   int64_t cache_ram_mib = 0;
+  std::string pooling = "model";
 };
 
 void log_line(std::string_view line) {
@@ -68,6 +70,11 @@ void run_serve(const ServeCommandOptions& options) {
   if (options.reasoning_format != "auto" && options.reasoning_format != "none") {
     fail("--reasoning-format", "must be auto or none, got '{}'", options.reasoning_format);
   }
+  std::optional<Pooling> pooling;
+  if (options.pooling != "model") {
+    pooling = parse_pooling(options.pooling);
+    if (!pooling) fail("--pooling", "must be model, mean, cls or last, got '{}'", options.pooling);
+  }
   ModelFiles model = open_model(options.runtime.model);
   if (!engine::has_tokenizer(model)) fail(model.path(), "the model has no tokenizer to serve text");
   // Without --context each slot holds 1024 positions (or the model's maximum, if smaller).
@@ -90,6 +97,7 @@ void run_serve(const ServeCommandOptions& options) {
   server_options.http_threads = static_cast<std::size_t>(options.parallel + options.queue + 16);
   server_options.log = log_line;
   server_options.split_reasoning = options.reasoning_format == "auto";
+  server_options.pooling = pooling;
 
   // Signals are taken by one thread (sigwait) rather than a handler, so shutting down may lock
   // and wait. Blocked before any other thread starts, so every thread inherits the mask.
@@ -180,6 +188,12 @@ void add_serve_command(CLI::App& app) {
       ->add_option("--reasoning-format", options->reasoning_format,
                    "auto: the thinking of models whose template thinks (<think> blocks) comes "
                    "apart (reasoning_content, thinking blocks); none: left in the text")
+      ->capture_default_str();
+  command
+      ->add_option("--pooling", options->pooling,
+                   "how /v1/embeddings pools the tokens' final hidden states: model (as the "
+                   "model's files say: a sentence-transformers Pooling module, a GGUF's "
+                   "pooling_type; else mean), mean, cls or last")
       ->capture_default_str();
   command
       ->add_option("--shutdown-grace", options->shutdown_grace,

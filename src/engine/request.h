@@ -9,6 +9,7 @@
 
 #include "engine/sampler.h"
 #include "grammar/grammar_matcher.h"
+#include "model_files/model_config.h"
 
 namespace xlacel::engine {
 
@@ -20,6 +21,10 @@ struct RequestOptions {
   // Constrains the output to a grammar (grammar/grammar_compiler.h; null: none): each token is
   // drawn from those the grammar allows next, an end-of-sequence id only where it is complete.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // An embedding request: the prompt runs through the embed graph and its final hidden states
+  // are pooled so (engine/embedding.h); no token is generated, and the one event carries the
+  // pooled vector. The other options are not used.
+  std::optional<Pooling> embed;
 };
 
 enum class FinishReason {
@@ -30,6 +35,7 @@ enum class FinishReason {
   kCancelled,  // cancel()
   kGrammar,    // the grammar is complete and nothing may follow (a request without eos_ids), or
                // it allows no token at all (then `message` says so)
+  kEmbedded,   // an embedding request's prompt has run (RequestOptions::embed)
 };
 const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length", ...
 
@@ -49,7 +55,7 @@ struct RequestStats {
 };
 
 // One event per new token (token >= 0), and the last one has finished = true. A request that
-// ends without a new token (cancelled) gets one event with token = -1.
+// ends without a new token (cancelled, or an embedding) gets one event with token = -1.
 struct TokenEvent {
   uint64_t request = 0;
   int32_t token = -1;
@@ -60,6 +66,7 @@ struct TokenEvent {
   std::string stop;                             // kStop: the stop string that ended the text
   std::string message;                          // for people, e.g. "context full: ..."
   RequestStats stats;                           // when finished
+  std::vector<float> embedding;                 // kEmbedded: the pooled hidden states
 };
 
 using EventCallback = std::function<void(const TokenEvent&)>;

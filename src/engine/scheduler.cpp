@@ -36,6 +36,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "cancelled";
     case FinishReason::kGrammar:
       return "grammar";
+    case FinishReason::kEmbedded:
+      return "embedded";
   }
   return "unknown";
 }
@@ -68,11 +70,15 @@ struct Scheduler::Sequence {
         prompt_tokens(static_cast<int64_t>(tokens.size())),
         stops(request_options.stop),
         submitted(Clock::now()) {
+    if (options.embed) {
+      return;  // no text, stop strings or grammar: no token comes out
+    }
     if (tokenizer != nullptr) text.emplace(*tokenizer, true);
     if (options.grammar) grammar.emplace(options.grammar, options.eos_ids);
   }
 
   bool prefilling() const { return !finished && !pending; }
+  bool embeds() const { return options.embed.has_value(); }
   // A grammar masks the logits on the host, so even a greedy request needs them there.
   bool needs_logits() const { return options.sampling.needs_logits() || grammar.has_value(); }
   bool decoding() const { return !finished && pending.has_value(); }
@@ -84,7 +90,7 @@ struct Scheduler::Sequence {
   // row the slot gets anyway) instead of a prefill call. Not for the choices of one request,
   // whose shared prompt is copied after a prefill.
   bool one_prompt_token_left() const {
-    return prefilling() && cached == prompt_tokens - 1 && !share;
+    return prefilling() && cached == prompt_tokens - 1 && !share && !embeds();
   }
 
   uint64_t id;
@@ -103,6 +109,7 @@ struct Scheduler::Sequence {
   std::shared_ptr<SharedPrompt> share;  // with the other choices of its request, if any
   bool finished = false;
   std::optional<StreamDecoder> text;
+  std::optional<EmbeddingPool> pool;  // an embedding request's, once admitted
   StopStrings stops;
   Clock::time_point submitted;
   Clock::time_point prefill_started;
@@ -140,6 +147,10 @@ void Scheduler::check_request(const std::vector<int32_t>& prompt,
     if (id < 0 || id >= caps_.vocab_size) {
       fail("prompt", "token id {} is outside the vocabulary [0, {})", id, caps_.vocab_size);
     }
+  }
+  if (options.embed) {
+    if (caps_.hidden_size < 1) fail("embed", "the {} runner gives no hidden states", caps_.runtime);
+    return;
   }
   if (options.max_tokens < 1) fail("max_tokens", "must be at least 1, got {}", options.max_tokens);
   if (!options.stop.empty() && tokenizer_ == nullptr) {
@@ -230,13 +241,18 @@ void Scheduler::admit() {
       next = waiting_.front().get();
     }
     auto [slot, common] = choose_slot(next->tokens);
-    if (!next->share) common = use_prompt_cache(slot, next->tokens, common);
+    // An embedding needs every row's hidden state, so its prompt runs from the first.
+    if (next->embeds()) common = 0;
+    if (!next->share) common = use_prompt_cache(slot, next->tokens, common, !next->embeds());
     std::lock_guard lock(mutex_);
     Sequence& sequence = *(slots_[slot] = std::move(waiting_.front()));
     waiting_.pop_front();
     sequence.admission = admitted_++;
     sequence.cached = common;
     sequence.stats.cached_tokens = common;
+    if (sequence.embeds()) {
+      sequence.pool.emplace(*sequence.options.embed, caps_.hidden_size, sequence.prompt_tokens);
+    }
     resident_[slot].clear();  // the sequence's tokens[0, cached) say what the slot holds now
     ++running_;
   }
@@ -265,10 +281,11 @@ std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t
 }
 
 int64_t Scheduler::use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt,
-                                    int64_t common) {
+                                    int64_t common, bool may_restore) {
   if (!prompt_cache_ || !options_.prefix_reuse) return common;
   std::vector<int32_t>& resident = resident_[slot];
-  const std::optional<PromptCache::Match> cached = prompt_cache_->best(prompt, caps_.ring_rows);
+  const std::optional<PromptCache::Match> cached =
+      may_restore ? prompt_cache_->best(prompt, caps_.ring_rows) : std::nullopt;
   // A copy moves the whole slot, so it has to save at least the minimum's prefill.
   const bool restore = cached && cached->common >= common + options_.prompt_cache_min_tokens;
   try {
@@ -416,6 +433,12 @@ void Scheduler::prefill_some() {
   std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
     return slots_[a]->admission < slots_[b]->admission;
   });
+  // An embedding's chunks run alone, through the embed graph, in their turn.
+  if (slots_[ready.front()]->embeds()) {
+    embed_some(ready.front());
+    return;
+  }
+  std::erase_if(ready, [&](std::size_t slot) { return slots_[slot]->embeds(); });
   // With several prompts to prefill and calls that take several sequences, chunks of the small
   // bucket of up to prefill_sequences of them (oldest first) go in one call, so a burst of
   // prompts advances together and a short prompt in it is not queued behind the full chunks of
@@ -496,6 +519,36 @@ void Scheduler::prefill_some() {
       accept_token(sequence, out.token);
     }
   }
+}
+
+void Scheduler::embed_some(std::size_t slot) {
+  Sequence& sequence = *slots_[slot];
+  const Clock::time_point start = Clock::now();
+  begin_prefill(sequence, start);
+  const PrefillChunk chunk =
+      next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
+  std::vector<int32_t> bucket(
+      static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
+  std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
+  try {
+    runner_.embed_chunk(static_cast<int32_t>(slot), bucket, static_cast<int32_t>(chunk.start),
+                        static_cast<int32_t>(chunk.valid), hidden_);
+  } catch (...) {
+    forget_resident();
+    throw;
+  }
+  sequence.cached = chunk.chunk_end;
+  sequence.pool->add(hidden_, chunk.start);
+  const Clock::time_point end = Clock::now();
+  last_step_.prefill_tokens = chunk.valid;
+  last_step_.prefill_sequences = 1;
+  last_step_.prefill_seconds = seconds_between(start, end);
+  if (chunk.chunk_end < sequence.prompt_tokens) return;
+  sequence.stats.prefill_seconds = seconds_between(sequence.prefill_started, end);
+  TokenEvent event;
+  event.request = sequence.id;
+  event.embedding = sequence.pool->pooled();
+  emit_last(sequence, std::move(event), FinishReason::kEmbedded);
 }
 
 bool Scheduler::rides_decode(const Sequence& sequence) const {

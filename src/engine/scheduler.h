@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/prompt_cache.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -132,9 +133,12 @@ class Scheduler {
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   // With a prompt cache: keeps the free `slot`'s tokens there before `prompt` (sharing `common`
   // of them) writes over them, and restores an entry into the slot where it gives more; returns
-  // how many of the prompt's tokens the slot holds then.
-  int64_t use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt, int64_t common);
+  // how many of the prompt's tokens the slot holds then (`may_restore` false: keeps only).
+  int64_t use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt, int64_t common,
+                           bool may_restore);
   void prefill_some();
+  // Runs the next chunk of the embedding request in `slot`; after its last, sends its embedding.
+  void embed_some(std::size_t slot);
   // Whether the decode step feeds the sequence's last prompt token (SchedulerOptions).
   bool rides_decode(const Sequence& sequence) const;
   // Marks when the sequence's prompt started running (once).
@@ -177,6 +181,7 @@ class Scheduler {
   uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;
   std::vector<executor::PrefillOutput> prefill_outs_;
+  std::vector<float> hidden_;                  // an embed chunk's hidden states
   std::unique_ptr<PromptCache> prompt_cache_;  // step thread only; null without one
   std::atomic<int64_t> prompt_cache_hits_ = 0;
   std::atomic<std::size_t> prompt_cache_entries_ = 0;

@@ -103,6 +103,7 @@ Executor::Executor(std::unique_ptr<device::Device> device,
     capabilities_.prefill_sequences = std::min(options_.prefill_sequences, options_.slots);
   }
   capabilities_.vocab_size = config.vocab_size;
+  capabilities_.hidden_size = config.hidden_size;
 
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
   std::vector<models::GraphOptions> first;
@@ -225,6 +226,12 @@ models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_positi
   graph.tensor_parallel = device_->partitions();
   graph.lowering = lowering_.get();
   graph.math = options_.math;
+  return graph;
+}
+
+models::GraphOptions Executor::embed_graph(int64_t bucket, int32_t last_position) const {
+  models::GraphOptions graph = prefill_graph(bucket, last_position);
+  graph.kind = models::GraphKind::kEmbed;
   return graph;
 }
 
@@ -374,19 +381,43 @@ void Executor::check_prefill_chunk(int32_t slot, int64_t bucket, int32_t start,
   }
 }
 
-void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
-                             int32_t valid, bool want_logits, PrefillOutput& out) {
-  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+void Executor::check_prefill_bucket(int64_t bucket) const {
   const std::vector<int64_t>& buckets = capabilities_.prefill_buckets;
   if (std::find(buckets.begin(), buckets.end(), bucket) == buckets.end()) {
     fail("prefill", "needs a bucket of {} tokens, got {}", fmt::join(buckets, " or "), bucket);
   }
-  check_prefill_chunk(slot, bucket, start, valid);
-  Graph& prefill = graph(prefill_graph(bucket, static_cast<int32_t>(start + bucket - 1)));
-  std::vector<device::BufferPtr> outputs = run(prefill, {{"tokens", bytes_of(bucket_tokens)},
-                                                         {"slot", bytes_of(slot)},
-                                                         {"start", bytes_of(start)},
-                                                         {"valid_length", bytes_of(valid)}});
+}
+
+std::vector<device::BufferPtr> Executor::run_chunk(const models::GraphOptions& options,
+                                                   std::span<const int32_t> bucket_tokens,
+                                                   int32_t slot, int32_t start, int32_t valid) {
+  check_prefill_bucket(options.bucket);
+  check_prefill_chunk(slot, options.bucket, start, valid);
+  return run(graph(options), {{"tokens", bytes_of(bucket_tokens)},
+                              {"slot", bytes_of(slot)},
+                              {"start", bytes_of(start)},
+                              {"valid_length", bytes_of(valid)}});
+}
+
+void Executor::embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                           int32_t valid, std::vector<float>& hidden) {
+  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+  std::vector<device::BufferPtr> outputs =
+      run_chunk(embed_graph(bucket, static_cast<int32_t>(start + bucket - 1)), bucket_tokens, slot,
+                start, valid);
+  // The device reads whole buffers: every row of the bucket, then the padding rows dropped.
+  const auto width = static_cast<std::size_t>(capabilities_.hidden_size);
+  hidden.resize(static_cast<std::size_t>(bucket) * width);
+  device_->read(*outputs[0], std::as_writable_bytes(std::span<float>(hidden)));
+  hidden.resize(static_cast<std::size_t>(valid) * width);
+}
+
+void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                             int32_t valid, bool want_logits, PrefillOutput& out) {
+  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+  std::vector<device::BufferPtr> outputs =
+      run_chunk(prefill_graph(bucket, static_cast<int32_t>(start + bucket - 1)), bucket_tokens,
+                slot, start, valid);
   device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
   if (want_logits) {
     out.logits.resize(static_cast<std::size_t>(capabilities_.vocab_size));

@@ -105,6 +105,8 @@ class Executor final : public ModelRunner {
   // `last_position` (its attention window).
   models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position,
                                      int64_t sequences = 1) const;
+  // The embed graph of `bucket` tokens whose last row is at `last_position`.
+  models::GraphOptions embed_graph(int64_t bucket, int32_t last_position) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
   // reads weights as stored only where the lowering says so (lowering::Lowering::
   // reads_as_stored) and the f32 copy elsewhere.
@@ -120,6 +122,8 @@ class Executor final : public ModelRunner {
                      int32_t valid, bool want_logits, PrefillOutput& out) override;
   void prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
                       std::span<PrefillOutput> outs) override;
+  void embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                   int32_t valid, std::vector<float>& hidden) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
   // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
@@ -152,6 +156,13 @@ class Executor final : public ModelRunner {
   std::vector<int64_t> prefill_call_sizes() const;
   // Error unless a chunk of `valid` tokens of a `bucket` at `start` fits slot `slot`.
   void check_prefill_chunk(int32_t slot, int64_t bucket, int32_t start, int32_t valid) const;
+  // Error unless `bucket` is one of the compiled prefill buckets.
+  void check_prefill_bucket(int64_t bucket) const;
+  // Runs one sequence's chunk through the prefill or embed graph of `options` (checked as
+  // prefill_chunk documents); returns its outputs.
+  std::vector<device::BufferPtr> run_chunk(const models::GraphOptions& options,
+                                           std::span<const int32_t> bucket_tokens, int32_t slot,
+                                           int32_t start, int32_t valid);
   Graph& graph(const models::GraphOptions& options);  // loads it on first use
   // Runs `graph`; returns its outputs (not the caches), in signature order.
   std::vector<device::BufferPtr> run(Graph& graph, std::span<const Input> inputs);

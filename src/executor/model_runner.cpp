@@ -4,6 +4,11 @@
 
 namespace xlacel::executor {
 
+void ModelRunner::embed_chunk(int32_t, std::span<const int32_t>, int32_t, int32_t,
+                              std::vector<float>&) {
+  fail("embed", "the {} runner has no embed graph", capabilities().runtime);
+}
+
 SlotRows ModelRunner::save_slot(int32_t) {
   fail("save_slot", "the {} runner cannot save slots", capabilities().runtime);
 }

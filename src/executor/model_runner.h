@@ -30,6 +30,7 @@ struct Capabilities {
   // n - ring_rows, so a slot's rows stay reusable only up to its newest position.
   int64_t ring_rows = 0;
   int64_t vocab_size = 0;
+  int64_t hidden_size = 0;  // floats per row of an embed chunk's hidden states
 };
 
 // One slot's rows of every cache, as host bytes (ModelRunner::save_slot).
@@ -88,6 +89,12 @@ class ModelRunner {
   // slot's next unwritten position (its result is ignored). Logits are read back only when asked.
   virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                       bool want_logits, DecodeOutput& out) = 0;
+
+  // One chunk as prefill_chunk runs it (the same cache rows written), but read back as its rows'
+  // final hidden states after the final norm, for embeddings: `hidden` gets valid x hidden_size
+  // floats, row by row. This default: Error (a runner without the embed graph).
+  virtual void embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
+                           int32_t valid, std::vector<float>& hidden);
 
   // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
   // `from` has written; no other slot changes. One prefill then serves several sequences.

@@ -684,6 +684,25 @@ bool gguf_permutes_qk(const std::string& architecture) {
          architecture == "smollm3";
 }
 
+const char* pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kMean:
+      return "mean";
+    case Pooling::kCls:
+      return "cls";
+    case Pooling::kLast:
+      return "last";
+  }
+  return "?";
+}
+
+std::optional<Pooling> parse_pooling(std::string_view name) {
+  for (Pooling pooling : {Pooling::kMean, Pooling::kCls, Pooling::kLast}) {
+    if (name == pooling_name(pooling)) return pooling;
+  }
+  return std::nullopt;
+}
+
 ModelConfig config_from_gguf(const GgufFile& gguf) {
   ModelConfig result;
   result.architecture = gguf.get_string("general.architecture");
@@ -694,6 +713,17 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   };
 
   result.hidden_size = gguf.get_int(key("embedding_length"));
+  // llama.cpp's LLAMA_POOLING_TYPE: 1 mean, 2 cls, 3 last (0 none and 4 rank: mean here).
+  switch (int_or("pooling_type", 1)) {
+    case 2:
+      result.pooling = Pooling::kCls;
+      break;
+    case 3:
+      result.pooling = Pooling::kLast;
+      break;
+    default:
+      result.pooling = Pooling::kMean;
+  }
   result.intermediate_size = gguf.get_int(key("feed_forward_length"));
   result.num_layers = gguf.get_int(key("block_count"));
   result.num_heads = gguf.get_int(key("attention.head_count"));

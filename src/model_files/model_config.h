@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json_file.h"
@@ -39,6 +40,13 @@ struct RopeScaling {
 };
 const char* rope_scaling_name(RopeScaling::Type type);
 
+// How an embedding pools its tokens' final hidden states (sentence-transformers' Pooling
+// module; GGUF <arch>.pooling_type): their mean, the first token's, or the last token's (models
+// trained with the embedding read at an end token, as Qwen3-Embedding).
+enum class Pooling { kMean, kCls, kLast };
+const char* pooling_name(Pooling pooling);  // "mean", "cls", "last"
+std::optional<Pooling> parse_pooling(std::string_view name);
+
 struct ModelConfig {
   // HF model_type or GGUF general.architecture, read for any model; whether xlacel can run it is
   // models::architecture_for's question.
@@ -59,6 +67,9 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> pad_token_id;
   std::vector<int64_t> eos_token_ids;  // any of these ends generation
+  // Embeddings' pooling: as the files say (a sentence-transformers directory's Pooling module, a
+  // GGUF's pooling_type), else mean.
+  Pooling pooling = Pooling::kMean;
 
   // Features of other families, read for any model (defaults: absent); which of them a family
   // uses is its architecture's choice (models/decoder_family.h). Family defaults that

@@ -82,6 +82,42 @@ std::vector<fs::path> safetensors_shards(const fs::path& dir) {
   return {};
 }
 
+// A sentence-transformers directory's pooling: modules.json names the Pooling module's folder,
+// whose config.json sets one pooling_mode_* true. Null where there is none.
+std::optional<Pooling> sentence_transformers_pooling(const fs::path& dir) {
+  const fs::path modules_path = dir / "modules.json";
+  if (!fs::exists(modules_path)) return std::nullopt;
+  const Json modules = read_json_file(modules_path.string());
+  if (!modules.is_array()) fail(modules_path.string(), "must be a list of modules");
+  for (const Json& module : modules) {
+    if (!module.is_object() || !module.contains("type") || !module["type"].is_string() ||
+        !module["type"].get<std::string>().ends_with(".Pooling")) {
+      continue;
+    }
+    const std::string folder = module.contains("path") && module["path"].is_string()
+                                   ? module["path"].get<std::string>()
+                                   : "";
+    if (folder.empty() || folder.find("..") != std::string::npos || folder.starts_with("/")) {
+      fail(modules_path.string(), "the Pooling module's path '{}' is not a folder inside it",
+           folder);
+    }
+    const fs::path config_path = dir / folder / "config.json";
+    if (!fs::exists(config_path)) fail(config_path.string(), "missing (named by modules.json)");
+    const Json config = read_json_file(config_path.string());
+    auto mode = [&](const char* name) {
+      return config.is_object() && config.contains(name) && config[name].is_boolean() &&
+             config[name].get<bool>();
+    };
+    if (mode("pooling_mode_lasttoken")) return Pooling::kLast;
+    if (mode("pooling_mode_cls_token")) return Pooling::kCls;
+    if (mode("pooling_mode_mean_tokens")) return Pooling::kMean;
+    fail(config_path.string(),
+         "sets none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_lasttoken "
+         "(the poolings xlacel runs)");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ModelFiles ModelFiles::open(const std::string& path) {
@@ -137,6 +173,9 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
   if (fs::exists(generation_path)) generation_config = read_json_file(generation_path.string());
   model.config_ = config_from_hf(config, generation_config ? &*generation_config : nullptr,
                                  config_path.string());
+  if (std::optional<Pooling> pooling = sentence_transformers_pooling(dir)) {
+    model.config_.pooling = *pooling;
+  }
   // A quantized checkpoint's tensors are read where they are gpt-oss's published MXFP4 experts
   // (packed blocks beside their exponents: models/weight_loader.cpp), not otherwise; the model's
   // GGUF keeps the GGML formats as stored and is.

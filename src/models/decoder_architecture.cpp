@@ -54,7 +54,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
   return {graph_inputs(options),
           weight_arguments(config, options.weights, options.paired_nibbles()),
           cache_specs(config, options.weights, options.slots, options.capacity),
-          graph_outputs(options, config.vocab_size)};
+          graph_outputs(options, config)};
 }
 
 EmittedGraph DecoderArchitecture::emit(const ModelConfig& config,

@@ -40,7 +40,7 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
   }
   new_caches_ = caches_;
 
-  const bool prefill = options.kind == GraphKind::kPrefill;
+  const bool prefill = prefills(options.kind);
   sequences_ = prefill ? options.sequences : options.bucket;
   tokens_ = prefill ? options.bucket * sequences_ : options.bucket;
   per_sequence_ = tokens_ / sequences_;
@@ -150,7 +150,7 @@ Value DecoderGraph::recent_inputs(int64_t layer, Value x) {
 }
 
 std::optional<Value> DecoderGraph::valid_lengths() {
-  if (options_.kind != GraphKind::kPrefill) return std::nullopt;
+  if (!prefills(options_.kind)) return std::nullopt;
   Value valid = inputs_.at("valid_length");  // a scalar, or i32 [N] over several sequences
   return sequences_ == 1 ? reshape(valid, {1}) : valid;
 }
@@ -182,6 +182,7 @@ Value DecoderGraph::embed() {
 }
 
 EmittedGraph DecoderGraph::finish(Value h) {
+  if (options_.kind == GraphKind::kEmbed) return finish_with({{"hidden", norm(h, "final_norm")}});
   const ModelConfig& c = config_;
   Block& b = block();
   const bool prefill = options_.kind == GraphKind::kPrefill;
@@ -223,7 +224,11 @@ EmittedGraph DecoderGraph::finish(Value h) {
   } else {
     produced["logits"] = logits;
   }
+  return finish_with(produced);
+}
 
+EmittedGraph DecoderGraph::finish_with(const std::map<std::string, Value>& produced) {
+  const ModelConfig& c = config_;
   Function& f = *function_;
   std::vector<Value> results;
   for (const TensorSpec& spec : signature_.outputs) {

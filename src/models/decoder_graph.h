@@ -70,10 +70,14 @@ class DecoderGraph {
   std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
   Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
 
-  Value embed();                 // the rows' token embeddings, scaled: f32 [T, hidden]
-  EmittedGraph finish(Value h);  // final norm, logits and their argmax, updated caches
+  Value embed();  // the rows' token embeddings, scaled: f32 [T, hidden]
+  // Final norm, then logits and their argmax (or the normed hidden states: embed), and the
+  // updated caches.
+  EmittedGraph finish(Value h);
 
  private:
+  // The function's results: `produced` by the signature's output names, then the caches.
+  EmittedGraph finish_with(const std::map<std::string, Value>& produced);
   Value of_sequence(const char* name, int64_t s);
 
   const ModelConfig& config_;

@@ -18,8 +18,14 @@ const char* graph_kind_name(GraphKind kind) {
       return "save-slot";
     case GraphKind::kRestoreSlot:
       return "restore-slot";
+    case GraphKind::kEmbed:
+      return "embed";
   }
   return "?";
+}
+
+bool prefills(GraphKind kind) {
+  return kind == GraphKind::kPrefill || kind == GraphKind::kEmbed;
 }
 
 bool moves_slots(GraphKind kind) {
@@ -28,8 +34,9 @@ bool moves_slots(GraphKind kind) {
 }
 
 std::optional<GraphKind> parse_graph_kind(std::string_view name) {
-  for (GraphKind kind : {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits,
-                         GraphKind::kCopySlot, GraphKind::kSaveSlot, GraphKind::kRestoreSlot}) {
+  for (GraphKind kind :
+       {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits, GraphKind::kCopySlot,
+        GraphKind::kSaveSlot, GraphKind::kRestoreSlot, GraphKind::kEmbed}) {
     if (name == graph_kind_name(kind)) return kind;
   }
   return std::nullopt;
@@ -84,7 +91,7 @@ const lowering::Lowering& lowering_of(const GraphOptions& options) {
 const lowering::PlanarKernel* GraphOptions::planar_kernel() const {
   if (weights != WeightType::kAuto) return nullptr;
   return lowering_of(*this).planar_kernel(
-      kind == GraphKind::kPrefill ? lowering::Phase::kPrefill : lowering::Phase::kDecode, math);
+      prefills(kind) ? lowering::Phase::kPrefill : lowering::Phase::kDecode, math);
 }
 
 const lowering::AttentionKernel* GraphOptions::attention_kernel() const {

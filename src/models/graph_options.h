@@ -34,6 +34,10 @@
 //                  (its slot's next unwritten one; in a ring that row holds a position no later
 //                  query attends) and its result is ignored.
 //   decode-logits  as decode, but returns logits f32[bucket, vocab] (host-side sampling).
+//   embed          as a prefill of one sequence, but returns hidden f32[bucket, hidden]: every
+//                  row's final hidden state after the final norm (what transformers' base model
+//                  returns as last_hidden_state), for embeddings pooled on the host; rows past
+//                  valid_length are padding. No logits: the head is not run.
 //   copy-slot      from i32[], to i32[]  ->  caches...  Slot `to` of every cache takes slot
 //                  `from`'s rows (all of them: a ring's row order follows from positions alone),
 //                  so it holds the tokens `from` holds; no other slot changes. The choices of
@@ -63,7 +67,10 @@ enum class GraphKind {
   kCopySlot,      // one slot's KV-cache rows copied into another (no weights)
   kSaveSlot,      // one slot's rows of every cache out to the host (no weights)
   kRestoreSlot,   // one slot's rows of every cache in from the host (no weights)
+  kEmbed,         // a prefill chunk whose result is its rows' final hidden states (embeddings)
 };
+// The graphs that run a chunk of one slot's prompt tokens into its caches: prefill and embed.
+bool prefills(GraphKind kind);
 // The graphs that move whole slots, which read the caches only (slot_copy_graph.h).
 bool moves_slots(GraphKind kind);
 // f32/bf16/f16: every weight (and the KV cache) converted to that type at load. kAuto: each weight
@@ -81,7 +88,8 @@ struct GraphOptions {
   // Cache rows attended per slot, [0, window); 0: all `capacity` of them. Sliding layers' rings
   // are read whole. A prefill chunk's rows must lie below its window.
   int64_t window = 0;
-  // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others.
+  // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others
+  // (embed included).
   int64_t sequences = 1;
   // The runtime's lowering (lowering/lowering.h), asked which product and attention the graph
   // runs and whether 4-bit codes come in row pairs (below); nullptr: the portable one. With

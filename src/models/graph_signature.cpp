@@ -18,7 +18,7 @@ std::vector<int64_t> per_sequence(const GraphOptions& options, std::vector<int64
 
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
   const int64_t bucket = options.bucket;
-  if (options.kind == GraphKind::kPrefill) {
+  if (prefills(options.kind)) {
     const std::vector<int64_t> each = per_sequence(options);
     return {{"tokens", ElementType::kI32, per_sequence(options, {bucket})},
             {"slot", ElementType::kI32, each},
@@ -34,7 +34,8 @@ std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
   return {{"tokens", ElementType::kI32, {bucket}}, {"positions", ElementType::kI32, {bucket}}};
 }
 
-std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size) {
+std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelConfig& config) {
+  const int64_t vocab_size = config.vocab_size;
   switch (options.kind) {
     case GraphKind::kPrefill:
       return {{"next_token", ElementType::kI32, per_sequence(options)},
@@ -43,6 +44,8 @@ std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab
       return {{"next_tokens", ElementType::kI32, {options.bucket}}};
     case GraphKind::kDecodeLogits:
       return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
+    case GraphKind::kEmbed:
+      return {{"hidden", ElementType::kF32, {options.bucket, config.hidden_size}}};
     case GraphKind::kCopySlot:
     case GraphKind::kSaveSlot:  // its rows' specs follow from the caches (slot_rows_specs)
     case GraphKind::kRestoreSlot:
@@ -69,18 +72,17 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
   if (options.sequences > options.slots) {
     fail(where, "{} sequences do not fit the {} slots", options.sequences, options.slots);
   }
-  if (options.kind == GraphKind::kPrefill && options.bucket > options.capacity) {
+  if (prefills(options.kind) && options.bucket > options.capacity) {
     fail(where, "bucket ({}) exceeds the KV-cache capacity ({})", options.bucket, options.capacity);
   }
-  if (options.kind != GraphKind::kPrefill && options.bucket > options.slots) {
+  if (!prefills(options.kind) && options.bucket > options.slots) {
     fail(where, "decode bucket ({}) exceeds the slots ({}): row b runs slot b", options.bucket,
          options.slots);
   }
   if (options.window < 0 || options.window > options.capacity) {
     fail(where, "window ({}) is not in [0, capacity {}]", options.window, options.capacity);
   }
-  if (options.kind == GraphKind::kPrefill && options.window != 0 &&
-      options.window < options.bucket) {
+  if (prefills(options.kind) && options.window != 0 && options.window < options.bucket) {
     fail(where, "prefill window ({}) is shorter than the bucket ({})", options.window,
          options.bucket);
   }

@@ -37,11 +37,12 @@ struct GraphSignature {
 //   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]
+//   embed          inputs as prefill (one sequence); outputs hidden f32[bucket, hidden]
 //   copy-slot      inputs from i32[], to i32[]; no outputs (and no weights: only the caches)
 //   save-slot      input slot i32[]; outputs <cache>_rows (slot_rows_specs)
 //   restore-slot   inputs slot i32[] and <cache>_rows; no outputs
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options);
-std::vector<TensorSpec> graph_outputs(const GraphOptions& options, int64_t vocab_size);
+std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelConfig& config);
 
 // Throws Error "<graph name>: <problem>" for options no graph can honour (bucket, slots or
 // capacity below 1, a prefill bucket above the capacity, a decode bucket above the slots) or

@@ -36,6 +36,7 @@ const char* anthropic_stop_reason(const Choice& choice) {
   switch (choice.reason) {
     case engine::FinishReason::kEos:
     case engine::FinishReason::kGrammar:
+    case engine::FinishReason::kEmbedded:  // not a reply's: for completeness
       return "end_turn";
     case engine::FinishReason::kStop:
       return "stop_sequence";

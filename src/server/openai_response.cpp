@@ -30,6 +30,7 @@ const char* openai_finish_reason(engine::FinishReason reason) {
     case engine::FinishReason::kEos:
     case engine::FinishReason::kStop:
     case engine::FinishReason::kGrammar:
+    case engine::FinishReason::kEmbedded:  // not a completion's: for completeness
       return "stop";
     case engine::FinishReason::kLength:
     case engine::FinishReason::kCapacity:

@@ -15,8 +15,11 @@
 #include "chat/reasoning_parser.h"
 #include "common/error.h"
 #include "common/utf8.h"
+#include "engine/embedding.h"
 #include "engine/scheduler_thread.h"
 #include "server/api_error.h"
+#include "server/embedding_batch.h"
+#include "server/embeddings_request.h"
 #include "server/event_stream.h"
 #include "server/logprobs_json.h"
 #include "server/messages_request.h"
@@ -135,7 +138,9 @@ struct Server::Impl {
   void responses(const httplib::Request& req, httplib::Response& res);
   void stored_response(const httplib::Request& req, httplib::Response& res);
   // A 404 unless the request names the served model.
-  void check_model(const GenerationRequest& request) const;
+  void check_model(const std::string& model) const;
+  // POST /v1/embeddings.
+  void embeddings(const httplib::Request& req, httplib::Response& res);
   // The prompt's token ids; for chat, with the request's tools shown to the model as its
   // template's family expects them (request.messages rewritten so) and `syntax` set.
   struct Prompt {
@@ -311,18 +316,20 @@ void Server::Impl::routes() {
   http.Delete(
       R"(/v1/responses/([^/]+))",
       [this](const httplib::Request& req, httplib::Response& res) { stored_response(req, res); });
+  http.Post("/v1/embeddings",
+            [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
   http.Post("/tokenize",
             [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   http.Post("/detokenize",
             [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
 }
 
-void Server::Impl::check_model(const GenerationRequest& request) const {
-  if (request.model != options.model_id) {
-    throw ApiError(404, "invalid_request_error",
-                   fmt::format("the model '{}' does not exist; this server has '{}'", request.model,
-                               options.model_id),
-                   "model", "model_not_found");
+void Server::Impl::check_model(const std::string& model) const {
+  if (model != options.model_id) {
+    throw ApiError(
+        404, "invalid_request_error",
+        fmt::format("the model '{}' does not exist; this server has '{}'", model, options.model_id),
+        "model", "model_not_found");
   }
 }
 
@@ -409,6 +416,64 @@ void Server::Impl::detokenize(const httplib::Request& req, httplib::Response& re
   }
 }
 
+void Server::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
+  try {
+    engine::Engine& loaded = ready_engine();
+    const EmbeddingsRequest request = parse_embeddings_request(parse_body(req));
+    check_model(request.model);
+    const executor::Capabilities& caps = loaded.executor().capabilities();
+    if (request.dimensions > caps.hidden_size) {
+      throw invalid_request("dimensions", fmt::format("'dimensions' ({}) is above the model's {}",
+                                                      request.dimensions, caps.hidden_size));
+    }
+    std::vector<std::vector<int32_t>> prompts;
+    int64_t prompt_tokens = 0;
+    for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+      const std::string where = request.inputs.size() > 1 ? fmt::format("input[{}]", i) : "input";
+      std::vector<int32_t> ids;
+      if (const auto* text = std::get_if<std::string>(&request.inputs[i])) {
+        try {
+          // With the model's special tokens, as sentence-transformers encodes.
+          ids = text_of(loaded, "input").tokenizer().encode(*text, true);
+        } catch (const Error& e) {
+          throw invalid_request("input", fmt::format("{}: {}", where, e.what()));
+        }
+      } else {
+        ids = std::get<std::vector<int32_t>>(request.inputs[i]);
+      }
+      if (ids.empty()) throw invalid_request("input", fmt::format("{} has no tokens", where));
+      for (int32_t id : ids) {
+        if (id >= caps.vocab_size) {
+          throw invalid_request("input", fmt::format("{}: token id {} is outside the vocabulary "
+                                                     "[0, {})",
+                                                     where, id, caps.vocab_size));
+        }
+      }
+      if (static_cast<int64_t>(ids.size()) > caps.capacity) {
+        throw invalid_request("input",
+                              fmt::format("{} ({} tokens) does not fit the context of {} tokens",
+                                          where, ids.size(), caps.capacity),
+                              "context_length_exceeded");
+      }
+      prompt_tokens += static_cast<int64_t>(ids.size());
+      prompts.push_back(std::move(ids));
+    }
+    engine::RequestOptions embedding;
+    embedding.embed = options.pooling.value_or(loaded.model().config().pooling);
+    const Flight flight(*this);  // shutdown() waits for it
+    std::vector<std::vector<float>> vectors = embed_all(
+        *scheduler, prompts, embedding, [this](const engine::RequestStats& stats, bool cancelled) {
+          metrics.request_finished(stats, cancelled);
+        });
+    for (std::vector<float>& vector : vectors) {
+      vector = engine::normalized(vector, request.dimensions);
+    }
+    send_json(res, 200, embeddings_response(request, vectors, prompt_tokens));
+  } catch (const ApiError& error) {
+    refuse(res, error);
+  }
+}
+
 void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
@@ -449,7 +514,7 @@ void Server::Impl::count_tokens(const httplib::Request& req, httplib::Response& 
   try {
     engine::Engine& loaded = ready_engine();
     GenerationRequest request = parse_count_tokens_request(parse_body(req));
-    check_model(request);
+    check_model(request.model);
     const Prompt prompt = prompt_for(loaded, request);
     send_json(res, 200, {{"input_tokens", prompt.ids.size()}});
   } catch (const ApiError& error) {
@@ -525,7 +590,7 @@ void Server::Impl::stored_response(const httplib::Request& req, httplib::Respons
 
 void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, Answer answer,
                        const std::string& body, httplib::Response& res) {
-  check_model(request);
+  check_model(request.model);
   const Endpoint endpoint = request.endpoint;
   const Prompt built = prompt_for(loaded, request);
   const std::vector<int32_t>& prompt = built.ids;

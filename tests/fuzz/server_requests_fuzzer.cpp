@@ -1,14 +1,18 @@
 // The request parsers of every generation endpoint (Chat Completions, completions, Anthropic's
-// Messages and count_tokens, the Responses API) on any JSON body: each either gives a request
-// or throws an ApiError naming a field, never anything else; and the chat messages it makes are
-// what chat templates read (objects with a string role and string content).
+// Messages and count_tokens, the Responses API) and of embeddings on any JSON body: each either
+// gives a request or throws an ApiError naming a field, never anything else; the chat messages it
+// makes are what chat templates read (objects with a string role and string content), and an
+// embeddings request has 1 to kMaxEmbeddingInputs inputs, none of them empty.
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "common/json_file.h"
 #include "server/api_error.h"
+#include "server/embeddings_request.h"
 #include "server/messages_request.h"
 #include "server/openai_request.h"
 #include "server/responses_request.h"
@@ -29,6 +33,18 @@ void check_messages(const GenerationRequest& request) {
   }
 }
 
+void check_embeddings(const xlacel::server::EmbeddingsRequest& request) {
+  using xlacel::server::kMaxEmbeddingInputs;
+  if (request.inputs.empty() || request.inputs.size() > kMaxEmbeddingInputs) std::abort();
+  std::vector<std::vector<float>> vectors;
+  for (const auto& input : request.inputs) {
+    const bool empty = std::visit([](const auto& value) { return value.empty(); }, input);
+    if (empty) std::abort();
+    vectors.push_back({1.0F, -2.5F});
+  }
+  (void)xlacel::server::embeddings_response(request, vectors, 1);
+}
+
 template <typename Parse>
 void parse_or_refuse(Parse parse) {
   try {
@@ -47,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 nullptr, false);
   if (body.is_discarded()) return 0;
   using namespace xlacel::server;
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       parse_or_refuse([&] { check_messages(parse_generation_request(Endpoint::kChat, body, 1)); });
       break;
@@ -60,8 +76,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3:
       parse_or_refuse([&] { check_messages(parse_count_tokens_request(body)); });
       break;
-    default:
+    case 4:
       parse_or_refuse([&] { check_messages(parse_responses_request(body, 1).generation); });
+      break;
+    default:
+      parse_or_refuse([&] { check_embeddings(parse_embeddings_request(body)); });
       break;
   }
   return 0;
