@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -27,6 +30,7 @@
 #include "expect_error.h"
 #include "grammar/grammar_compiler.h"
 #include "model_files/gguf_file.h"
+#include "models/test_support.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -1420,6 +1424,72 @@ TEST(SchedulerThread, AFailingStepEndsTheRequestsAndTheThreadGoesOn) {
   thread.submit(iota_tokens(4), greedy(8), later.callback());
   later.wait();
   EXPECT_EQ(later.collected.tokens, fake_greedy(iota_tokens(4), 8));
+}
+
+// Slots to and from files (the server's /slots/{id} actions): a slot saved, erased and restored
+// into another slot holds its tokens again, so a prompt that starts with them prefills only the
+// rest; a busy slot, a missing file, a file of another model and a damaged one are refused.
+SlotActionResult run_action(Scheduler& scheduler, SlotAction action) {
+  std::optional<SlotActionResult> result;
+  scheduler.submit_slot_action(std::move(action), [&](const SlotActionResult& r) { result = r; });
+  scheduler.step();
+  EXPECT_TRUE(result.has_value());
+  return result.value_or(SlotActionResult{});
+}
+
+TEST(SlotFiles, ASavedSlotRestoredIntoAnotherIsReusedByAPromptThatStartsWithIt) {
+  FakeRunner runner(2, 64, 8);
+  Scheduler scheduler(runner, nullptr);
+  const std::filesystem::path dir = testing::scratch_dir("scheduler/slot-files");
+  for (const char* name : {"a.bin", "cut.bin", "busy.bin"}) std::filesystem::remove(dir / name);
+  const std::vector<int32_t> agent = iota_tokens(20);
+  Collected a;
+  scheduler.submit(agent, greedy(3), a.callback());
+  scheduler.run_until_idle();
+  using Kind = SlotAction::Kind;
+  using Problem = SlotActionResult::Problem;
+  const SlotActionResult saved = run_action(scheduler, {Kind::kSave, 0, dir / "a.bin", "m"});
+  ASSERT_EQ(saved.problem, Problem::kNone) << saved.message;
+  EXPECT_EQ(saved.tokens, 22);  // the prompt and the outputs fed back
+  EXPECT_EQ(saved.bytes, std::filesystem::file_size(dir / "a.bin"));
+  EXPECT_EQ(run_action(scheduler, {Kind::kErase, 0, {}, ""}).tokens, 22);
+
+  EXPECT_EQ(run_action(scheduler, {Kind::kRestore, 1, dir / "none.bin", "m"}).problem,
+            Problem::kNoFile);
+  const SlotActionResult other = run_action(scheduler, {Kind::kRestore, 1, dir / "a.bin", "n"});
+  EXPECT_EQ(other.problem, Problem::kBadFile);
+  EXPECT_NE(other.message.find("saved from m"), std::string::npos) << other.message;
+  const std::string whole = testing::read_text(dir / "a.bin");
+  std::ofstream(dir / "cut.bin", std::ios::binary) << whole.substr(0, whole.size() - 5);
+  EXPECT_EQ(run_action(scheduler, {Kind::kRestore, 1, dir / "cut.bin", "m"}).problem,
+            Problem::kBadFile);
+
+  const SlotActionResult restored = run_action(scheduler, {Kind::kRestore, 1, dir / "a.bin", "m"});
+  ASSERT_EQ(restored.problem, Problem::kNone) << restored.message;
+  EXPECT_EQ(restored.tokens, 22);
+  EXPECT_EQ(runner.cache(1), runner.cache(0));  // the rows written back as they were saved
+
+  // The agent's next call goes to slot 1, which holds its tokens, and prefills only the rest.
+  std::vector<int32_t> again = agent;
+  again.insert(again.end(), a.tokens.begin(), a.tokens.end() - 1);
+  again.insert(again.end(), {50, 51});
+  Collected b;
+  const std::size_t prefills = runner.prefills.size();
+  scheduler.submit(again, greedy(4), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(b.stats.cached_tokens, 22);
+  ASSERT_EQ(runner.prefills.size(), prefills + 1);
+  EXPECT_EQ(runner.prefills.back().slot, 1);
+  EXPECT_EQ(b.tokens, fake_greedy(again, 4));
+
+  // A slot a request holds is refused; a slot that does not exist is a FieldError.
+  Collected c;
+  scheduler.submit(iota_tokens(6, 40), greedy(50), c.callback());  // to the lowest free slot
+  scheduler.step();
+  EXPECT_EQ(run_action(scheduler, {Kind::kSave, 0, dir / "busy.bin", "m"}).problem, Problem::kBusy);
+  EXPECT_FALSE(std::filesystem::exists(dir / "busy.bin"));
+  EXPECT_THROW(scheduler.submit_slot_action({Kind::kErase, 2, {}, ""}, {}), FieldError);
+  scheduler.run_until_idle();
 }
 
 }  // namespace

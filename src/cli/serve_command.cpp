@@ -1,6 +1,6 @@
 // `xlacel serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [--context N]
 //  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [--cache-ram MIB]
-//  [--pooling model|mean|cls|last] [runtime flags]`: an OpenAI- and
+//  [--pooling model|mean|cls|last] [--slot-save-path DIR] [runtime flags]`: an OpenAI- and
 //  Anthropic-compatible HTTP server
 // (src/server) over the batching engine. It listens at once and answers 503 until the model is
 // loaded; SIGINT or SIGTERM stop it gracefully (exit 0).
@@ -39,6 +39,7 @@ struct ServeCommandOptions {
   std::string reasoning_format = "auto";
   int64_t cache_ram_mib = 0;
   std::string pooling = "model";
+  std::string slot_save_path;
 };
 
 void log_line(std::string_view line) {
@@ -75,6 +76,14 @@ void run_serve(const ServeCommandOptions& options) {
     pooling = parse_pooling(options.pooling);
     if (!pooling) fail("--pooling", "must be model, mean, cls or last, got '{}'", options.pooling);
   }
+  if (!options.slot_save_path.empty() && !std::filesystem::is_directory(options.slot_save_path)) {
+    fail("--slot-save-path", "'{}' is not a directory", options.slot_save_path);
+  }
+  // A slot's rows come to the host whole: partitioned caches would come in slices.
+  if (!options.slot_save_path.empty() && options.runtime.tensor_parallel > 1) {
+    fail("--slot-save-path", "needs one device (--tensor-parallel is {})",
+         options.runtime.tensor_parallel);
+  }
   ModelFiles model = open_model(options.runtime.model);
   if (!engine::has_tokenizer(model)) fail(model.path(), "the model has no tokenizer to serve text");
   // Without --context each slot holds 1024 positions (or the model's maximum, if smaller).
@@ -98,6 +107,7 @@ void run_serve(const ServeCommandOptions& options) {
   server_options.log = log_line;
   server_options.split_reasoning = options.reasoning_format == "auto";
   server_options.pooling = pooling;
+  server_options.slot_save_path = options.slot_save_path;
 
   // Signals are taken by one thread (sigwait) rather than a handler, so shutting down may lock
   // and wait. Blocked before any other thread starts, so every thread inherits the mask.
@@ -189,6 +199,9 @@ void add_serve_command(CLI::App& app) {
                    "auto: the thinking of models whose template thinks (<think> blocks) comes "
                    "apart (reasoning_content, thinking blocks); none: left in the text")
       ->capture_default_str();
+  command->add_option("--slot-save-path", options->slot_save_path,
+                      "a directory for POST /slots/{id}?action=save|restore (a slot's tokens and "
+                      "cache rows in a file, as llama.cpp's server); unset: those actions are off");
   command
       ->add_option("--pooling", options->pooling,
                    "how /v1/embeddings pools the tokens' final hidden states: model (as the "

@@ -189,6 +189,35 @@ std::vector<uint64_t> Scheduler::submit_choices(
   return ids;
 }
 
+void Scheduler::submit_slot_action(SlotAction action,
+                                   std::function<void(const SlotActionResult&)> done) {
+  if (action.slot < 0 || action.slot >= caps_.slots) {
+    fail_field("slot", "{} is not one of the {} slots (0 to {})", action.slot, caps_.slots,
+               caps_.slots - 1);
+  }
+  std::lock_guard lock(mutex_);
+  slot_actions_.emplace_back(std::move(action), std::move(done));
+}
+
+void Scheduler::run_slot_actions() {
+  std::deque<std::pair<SlotAction, std::function<void(const SlotActionResult&)>>> actions;
+  {
+    std::lock_guard lock(mutex_);
+    actions.swap(slot_actions_);
+  }
+  for (auto& [action, done] : actions) {
+    const auto slot = static_cast<std::size_t>(action.slot);
+    SlotActionResult result;
+    if (slots_[slot]) {
+      result.problem = SlotActionResult::Problem::kBusy;
+      result.message = fmt::format("slot {} is busy with a request", action.slot);
+    } else {
+      result = run_slot_action(runner_, action, resident_[slot]);
+    }
+    if (done) done(result);
+  }
+}
+
 void Scheduler::cancel(uint64_t request) {
   std::lock_guard lock(mutex_);
   if (request > 0 && request < next_id_) cancelled_.insert(request);
@@ -688,6 +717,7 @@ void Scheduler::decode_all() {
 
 bool Scheduler::step() {
   last_step_ = StepReport{};
+  run_slot_actions();
   admit();
   if (running_ == 0) return false;
   prefill_some();

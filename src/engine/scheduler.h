@@ -45,6 +45,7 @@
 #include "engine/prompt_cache.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
+#include "engine/slot_action.h"
 #include "engine/stop_strings.h"
 #include "executor/model_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -100,6 +101,11 @@ class Scheduler {
   std::vector<uint64_t> submit_choices(const std::vector<int32_t>& prompt,
                                        std::span<const RequestOptions> options,
                                        const std::function<EventCallback(std::size_t)>& on_event);
+  // Runs `action` on its slot at the start of the next step (on the stepping thread), and calls
+  // `done` there with the result; a slot a request holds then is refused (kBusy). A restored
+  // slot's tokens are reused by prompts that start with them, as a slot's own are. FieldError
+  // "slot" when the action's slot is not one of the slots.
+  void submit_slot_action(SlotAction action, std::function<void(const SlotActionResult&)> done);
   // Ends a waiting or running request at the next step (its slot is freed then); unknown or
   // finished ids are ignored.
   void cancel(uint64_t request);
@@ -128,6 +134,7 @@ class Scheduler {
   // Error naming the field unless the request can be queued (see submit()).
   void check_request(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
 
+  void run_slot_actions();
   void admit();
   // The free slot for `prompt` and how many of its leading tokens that slot holds already.
   std::pair<std::size_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
@@ -168,9 +175,11 @@ class Scheduler {
   executor::Capabilities caps_;
   SchedulerOptions options_;
 
-  mutable std::mutex mutex_;  // guards waiting_, cancelled_ and next_id_ (submit/cancel threads)
+  // Guards waiting_, cancelled_, slot_actions_ and next_id_ (submit/cancel threads).
+  mutable std::mutex mutex_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::unordered_set<uint64_t> cancelled_;
+  std::deque<std::pair<SlotAction, std::function<void(const SlotActionResult&)>>> slot_actions_;
   uint64_t next_id_ = 1;
 
   std::vector<std::unique_ptr<Sequence>> slots_;  // [slots]; null = free (step thread only)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
+#include <memory>
 
 namespace xlacel::engine {
 
@@ -50,6 +52,25 @@ void SchedulerThread::check_room(std::size_t count) const {
             ? fmt::format("all slots are busy and {} requests wait already", max_waiting_)
             : fmt::format("{} choices do not fit: at most {} requests run or wait", count, limit));
   }
+}
+
+SlotActionResult SchedulerThread::slot_action(SlotAction action) {
+  auto result = std::make_shared<std::promise<SlotActionResult>>();
+  std::future<SlotActionResult> done = result->get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      SlotActionResult stopped;
+      stopped.problem = SlotActionResult::Problem::kFailed;
+      stopped.message = "the scheduler thread has stopped";
+      return stopped;
+    }
+    scheduler_.submit_slot_action(std::move(action),
+                                  [result](const SlotActionResult& r) { result->set_value(r); });
+    work_ = true;
+    wake_.notify_one();
+  }
+  return done.get();
 }
 
 void SchedulerThread::cancel(uint64_t request) {

@@ -40,6 +40,8 @@ class SchedulerThread {
                                    const std::vector<RequestOptions>& options,
                                    const std::function<EventCallback(std::size_t)>& on_event);
   void cancel(uint64_t request);
+  // Scheduler::submit_slot_action, waiting here for its result (kFailed once the thread stopped).
+  SlotActionResult slot_action(SlotAction action);
   // Cancels every request submitted so far that has not finished.
   void cancel_all();
   // Cancels what is left, steps until the scheduler is idle, and ends the thread.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -31,6 +32,7 @@
 #include "server/response_store.h"
 #include "server/responses_reply.h"
 #include "server/responses_request.h"
+#include "server/slot_request.h"
 #include "server/sse_writer.h"
 #include "server/tokenize_request.h"
 #include "server/tool_calls.h"
@@ -141,6 +143,8 @@ struct Server::Impl {
   void check_model(const std::string& model) const;
   // POST /v1/embeddings.
   void embeddings(const httplib::Request& req, httplib::Response& res);
+  // POST /slots/{id}?action=save|restore|erase.
+  void slot_action(const httplib::Request& req, httplib::Response& res);
   // The prompt's token ids; for chat, with the request's tools shown to the model as its
   // template's family expects them (request.messages rewritten so) and `syntax` set.
   struct Prompt {
@@ -216,8 +220,8 @@ void Server::Impl::routes() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool protected_path =
-        req.path.starts_with("/v1/") || req.path == "/tokenize" || req.path == "/detokenize";
+    const bool protected_path = req.path.starts_with("/v1/") || req.path == "/tokenize" ||
+                                req.path == "/detokenize" || req.path.starts_with("/slots");
     if (options.api_key.empty() || !protected_path) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -318,6 +322,8 @@ void Server::Impl::routes() {
       [this](const httplib::Request& req, httplib::Response& res) { stored_response(req, res); });
   http.Post("/v1/embeddings",
             [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
+  http.Post(R"(/slots/(\d{1,9}))",
+            [this](const httplib::Request& req, httplib::Response& res) { slot_action(req, res); });
   http.Post("/tokenize",
             [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   http.Post("/detokenize",
@@ -469,6 +475,54 @@ void Server::Impl::embeddings(const httplib::Request& req, httplib::Response& re
       vector = engine::normalized(vector, request.dimensions);
     }
     send_json(res, 200, embeddings_response(request, vectors, prompt_tokens));
+  } catch (const ApiError& error) {
+    refuse(res, error);
+  }
+}
+
+void Server::Impl::slot_action(const httplib::Request& req, httplib::Response& res) {
+  try {
+    engine::Engine& loaded = ready_engine();
+    if (options.slot_save_path.empty()) {
+      throw ApiError(501, "not_supported_error",
+                     "slot save and restore are off: start the server with --slot-save-path DIR");
+    }
+    const std::string action = req.get_param_value("action");
+    const SlotRequest request = parse_slot_request(
+        action, action == "erase" && req.body.empty() ? Json::object() : parse_body(req));
+    engine::SlotAction slot_action;
+    slot_action.kind = request.kind;
+    slot_action.slot = std::stoll(req.matches[1].str());
+    slot_action.path = std::filesystem::path(options.slot_save_path) / request.filename;
+    const executor::ExecutorOptions& executor = loaded.executor().options();
+    // A file restores only into the same model's slots of the same shape.
+    slot_action.model = fmt::format("{} ({}, {} positions a slot, {} weights)",
+                                    loaded.model().name(), loaded.model().config().architecture,
+                                    executor.capacity, models::weight_type_name(executor.weights));
+    engine::SlotActionResult result;
+    try {
+      result = scheduler->slot_action(slot_action);
+    } catch (const FieldError& e) {
+      throw ApiError(404, "invalid_request_error", e.what(), "id_slot");
+    }
+    using Problem = engine::SlotActionResult::Problem;
+    switch (result.problem) {
+      case Problem::kNone:
+        break;
+      case Problem::kBusy:
+        throw ApiError(409, "invalid_request_error", result.message, "id_slot", "slot_busy");
+      case Problem::kNoFile:
+        throw ApiError(404, "invalid_request_error", result.message, "filename");
+      case Problem::kBadFile:
+        throw invalid_request("filename", result.message);
+      case Problem::kFailed:
+        throw ApiError(500, "server_error", result.message);
+    }
+    if (options.log) {
+      options.log(fmt::format("slot {}: {} {} tokens ({} bytes) in {:.3f} s", slot_action.slot,
+                              action, result.tokens, result.bytes, result.seconds));
+    }
+    send_json(res, 200, slot_response(slot_action.slot, request, result));
   } catch (const ApiError& error) {
     refuse(res, error);
   }

@@ -28,6 +28,8 @@ struct ServerOptions {
   // Whether the thinking of models whose template thinks (`<think>` blocks) is returned apart
   // (reasoning_content, thinking blocks) or left inline in the text.
   bool split_reasoning = true;
+  // Where POST /slots/{id}?action=save|restore keeps its files; empty: those actions are off.
+  std::string slot_save_path;
   // The pooling of /v1/embeddings; unset: the model's (ModelConfig::pooling).
   std::optional<Pooling> pooling;
   std::function<void(std::string_view)> log;  // one line per request; may be empty

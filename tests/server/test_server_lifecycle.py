@@ -1,8 +1,11 @@
 """`xlacel serve` from start to stop: 503 while loading, the API key, the bounded queue (429),
-and SIGTERM with streams in flight (they end, the process exits 0); and the host prompt cache
-(--cache-ram) across requests that take each other's slot."""
+and SIGTERM with streams in flight (they end, the process exits 0); the host prompt cache
+(--cache-ram) across requests that take each other's slot; and slots saved to files and restored
+(POST /slots/{id}?action=save|restore|erase, --slot-save-path), across a restart too."""
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -39,6 +42,105 @@ class PromptCacheTest(unittest.TestCase):
             self.assertEqual(metrics["xlacel_prompt_cache_hits_total"], 1)
             self.assertEqual(metrics["xlacel_prompt_cache_entries"], 2)
             self.assertGreater(metrics["xlacel_prompt_cache_bytes"], 0)
+            # Without --slot-save-path the slot actions are off.
+            status, body = server.request("POST", "/slots/0?action=save", {"filename": "a.bin"})
+            self.assertEqual(status, 501, body)
+            self.assertIn("--slot-save-path", body["error"]["message"])
+        finally:
+            self.assertEqual(server.stop(), 0, server.log())
+
+
+AGENT = [{"role": "system", "content": "You are a helpful agent. " * 8},
+         {"role": "user", "content": "Hallo ☃"}]
+OTHER = [{"role": "user", "content": "Something else entirely, about trains. " * 3}]
+
+
+class SlotFilesTest(unittest.TestCase):
+    """A slot saved to a file and restored after another request took it, and in a new server
+    process, gives the prompt back without prefilling it, with the same reply."""
+
+    def setUp(self):
+        self.directory = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def serve(self, context="512"):
+        return ServerProcess(xlacel_path(), "-m", TINY_QWEN3, "--parallel", "1", "--context",
+                             context, "--slot-save-path", self.directory, "--api-key", KEY)
+
+    @staticmethod
+    def ask(server, messages):
+        client = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        return client.chat.completions.create(model="qwen3", messages=messages, max_tokens=8,
+                                              temperature=0)
+
+    @staticmethod
+    def slots(server, query, body=None, key=KEY):
+        return server.request("POST", f"/slots/{query}", body,
+                              {"Authorization": f"Bearer {key}"} if key else {})
+
+    def test_a_slot_saved_to_a_file_comes_back_in_this_server_and_the_next(self):
+        server = self.serve()
+        try:
+            first = self.ask(server, AGENT)
+            status, saved = self.slots(server, "0?action=save", {"filename": "agent.bin"})
+            self.assertEqual(status, 200, saved)
+            # The prompt and the replies fed back (all but the last token).
+            self.assertEqual(saved["n_saved"], first.usage.total_tokens - 1)
+            self.assertEqual(saved["n_written"],
+                             os.path.getsize(os.path.join(self.directory, "agent.bin")))
+            self.assertEqual(saved["id_slot"], 0)
+            self.assertIn("save_ms", saved["timings"])
+            self.ask(server, OTHER)  # takes the one slot
+            status, restored = self.slots(server, "0?action=restore", {"filename": "agent.bin"})
+            self.assertEqual(status, 200, restored)
+            self.assertEqual(restored["n_restored"], saved["n_saved"])
+            self.assertEqual(restored["n_read"], saved["n_written"])
+            again = self.ask(server, AGENT)
+            self.assertEqual(again.choices[0].message.content, first.choices[0].message.content)
+            self.assertEqual(again.usage.prompt_tokens_details.cached_tokens,
+                             first.usage.prompt_tokens - 1)
+            status, erased = self.slots(server, "0?action=erase")
+            self.assertEqual((status, erased["n_erased"]), (200, again.usage.total_tokens - 1))
+
+            for query, body, want, field in [
+                    ("0?action=save", {"filename": "../escape.bin"}, 400, "filename"),
+                    ("0?action=save", {"filename": ".hidden"}, 400, "filename"),
+                    ("0?action=save", {"filename": "a/b.bin"}, 400, "filename"),
+                    ("0?action=save", {"filename": "x\u0001"}, 400, "filename"),
+                    ("0?action=save", {"filename": ""}, 400, "filename"),
+                    ("0?action=save", {}, 400, "filename"),
+                    ("0?action=save", {"filename": 7}, 400, "filename"),
+                    ("0?action=restore", {"filename": "absent.bin"}, 404, "filename"),
+                    ("0?action=reset", {"filename": "agent.bin"}, 400, "action"),
+                    ("0", {"filename": "agent.bin"}, 400, "action"),
+                    ("3?action=erase", None, 404, "id_slot")]:
+                status, body = self.slots(server, query, body)
+                self.assertEqual(status, want, (query, body))
+                self.assertEqual(body["error"]["param"], field, (query, body))
+            status, body = self.slots(server, "0?action=save", {"filename": "a.bin"}, key=None)
+            self.assertEqual(status, 401, body)
+            self.assertEqual(sorted(os.listdir(self.directory)), ["agent.bin"])
+        finally:
+            self.assertEqual(server.stop(), 0, server.log())
+
+        server = self.serve()  # a new process: the file still restores
+        try:
+            status, restored = self.slots(server, "0?action=restore", {"filename": "agent.bin"})
+            self.assertEqual(status, 200, restored)
+            again = self.ask(server, AGENT)
+            self.assertEqual(again.choices[0].message.content, first.choices[0].message.content)
+            self.assertEqual(again.usage.prompt_tokens_details.cached_tokens,
+                             first.usage.prompt_tokens - 1)
+        finally:
+            self.assertEqual(server.stop(), 0, server.log())
+
+        server = self.serve(context="256")  # slots of another shape refuse it
+        try:
+            status, body = self.slots(server, "0?action=restore", {"filename": "agent.bin"})
+            self.assertEqual(status, 400, body)
+            self.assertIn("512 positions", body["error"]["message"])
         finally:
             self.assertEqual(server.stop(), 0, server.log())
 
