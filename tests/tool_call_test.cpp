@@ -624,8 +624,9 @@ TEST(ToolReply, StreamedChunksReassembleToTheWholeResponse) {
 
 namespace {
 
-ReasoningParser::Update split(const std::string& reply, bool inside, std::size_t step) {
-  ReasoningParser parser(inside);
+ReasoningParser::Update split(const std::string& reply, bool inside, std::size_t step,
+                              const ThinkingSyntax& syntax) {
+  ReasoningParser parser(syntax, inside);
   ReasoningParser::Update all;
   for (std::size_t at = 0; at < reply.size(); at += step) {
     const ReasoningParser::Update update = parser.feed(std::string_view(reply).substr(at, step));
@@ -638,44 +639,78 @@ ReasoningParser::Update split(const std::string& reply, bool inside, std::size_t
   return all;
 }
 
-}  // namespace
+struct SplitCase {
+  std::string reply;
+  bool inside;
+  std::string reasoning, content;
+};
 
-TEST(ReasoningParser, SplitsThinkingFromTheAnswerInEveryCut) {
-  struct Case {
-    std::string reply;
-    bool inside;
-    std::string reasoning, content;
-  };
-  const std::vector<Case> cases = {
-      {"<think>\nFirst, 2 + 2.\n\nIt is 4.\n</think>\n\nVier. ✓", false,
-       "First, 2 + 2.\n\nIt is 4.", "Vier. ✓"},
-      {"  <think>x</think>y", false, "x", "y"},
-      {"No thinking <think>here</think>", false, "", "No thinking <think>here</think>"},
-      {"<thin", false, "", "<thin"},
-      {"\n\n", false, "", "\n\n"},
-      {"<think>\n\n</think>\n\nJust the answer", false, "", "Just the answer"},
-      {"<think>cut off by max_tok", false, "cut off by max_tok", ""},
-      {"<think>ends in a partial </thi", false, "ends in a partial </thi", ""},
-      {"The prompt opened it.\n</think>\n\nAnswer </think> kept", true, "The prompt opened it.",
-       "Answer </think> kept"},
-      {"<|tool_call|>", false, "", "<|tool_call|>"},
-      {"", true, "", ""},
-  };
-  for (const Case& c : cases) {
+// Each reply fed in pieces of several sizes splits into its reasoning and content.
+void expect_splits(const std::vector<SplitCase>& cases, const ThinkingSyntax& syntax) {
+  for (const SplitCase& c : cases) {
     for (std::size_t step : {1, 2, 3, 5, 7, 64}) {
-      const ReasoningParser::Update got = split(c.reply, c.inside, step);
+      const ReasoningParser::Update got = split(c.reply, c.inside, step, syntax);
       EXPECT_EQ(got.reasoning, c.reasoning) << c.reply << " in pieces of " << step;
       EXPECT_EQ(got.content, c.content) << c.reply << " in pieces of " << step;
     }
   }
 }
 
+}  // namespace
+
+TEST(ReasoningParser, SplitsThinkingFromTheAnswerInEveryCut) {
+  expect_splits(
+      {
+          {"<think>\nFirst, 2 + 2.\n\nIt is 4.\n</think>\n\nVier. ✓", false,
+           "First, 2 + 2.\n\nIt is 4.", "Vier. ✓"},
+          {"  <think>x</think>y", false, "x", "y"},
+          {"No thinking <think>here</think>", false, "", "No thinking <think>here</think>"},
+          {"<thin", false, "", "<thin"},
+          {"\n\n", false, "", "\n\n"},
+          {"<think>\n\n</think>\n\nJust the answer", false, "", "Just the answer"},
+          {"<think>cut off by max_tok", false, "cut off by max_tok", ""},
+          {"<think>ends in a partial </thi", false, "ends in a partial </thi", ""},
+          {"The prompt opened it.\n</think>\n\nAnswer </think> kept", true, "The prompt opened it.",
+           "Answer </think> kept"},
+          {"<|tool_call|>", false, "", "<|tool_call|>"},
+          {"", true, "", ""},
+      },
+      ThinkingSyntax::think_tags());
+}
+
+// gpt-oss's harmony: the analysis channel is the thinking, the final channel's header is dropped
+// and its message is the answer (the special tokens put back by the caller from the ids).
+TEST(ReasoningParser, SplitsHarmonysAnalysisChannelFromTheFinalOneInEveryCut) {
+  expect_splits(
+      {
+          {"<|channel|>analysis<|message|>User asks 2+2. Answer 4.<|end|><|start|>assistant"
+           "<|channel|>final<|message|>Vier. ✓",
+           false, "User asks 2+2. Answer 4.", "Vier. ✓"},
+          {"<|channel|>final<|message|>Only the answer", false, "", "Only the answer"},
+          {"Plain text, no channel", false, "", "Plain text, no channel"},
+          {"<|channel|>analysis<|message|>cut off by max_tok", false, "cut off by max_tok", ""},
+          {"The prompt opened it.<|end|><|start|>assistant<|channel|>final<|message|>Yes", true,
+           "The prompt opened it.", "Yes"},
+          {"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary", false,
+           "x", "<|start|>assistant<|channel|>commentary"},
+          {"<|channel|>anal", false, "", "<|channel|>anal"},
+      },
+      ThinkingSyntax::harmony());
+}
+
 TEST(ReasoningParser, KnowsTemplatesThatThinkAndPromptsThatOpenTheBlock) {
-  EXPECT_TRUE(template_thinks("{{ content.split('</think>')[-1] }}"));
-  EXPECT_FALSE(template_thinks("{{ messages }}"));
-  EXPECT_TRUE(prompt_opens_thinking("<｜Assistant｜><think>\n"));
-  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
-  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n"));
+  const ThinkingSyntax tags = ThinkingSyntax::think_tags();
+  EXPECT_EQ(thinking_syntax("{{ content.split('</think>')[-1] }}")->open, "<think>");
+  EXPECT_EQ(thinking_syntax("{{- '<|channel|>analysis<|message|>' + m.thinking + '<|end|>' }}")
+                ->answer_header,
+            "<|start|>assistant<|channel|>final<|message|>");
+  EXPECT_FALSE(thinking_syntax("{{ messages }}"));
+  EXPECT_TRUE(prompt_opens_thinking("<｜Assistant｜><think>\n", tags));
+  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n\n</think>\n\n", tags));
+  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n", tags));
+  const ThinkingSyntax harmony = ThinkingSyntax::harmony();
+  EXPECT_TRUE(prompt_opens_thinking("<|start|>assistant<|channel|>analysis<|message|>", harmony));
+  EXPECT_FALSE(prompt_opens_thinking("<|start|>assistant", harmony));
 }
 
 }  // namespace xlacel

@@ -6,8 +6,6 @@ namespace xlacel {
 
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
 constexpr std::string_view kWhitespace = " \t\r\n";
 
 // The longest tail of `text` that is a proper prefix of `tag` (a tag that may be coming).
@@ -20,18 +18,34 @@ std::size_t partial_tag(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
-bool template_thinks(std::string_view chat_template_source) {
-  return chat_template_source.find(kClose) != std::string_view::npos;
+ThinkingSyntax ThinkingSyntax::think_tags() {
+  return {"<think>", "</think>", "", ""};
 }
 
-bool prompt_opens_thinking(std::string_view rendered_prompt) {
-  const std::size_t open = rendered_prompt.rfind(kOpen);
+ThinkingSyntax ThinkingSyntax::harmony() {
+  return {"<|channel|>analysis<|message|>", "<|end|>",
+          "<|start|>assistant<|channel|>final<|message|>", "<|channel|>final<|message|>"};
+}
+
+std::optional<ThinkingSyntax> thinking_syntax(std::string_view chat_template_source) {
+  if (chat_template_source.find("</think>") != std::string_view::npos) {
+    return ThinkingSyntax::think_tags();
+  }
+  if (chat_template_source.find("<|channel|>analysis") != std::string_view::npos) {
+    return ThinkingSyntax::harmony();
+  }
+  return std::nullopt;
+}
+
+bool prompt_opens_thinking(std::string_view rendered_prompt, const ThinkingSyntax& syntax) {
+  const std::size_t open = rendered_prompt.rfind(syntax.open);
   if (open == std::string_view::npos) return false;
-  return rendered_prompt.find_first_not_of(kWhitespace, open + kOpen.size()) ==
+  return rendered_prompt.find_first_not_of(kWhitespace, open + syntax.open.size()) ==
          std::string_view::npos;
 }
 
-ReasoningParser::ReasoningParser(bool inside) : state_(inside ? State::kThinking : State::kStart) {}
+ReasoningParser::ReasoningParser(ThinkingSyntax syntax, bool inside)
+    : syntax_(std::move(syntax)), state_(inside ? State::kThinking : State::kStart) {}
 
 ReasoningParser::Update ReasoningParser::feed(std::string_view text) {
   Update out;
@@ -50,15 +64,22 @@ void ReasoningParser::step(Update& out, bool final) {
   while (true) {
     switch (state_) {
       case State::kStart: {
-        // Whitespace, then `<think>` or anything else: wait until it is known which.
+        // Whitespace, then the opening tag, the answer's header (no thinking) or anything else:
+        // wait until it is known which.
+        const std::string_view open = syntax_.open;
+        const std::string_view header = syntax_.direct_answer_header;
         const std::size_t first = held_.find_first_not_of(kWhitespace);
         if (first == std::string::npos && !final) return;
         const std::string_view rest =
             first == std::string::npos ? std::string_view() : std::string_view(held_).substr(first);
-        if (rest.starts_with(kOpen)) {
-          held_.erase(0, first + kOpen.size());
+        if (rest.starts_with(open)) {
+          held_.erase(0, first + open.size());
           state_ = State::kThinking;
-        } else if (!final && kOpen.starts_with(rest)) {
+        } else if (!header.empty() && rest.starts_with(header)) {
+          held_.erase(0, first + header.size());
+          state_ = State::kContent;
+        } else if (!final &&
+                   (open.starts_with(rest) || (!header.empty() && header.starts_with(rest)))) {
           return;
         } else {
           state_ = State::kContent;
@@ -66,25 +87,35 @@ void ReasoningParser::step(Update& out, bool final) {
         break;
       }
       case State::kThinking: {
-        const std::size_t close = held_.find(kClose);
-        if (close != std::string::npos) {
-          add_reasoning(out, std::string_view(held_).substr(0, close), true);
-          held_.erase(0, close + kClose.size());
+        const std::string_view close = syntax_.close;
+        const std::size_t found = held_.find(close);
+        if (found != std::string::npos) {
+          add_reasoning(out, std::string_view(held_).substr(0, found), true);
+          held_.erase(0, found + close.size());
           state_ = State::kAfterThinking;
           break;
         }
-        const std::size_t keep = final ? 0 : partial_tag(held_, kClose);
+        const std::size_t keep = final ? 0 : partial_tag(held_, close);
         add_reasoning(out, std::string_view(held_).substr(0, held_.size() - keep), final);
         held_.erase(0, held_.size() - keep);
         return;
       }
       case State::kAfterThinking: {
+        // Newlines, then the answer's header where the syntax has one (dropped), then the answer.
         const std::size_t first = held_.find_first_not_of('\n');
         if (first == std::string::npos) {
           held_.clear();
           return;
         }
         held_.erase(0, first);
+        const std::string_view header = syntax_.answer_header;
+        if (!header.empty()) {
+          if (held_.starts_with(header)) {
+            held_.erase(0, header.size());
+          } else if (!final && header.starts_with(held_)) {
+            return;
+          }
+        }
         state_ = State::kContent;
         break;
       }

@@ -51,7 +51,7 @@ ReplyDelta Choice::add(const engine::TokenEvent& event) {
   if (thinking) {
     // Decoding skipped a special think tag: the parser needs it (the answer does not).
     for (const auto& [id, marker] : thinking->markers) {
-      if (event.token == id && !thinking->parser.answering()) content += marker;
+      if (event.token == id && !thinking->parser.in_content()) content += marker;
     }
     const bool was_thinking = thinking->parser.thinking();
     ReasoningParser::Update update = thinking->parser.feed(content);

@@ -150,8 +150,10 @@ struct Server::Impl {
   struct Prompt {
     std::vector<int32_t> ids;
     std::optional<ToolCallSyntax> syntax;
-    // Set where the reply's thinking is split off: whether the prompt opened the block.
-    std::optional<bool> opens_thinking;
+    // Set where the reply's thinking is split off: how the model writes it, and whether the
+    // prompt opened the block.
+    std::optional<ThinkingSyntax> thinking;
+    bool opens_thinking = false;
   };
   Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
   // How an endpoint answers (run()).
@@ -361,9 +363,11 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
     variables.update(shown.extra_context);
     std::string rendered;
     prompt.ids = text.encode_chat(request.messages, variables, &rendered);
-    if (request.split_reasoning.value_or(options.split_reasoning) &&
-        template_thinks(text.chat_template_source())) {
-      prompt.opens_thinking = prompt_opens_thinking(rendered);
+    if (request.split_reasoning.value_or(options.split_reasoning)) {
+      prompt.thinking = thinking_syntax(text.chat_template_source());
+      if (prompt.thinking) {
+        prompt.opens_thinking = prompt_opens_thinking(rendered, *prompt.thinking);
+      }
     }
   } catch (const Error& e) {
     throw invalid_request(chat ? "messages" : "prompt", e.what());
@@ -709,10 +713,17 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, Answer
   // How each choice's reply is read: logprobs, tool calls, thinking.
   Choice prototype(endpoint, logprobs_tokenizer);
   prototype.tools = tools;
-  if (built.opens_thinking) {
-    prototype.thinking.emplace(
-        ThinkingSplit{ReasoningParser(*built.opens_thinking),
-                      special_markers({"<think>", "</think>"}, loaded.text().tokenizer())});
+  if (built.thinking) {
+    // Every special token of the syntax (think tags; harmony's <|channel|>, <|message|>,
+    // <|end|>, <|start|>), which text decoding skips and the parser needs back.
+    const ThinkingSyntax& syntax = *built.thinking;
+    prototype.thinking.emplace(ThinkingSplit{
+        ReasoningParser(syntax, built.opens_thinking),
+        special_markers(
+            syntax.answer_header.empty()
+                ? std::vector<std::string>{syntax.open, syntax.close}
+                : std::vector<std::string>{"<|channel|>", "<|message|>", "<|end|>", "<|start|>"},
+            loaded.text().tokenizer())});
   }
   if (answer.typed) {
     flight->typed = answer.typed(flight->header, prompt_size, prototype);

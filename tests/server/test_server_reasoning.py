@@ -18,7 +18,7 @@ import anthropic
 import openai
 
 sys.path.insert(0, os.path.dirname(__file__))
-from server_process import ServerProcess, xlacel_path  # noqa: E402
+from server_process import ServedModelTest, ServerProcess, xlacel_path  # noqa: E402
 
 XLACEL = xlacel_path()
 TINY_QWEN3 = os.path.join(os.path.dirname(__file__), "..", "data", "models", "qwen3")
@@ -143,6 +143,54 @@ class ReasoningTest(unittest.TestCase):
         with self.assertRaises(openai.BadRequestError) as caught:
             self.chat(messages=history)
         self.assertEqual(caught.exception.body["param"], "messages[1].reasoning_content")
+
+
+TINY_GPT_OSS = os.path.join(os.path.dirname(__file__), "..", "data", "models", "gpt_oss")
+# A harmony template as gpt-oss's writes turns (its published one also writes today's date): the
+# generation prompt opens the analysis channel, so the reply starts as thinking whatever the
+# weights, and its special tokens (<|end|>, <|start|>, <|channel|>, <|message|>) reach the split.
+HARMONY_TEMPLATE = (
+    "{%- for m in messages -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|start|>assistant<|channel|>analysis<|message|>"
+    "{%- endif -%}")
+
+
+class HarmonyReasoningTest(ServedModelTest):
+    """gpt-oss's analysis channel comes apart as reasoning_content (the tiny gpt-oss model)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.mkdtemp()
+        for name in os.listdir(TINY_GPT_OSS):
+            shutil.copy(os.path.join(TINY_GPT_OSS, name), cls.directory)
+        path = os.path.join(cls.directory, "tokenizer_config.json")
+        with open(path) as f:
+            config = json.load(f)
+        config["chat_template"] = HARMONY_TEMPLATE
+        with open(path, "w") as f:
+            json.dump(config, f)
+        cls.server_args = ("-m", cls.directory, "--parallel", "1", "--context", "256")
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.directory)
+        super().tearDownClass()
+
+    def chat(self, **kwargs):
+        return self.client.chat.completions.create(
+            model=self.model, temperature=0, max_tokens=24,
+            messages=[{"role": "user", "content": QUESTION}], **kwargs).choices[0].message
+
+    def test_the_analysis_channel_is_the_reasoning(self):
+        split = self.chat()
+        self.assertTrue(split.reasoning_content)
+        self.assertNotIn("<|", split.reasoning_content)
+        inline = self.chat(extra_body={"reasoning_format": "none"})
+        self.assertIsNone(getattr(inline, "reasoning_content", None))
+        self.assertTrue(inline.content.strip("\n").startswith(split.reasoning_content),
+                        (inline.content, split.reasoning_content))
 
 
 if __name__ == "__main__":
