@@ -190,7 +190,7 @@ class FakeRunner : public executor::ModelRunner {
 
   // A slot's rows as the real runner gives them: one byte string per cache (here the token
   // rows and the ring's positions).
-  executor::SlotRows save_slot(int32_t slot) override {
+  executor::SlotRows save_slot(int32_t slot, int64_t) override {
     calls += 's';
     throw_if_asked();
     const auto& rows = cache_[static_cast<std::size_t>(slot)];
@@ -199,7 +199,7 @@ class FakeRunner : public executor::ModelRunner {
       const auto* begin = reinterpret_cast<const std::byte*>(values.data());
       return std::vector<std::byte>(begin, begin + values.size() * sizeof(values[0]));
     };
-    return {bytes(rows), bytes(ring)};
+    return {0, {bytes(rows), bytes(ring)}};
   }
 
   void restore_slot(int32_t slot, const executor::SlotRows& saved) override {
@@ -207,11 +207,11 @@ class FakeRunner : public executor::ModelRunner {
     throw_if_asked();
     auto& rows = cache_[static_cast<std::size_t>(slot)];
     auto& ring = ring_[static_cast<std::size_t>(slot)];
-    ASSERT_EQ(saved.size(), 2u);
-    ASSERT_EQ(saved[0].size(), rows.size() * sizeof(rows[0]));
-    ASSERT_EQ(saved[1].size(), ring.size() * sizeof(ring[0]));
-    std::memcpy(rows.data(), saved[0].data(), saved[0].size());
-    std::memcpy(ring.data(), saved[1].data(), saved[1].size());
+    ASSERT_EQ(saved.caches.size(), 2u);
+    ASSERT_EQ(saved.caches[0].size(), rows.size() * sizeof(rows[0]));
+    ASSERT_EQ(saved.caches[1].size(), ring.size() * sizeof(ring[0]));
+    std::memcpy(rows.data(), saved.caches[0].data(), saved.caches[0].size());
+    std::memcpy(ring.data(), saved.caches[1].data(), saved.caches[1].size());
   }
 
   const std::vector<int32_t>& cache(int32_t slot) const {

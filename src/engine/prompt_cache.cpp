@@ -9,9 +9,7 @@
 namespace xlacel::engine {
 
 std::size_t CachedSlot::bytes() const {
-  std::size_t total = tokens.size() * sizeof(int32_t);
-  for (const auto& cache : rows) total += cache.size();
-  return total;
+  return tokens.size() * sizeof(int32_t) + rows.bytes();
 }
 
 std::optional<PromptCache::Match> PromptCache::best(const std::vector<int32_t>& prompt,

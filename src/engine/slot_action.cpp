@@ -23,7 +23,8 @@ SlotActionResult run_slot_action(executor::ModelRunner& runner, const SlotAction
       break;
     case SlotAction::Kind::kSave:
       try {
-        SlotFile file{action.model, resident, runner.save_slot(slot)};
+        SlotFile file{action.model, resident,
+                      runner.save_slot(slot, static_cast<int64_t>(resident.size()))};
         result.bytes = write_slot_file(action.path, file);
         result.tokens = static_cast<int64_t>(resident.size());
       } catch (const std::exception& e) {

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kMagic = "XLSLOT01";
+constexpr std::string_view kMagic = "XLSLOT02";
 
 template <typename T>
 void put(std::ofstream& out, T value) {
@@ -62,8 +62,9 @@ uint64_t write_slot_file(const fs::path& path, const SlotFile& slot) {
     put(out, static_cast<uint64_t>(slot.tokens.size()));
     out.write(reinterpret_cast<const char*>(slot.tokens.data()),
               static_cast<std::streamsize>(slot.tokens.size() * sizeof(int32_t)));
-    put(out, static_cast<uint32_t>(slot.rows.size()));
-    for (const std::vector<std::byte>& rows : slot.rows) {
+    put(out, slot.rows.positions);
+    put(out, static_cast<uint32_t>(slot.rows.caches.size()));
+    for (const std::vector<std::byte>& rows : slot.rows.caches) {
       put(out, static_cast<uint64_t>(rows.size()));
       out.write(reinterpret_cast<const char*>(rows.data()),
                 static_cast<std::streamsize>(rows.size()));
@@ -102,11 +103,12 @@ SlotFile read_slot_file(const fs::path& path, uint64_t& bytes) {
   const std::span<const char> token_bytes = reader.take(tokens * sizeof(int32_t));
   slot.tokens.resize(static_cast<std::size_t>(tokens));
   if (tokens > 0) std::memcpy(slot.tokens.data(), token_bytes.data(), token_bytes.size());
+  slot.rows.positions = reader.get<int64_t>();
   const auto caches = reader.get<uint32_t>();
   for (uint32_t i = 0; i < caches; ++i) {
     const std::span<const char> rows = reader.take(reader.get<uint64_t>());
     const auto* first = reinterpret_cast<const std::byte*>(rows.data());
-    slot.rows.emplace_back(first, first + rows.size());
+    slot.rows.caches.emplace_back(first, first + rows.size());
   }
   if (!reader.done()) fail(path.string(), "has bytes past its last cache: not a slot file");
   return slot;

@@ -4,8 +4,9 @@
 // (executor::ModelRunner::save_slot), with the model they belong to, so a restore into another
 // model's (or another context size's) slot is refused rather than silently wrong.
 //
-// Layout (little-endian): "XLSLOT01", u32 model length, model bytes, u64 token count, i32
-// tokens, u32 cache count, then per cache u64 byte count and the bytes.
+// Layout (little-endian): "XLSLOT02", u32 model length, model bytes, u64 token count, i32
+// tokens, i64 positions (executor::SlotRows), u32 cache count, then per cache u64 byte count
+// and the bytes.
 #include <cstdint>
 #include <filesystem>
 #include <string>

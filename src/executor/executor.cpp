@@ -264,9 +264,10 @@ models::GraphOptions Executor::decode_graph(int64_t rows, bool want_logits,
   return graph;
 }
 
-models::GraphOptions Executor::slot_graph(models::GraphKind kind) const {
+models::GraphOptions Executor::slot_graph(models::GraphKind kind, int64_t window) const {
   models::GraphOptions graph;
   graph.kind = kind;
+  graph.window = window;
   graph.capacity = options_.capacity;
   graph.weights = options_.weights;  // the caches' element type follows it
   graph.slots = options_.slots;
@@ -535,17 +536,25 @@ void Executor::copy_slot(int32_t from, int32_t to) {
       {{"from", bytes_of(from)}, {"to", bytes_of(to)}});
 }
 
-SlotRows Executor::save_slot(int32_t slot) {
+SlotRows Executor::save_slot(int32_t slot, int64_t positions) {
   if (slot < 0 || slot >= options_.slots) {
     fail("save_slot", "slot {} is not in [0, {})", slot, options_.slots);
   }
-  Graph& save = graph(slot_graph(models::GraphKind::kSaveSlot));
+  if (positions < 0 || positions > options_.capacity) {
+    fail("save_slot", "positions {} is not in [0, capacity {}]", positions, options_.capacity);
+  }
+  // The rows moved are the attention windows' (powers of two from kMinWindow), so few graphs
+  // serve every length; a slot's copy then costs about its filled rows, not its capacity.
+  SlotRows rows;
+  rows.positions =
+      positions == 0 ? 0 : attention_window(static_cast<int32_t>(positions - 1), options_.capacity);
+  Graph& save = graph(slot_graph(models::GraphKind::kSaveSlot, rows.positions));
   std::vector<device::BufferPtr> outputs = run(save, {{"slot", bytes_of(slot)}});
-  SlotRows rows(outputs.size());
+  rows.caches.resize(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const models::TensorSpec& spec = save.signature.outputs[i];
-    rows[i].resize(device::dense_byte_size(spec.element, spec.shape));
-    device_->read(*outputs[i], rows[i]);
+    rows.caches[i].resize(device::dense_byte_size(spec.element, spec.shape));
+    device_->read(*outputs[i], rows.caches[i]);
   }
   return rows;
 }
@@ -554,15 +563,21 @@ void Executor::restore_slot(int32_t slot, const SlotRows& rows) {
   if (slot < 0 || slot >= options_.slots) {
     fail("restore_slot", "slot {} is not in [0, {})", slot, options_.slots);
   }
-  Graph& restore = graph(slot_graph(models::GraphKind::kRestoreSlot));
+  if (rows.positions < 0 || rows.positions > options_.capacity) {
+    fail("restore_slot", "rows of {} positions do not fit the capacity {}", rows.positions,
+         options_.capacity);
+  }
+  Graph& restore = graph(slot_graph(models::GraphKind::kRestoreSlot, rows.positions));
   const std::vector<models::TensorSpec>& inputs = restore.signature.inputs;
-  if (rows.size() + 1 != inputs.size()) {
-    fail("restore_slot", "{} caches' rows given, the graph takes {}", rows.size(),
+  if (rows.caches.size() + 1 != inputs.size()) {
+    fail("restore_slot", "{} caches' rows given, the graph takes {}", rows.caches.size(),
          inputs.size() - 1);
   }
   // Inputs by name: the slot, then each cache's rows (run() checks their sizes).
   std::vector<Input> named = {{"slot", bytes_of(slot)}};
-  for (std::size_t i = 0; i < rows.size(); ++i) named.push_back({inputs[i + 1].name, rows[i]});
+  for (std::size_t i = 0; i < rows.caches.size(); ++i) {
+    named.push_back({inputs[i + 1].name, rows.caches[i]});
+  }
   run(restore, named);
 }
 

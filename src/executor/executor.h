@@ -112,8 +112,9 @@ class Executor final : public ModelRunner {
   // reads_as_stored) and the f32 copy elsewhere.
   models::WeightType graph_weights(int64_t rows) const;
   // The graph over this executor's caches that moves whole slots: copy-slot, save-slot or
-  // restore-slot (models::moves_slots).
-  models::GraphOptions slot_graph(models::GraphKind kind) const;
+  // restore-slot (models::moves_slots); the last two move the rows of positions [0, window) of
+  // the full-length KV caches (window 0: all rows; GraphOptions::window).
+  models::GraphOptions slot_graph(models::GraphKind kind, int64_t window = 0) const;
   // The runtime's lowering, which chose the forms of the weights and the graphs' kernels.
   const lowering::Lowering& lowering() const { return *lowering_; }
 
@@ -129,7 +130,7 @@ class Executor final : public ModelRunner {
   // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
   // them where a first use must not wait for a compile).
   void copy_slot(int32_t from, int32_t to) override;
-  SlotRows save_slot(int32_t slot) override;
+  SlotRows save_slot(int32_t slot, int64_t positions) override;
   void restore_slot(int32_t slot, const SlotRows& rows) override;
 
  private:

@@ -9,7 +9,13 @@ void ModelRunner::embed_chunk(int32_t, std::span<const int32_t>, int32_t, int32_
   fail("embed", "the {} runner has no embed graph", capabilities().runtime);
 }
 
-SlotRows ModelRunner::save_slot(int32_t) {
+std::size_t SlotRows::bytes() const {
+  std::size_t total = 0;
+  for (const auto& cache : caches) total += cache.size();
+  return total;
+}
+
+SlotRows ModelRunner::save_slot(int32_t, int64_t) {
   fail("save_slot", "the {} runner cannot save slots", capabilities().runtime);
 }
 

@@ -33,8 +33,14 @@ struct Capabilities {
   int64_t hidden_size = 0;  // floats per row of an embed chunk's hidden states
 };
 
-// One slot's rows of every cache, as host bytes (ModelRunner::save_slot).
-using SlotRows = std::vector<std::vector<std::byte>>;
+// One slot's rows of every cache, as host bytes (ModelRunner::save_slot): of each cache that
+// holds every position (a full-length KV cache) its rows of positions [0, positions), and all of
+// the others (rings, recurrent state); positions 0: every row of every cache.
+struct SlotRows {
+  int64_t positions = 0;
+  std::vector<std::vector<std::byte>> caches;
+  std::size_t bytes() const;
+};
 
 // What a prefill chunk reads back.
 struct PrefillOutput {
@@ -100,11 +106,14 @@ class ModelRunner {
   // `from` has written; no other slot changes. One prefill then serves several sequences.
   virtual void copy_slot(int32_t from, int32_t to) = 0;
 
-  // Every cache's rows of `slot` (KV rows and recurrent state alike), as host bytes, one entry
-  // per cache: what restore_slot() takes back. The host's prompt cache keeps a slot's prompt
-  // this way after the slot goes to another (engine/prompt_cache.h). This default: Error.
-  virtual SlotRows save_slot(int32_t slot);
-  // `slot` takes rows save_slot() gave (of this runner), so it holds what that slot held then.
+  // Every cache's rows of `slot` (KV rows and recurrent state alike) that hold its positions
+  // [0, positions) (0: all rows; a runner may give more rows than asked), as host bytes, one
+  // entry per cache: what restore_slot() takes back. The host's prompt cache keeps a slot's
+  // prompt this way after the slot goes to another (engine/prompt_cache.h). This default: Error.
+  virtual SlotRows save_slot(int32_t slot, int64_t positions);
+  // `slot` takes rows save_slot() gave (of this runner), so it holds the positions they hold as
+  // that slot held them (its rows past them keep what they had: no query reads them before they
+  // are written).
   virtual void restore_slot(int32_t slot, const SlotRows& rows);
 };
 

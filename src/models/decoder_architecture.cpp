@@ -45,7 +45,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
         cache_specs(config, options.weights, options.slots, options.capacity);
     std::vector<TensorSpec> inputs = graph_inputs(options);
     std::vector<TensorSpec> outputs;
-    std::vector<TensorSpec> rows = slot_rows_specs(caches);
+    std::vector<TensorSpec> rows = slot_rows_specs(caches, options.window, options.capacity);
     if (options.kind == GraphKind::kSaveSlot) outputs = rows;
     if (options.kind == GraphKind::kRestoreSlot)
       inputs.insert(inputs.end(), rows.begin(), rows.end());

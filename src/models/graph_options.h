@@ -44,7 +44,8 @@
 //                  one request share their prompt's prefill this way (engine/scheduler.h).
 //   save-slot      slot i32[]  ->  <cache>_rows..., caches...  Every cache's rows of one slot
 //                  ([1, ...] each; the caches are returned unchanged), for the host's prompt
-//                  cache (engine/prompt_cache.h).
+//                  cache (engine/prompt_cache.h). With a `window`, a full-length KV cache gives
+//                  only its rows of positions [0, window) (slot_copy_graph.h).
 //   restore-slot   slot i32[], <cache>_rows...  ->  caches...  The slot takes those rows (as
 //                  save-slot gave them), so it holds what the saved slot held.
 //
@@ -86,7 +87,8 @@ struct GraphOptions {
   WeightType weights = WeightType::kF32;
   int64_t slots = 1;  // sequences the KV cache holds (decode: bucket <= slots)
   // Cache rows attended per slot, [0, window); 0: all `capacity` of them. Sliding layers' rings
-  // are read whole. A prefill chunk's rows must lie below its window.
+  // are read whole. A prefill chunk's rows must lie below its window. save-slot and
+  // restore-slot: the rows they move of each full-length KV cache.
   int64_t window = 0;
   // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others
   // (embed included).

@@ -15,12 +15,21 @@ std::vector<int64_t> one_slot(std::vector<int64_t> shape) {
   return shape;
 }
 
+// A KV cache ([slots, kv heads, rows, head dim]) whose rows are every position.
+bool holds_every_position(const TensorSpec& cache, int64_t capacity) {
+  return (cache.name.starts_with("k_cache_") || cache.name.starts_with("v_cache_")) &&
+         cache.shape.size() == 4 && cache.shape[2] == capacity;
+}
+
 }  // namespace
 
-std::vector<TensorSpec> slot_rows_specs(const std::vector<TensorSpec>& caches) {
+std::vector<TensorSpec> slot_rows_specs(const std::vector<TensorSpec>& caches, int64_t window,
+                                        int64_t capacity) {
   std::vector<TensorSpec> rows;
   for (const TensorSpec& cache : caches) {
-    rows.push_back({cache.name + "_rows", cache.element, one_slot(cache.shape)});
+    std::vector<int64_t> shape = one_slot(cache.shape);
+    if (window > 0 && holds_every_position(cache, capacity)) shape[2] = window;
+    rows.push_back({cache.name + "_rows", cache.element, std::move(shape)});
   }
   return rows;
 }
@@ -37,9 +46,11 @@ EmittedGraph emit_slot_graph(const ModelConfig& config, const GraphOptions& opti
   const bool copy = options.kind == GraphKind::kCopySlot;
   const Value from = f.argument(copy ? "from" : "slot", index);
   const Value to = copy ? f.argument("to", index) : from;
+  const std::vector<TensorSpec> rows_specs =
+      slot_rows_specs(signature.caches, options.window, options.capacity);
   std::vector<Value> saved;
   if (options.kind == GraphKind::kRestoreSlot) {
-    for (const TensorSpec& spec : slot_rows_specs(signature.caches)) {
+    for (const TensorSpec& spec : rows_specs) {
       saved.push_back(f.argument(spec.name, TensorType(spec.element, spec.shape)));
     }
   }
@@ -58,7 +69,7 @@ EmittedGraph emit_slot_graph(const ModelConfig& config, const GraphOptions& opti
     at_from.front() = from;
     at_to.front() = to;
     if (options.kind == GraphKind::kSaveSlot) {
-      results.push_back(dynamic_slice(caches[i], at_from, one_slot(spec.shape)));
+      results.push_back(dynamic_slice(caches[i], at_from, rows_specs[i].shape));
       updated.push_back(caches[i]);
     } else if (options.kind == GraphKind::kRestoreSlot) {
       updated.push_back(dynamic_update_slice(caches[i], saved[i], at_to));

@@ -10,8 +10,11 @@
 namespace xlacel::models {
 
 // One slot's rows of each of `caches` ([1, ...]), named "<cache>_rows": save-slot's outputs and
-// restore-slot's inputs after the slot.
-std::vector<TensorSpec> slot_rows_specs(const std::vector<TensorSpec>& caches);
+// restore-slot's inputs after the slot. With a `window`, a KV cache that holds every position
+// (`capacity` rows) gives only the rows of positions [0, window); rings and recurrent state give
+// all of theirs.
+std::vector<TensorSpec> slot_rows_specs(const std::vector<TensorSpec>& caches, int64_t window,
+                                        int64_t capacity);
 
 // `signature` is the graph's (graph_signature.h: no weights, the caches).
 EmittedGraph emit_slot_graph(const ModelConfig& config, const GraphOptions& options,

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t bytes = 0;
     const xlacel::engine::SlotFile slot = xlacel::engine::read_slot_file(path, bytes);
     uint64_t held = slot.model.size() + slot.tokens.size() * sizeof(int32_t);
-    for (const auto& rows : slot.rows) held += rows.size();
+    held += slot.rows.bytes();
     if (bytes != size || held > bytes) std::abort();
   } catch (const xlacel::Error&) {
   }
