@@ -32,5 +32,22 @@ TEST(DecodeWindow, SmallestPowerOfTwoThatHoldsThePositions) {
   }
 }
 
+// A slot's copy moves multiples of an eighth of the capacity (at least 128 rows) that hold its
+// positions, or all rows; one window per such multiple.
+TEST(SlotRowsWindow, MultiplesOfAnEighthOfTheCapacityThatHoldThePositions) {
+  EXPECT_EQ(slot_rows_window(2130, 4096), 2560);
+  EXPECT_EQ(slot_rows_window(512, 4096), 512);
+  EXPECT_EQ(slot_rows_window(513, 4096), 1024);
+  EXPECT_EQ(slot_rows_window(3584, 4096), 3584);
+  EXPECT_EQ(slot_rows_window(3585, 4096), 0);
+  EXPECT_EQ(slot_rows_window(81, 256), 128);
+  EXPECT_EQ(slot_rows_window(129, 256), 0);
+  EXPECT_EQ(slot_rows_window(10, 128), 0);
+  EXPECT_EQ(slot_rows_windows(4096),
+            (std::vector<int64_t>{512, 1024, 1536, 2048, 2560, 3072, 3584, 0}));
+  EXPECT_EQ(slot_rows_windows(256), (std::vector<int64_t>{128, 0}));
+  EXPECT_EQ(slot_rows_windows(100), (std::vector<int64_t>{0}));
+}
+
 }  // namespace
 }  // namespace xlacel::executor

@@ -50,16 +50,13 @@ void Engine::load(backends::Runtime runtime, const EngineOptions& options) {
   if (!executor_options.progress) executor_options.progress = options.device.progress;
   executor_ = std::make_unique<executor::Executor>(
       std::move(runtime.device), std::move(runtime.lowering), model_, executor_options);
-  // The prompt cache's copies compile now, one pair per length of rows they move (the
-  // attention windows and the whole cache): a first use mid-serving would stall every stream.
+  // The prompt cache's copies compile now, one pair per length of rows they move
+  // (executor::slot_rows_windows): a first use mid-serving would stall every stream.
   if (options.scheduler.prompt_cache_bytes > 0) {
     std::vector<models::GraphOptions> slot_graphs;
-    for (int64_t window = executor::kMinWindow;; window *= 2) {
-      const int64_t rows = executor::attention_window(static_cast<int32_t>(window - 1),
-                                                      executor_options.capacity);
+    for (int64_t rows : executor::slot_rows_windows(executor_options.capacity)) {
       slot_graphs.push_back(executor_->slot_graph(models::GraphKind::kSaveSlot, rows));
       slot_graphs.push_back(executor_->slot_graph(models::GraphKind::kRestoreSlot, rows));
-      if (rows == 0) break;
     }
     executor_->prepare(slot_graphs);
   }

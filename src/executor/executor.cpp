@@ -47,6 +47,29 @@ int64_t attention_window(int32_t last_position, int64_t capacity) {
   return window < capacity ? window : 0;
 }
 
+namespace {
+
+int64_t slot_rows_step(int64_t capacity) {
+  return std::max(kMinWindow, (capacity + 7) / 8);
+}
+
+}  // namespace
+
+int64_t slot_rows_window(int64_t positions, int64_t capacity) {
+  const int64_t step = slot_rows_step(capacity);
+  const int64_t rows = (std::max<int64_t>(positions, 1) + step - 1) / step * step;
+  return rows < capacity ? rows : 0;
+}
+
+std::vector<int64_t> slot_rows_windows(int64_t capacity) {
+  std::vector<int64_t> windows;
+  for (int64_t rows = slot_rows_step(capacity); rows < capacity; rows += slot_rows_step(capacity)) {
+    windows.push_back(rows);
+  }
+  windows.push_back(0);
+  return windows;
+}
+
 void ExecutorOptions::validate() const {
   if (slots < 1) fail_field("slots", "must be at least 1, got {}", slots);
   if (capacity < 1) fail_field("capacity", "must be at least 1, got {}", capacity);
@@ -543,11 +566,9 @@ SlotRows Executor::save_slot(int32_t slot, int64_t positions) {
   if (positions < 0 || positions > options_.capacity) {
     fail("save_slot", "positions {} is not in [0, capacity {}]", positions, options_.capacity);
   }
-  // The rows moved are the attention windows' (powers of two from kMinWindow), so few graphs
-  // serve every length; a slot's copy then costs about its filled rows, not its capacity.
+  // A slot's copy costs about its filled rows, not its capacity (slot_rows_window).
   SlotRows rows;
-  rows.positions =
-      positions == 0 ? 0 : attention_window(static_cast<int32_t>(positions - 1), options_.capacity);
+  rows.positions = positions == 0 ? 0 : slot_rows_window(positions, options_.capacity);
   Graph& save = graph(slot_graph(models::GraphKind::kSaveSlot, rows.positions));
   std::vector<device::BufferPtr> outputs = run(save, {{"slot", bytes_of(slot)}});
   rows.caches.resize(outputs.size());

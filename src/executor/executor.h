@@ -82,6 +82,15 @@ std::vector<int64_t> decode_buckets(int64_t slots);
 inline constexpr int64_t kMinWindow = 128;
 int64_t attention_window(int32_t last_position, int64_t capacity);
 
+// The rows a slot's save or restore moves of each full-length KV cache for its positions
+// [0, positions) (GraphOptions::window of save-slot and restore-slot): a multiple of an eighth of
+// the capacity (at least kMinWindow), or 0 (all rows) once that reaches the capacity. A copy
+// costs its rows, so finer steps than the attention windows' powers of two (a 2130-token prompt
+// in a 4096-row cache: 2560 rows, not all 4096); at most eight pairs of graphs to compile.
+int64_t slot_rows_window(int64_t positions, int64_t capacity);
+// Every such window of a `capacity` (ascending, 0 last).
+std::vector<int64_t> slot_rows_windows(int64_t capacity);
+
 class Executor final : public ModelRunner {
  public:
   // Uploads the weights, makes the zeroed KV cache and loads the prefill graph, on `device` in
