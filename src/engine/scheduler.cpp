@@ -321,9 +321,8 @@ int64_t Scheduler::use_prompt_cache(std::size_t slot, const std::vector<int32_t>
     if ((restore || common < static_cast<int64_t>(resident.size())) &&
         static_cast<int64_t>(resident.size()) >= options_.prompt_cache_min_tokens &&
         !prompt_cache_->holds(resident)) {
-      prompt_cache_->put(
-          {resident, runner_.save_slot(static_cast<int32_t>(slot),
-                                       static_cast<int64_t>(resident.size()))});
+      prompt_cache_->put({resident, runner_.save_slot(static_cast<int32_t>(slot),
+                                                      static_cast<int64_t>(resident.size()))});
       prompt_cache_entries_ = prompt_cache_->entries();
       prompt_cache_bytes_ = prompt_cache_->bytes();
     }
