@@ -97,26 +97,65 @@ TEST(ModelPooling, ReadFromASentenceTransformersDirectory) {
 
 class EmbeddingOnRuntime : public ::testing::TestWithParam<std::string> {};
 
-std::unique_ptr<Engine> open_engine(const std::string& runtime, const fs::path& model) {
+// One slot's chunks per call, 16 tokens each (the 150-token prompt in ten); or `together`:
+// chunks of 16 tokens of up to four prompts in one call while four wait, then 32-token chunks of
+// one, both kinds of embed call.
+std::unique_ptr<Engine> open_engine(const std::string& runtime, const fs::path& model,
+                                    bool together = false) {
   EngineOptions options;
   options.runtime = runtime;
   options.device.compile_cache_dir = testing::scratch_dir("embedding/cache-" + runtime);
-  options.executor.slots = 2;
+  options.executor.slots = together ? 4 : 2;
   options.executor.capacity = 256;
-  options.executor.prefill_bucket = 16;  // the 150-token prompt runs in ten chunks
-  options.executor.small_prefill_bucket = 0;
-  options.executor.prefill_sequences = 1;
+  options.executor.prefill_bucket = together ? 32 : 16;
+  options.executor.small_prefill_bucket = together ? 16 : 0;
+  options.executor.prefill_sequences = together ? 4 : 1;
   return std::make_unique<Engine>(ModelFiles::open(model.string()), options);
 }
 
-// Every model's prompts, each pooled the three ways, submitted together (two slots, so embeddings
-// interleave), equal HF's pooled and normalized last_hidden_state.
+// Each of a model's reference prompts pooled the three ways, all submitted at once, compared
+// with HF's pooled and normalized last_hidden_state.
+void expect_hf_embeddings(Engine& engine, const json& model) {
+  struct Expected {
+    std::size_t prompt;
+    Pooling pooling;
+    std::vector<float> want, got;
+    FinishReason reason = FinishReason::kCancelled;
+  };
+  std::vector<Expected> cases;
+  for (std::size_t p = 0; p < model["prompts"].size(); ++p) {
+    const json& prompt = model["prompts"][p];
+    cases.push_back({p, Pooling::kMean, prompt["mean"].get<std::vector<float>>(), {}});
+    cases.push_back({p, Pooling::kCls, prompt["cls"].get<std::vector<float>>(), {}});
+    cases.push_back({p, Pooling::kLast, prompt["last"].get<std::vector<float>>(), {}});
+  }
+  for (Expected& c : cases) {
+    RequestOptions options;
+    options.embed = c.pooling;
+    engine.scheduler().submit(model["prompts"][c.prompt]["ids"].get<std::vector<int32_t>>(),
+                              options, [&c](const TokenEvent& event) {
+                                if (!event.finished) return;
+                                c.reason = event.reason;
+                                c.got = normalized(event.embedding);
+                              });
+  }
+  engine.scheduler().run_until_idle();
+  for (const Expected& c : cases) {
+    EXPECT_EQ(c.reason, FinishReason::kEmbedded);
+    EXPECT_LE(max_difference(c.got, c.want), kTolerance)
+        << model["model"] << " prompt " << c.prompt << " " << pooling_name(c.pooling);
+  }
+}
+
+json embeddings_reference() {
+  return json::parse(testing::read_text(testing::test_data("models/embeddings_reference.json")));
+}
+
+// Every model's, one sequence per call (two slots: embeddings interleave).
 TEST_P(EmbeddingOnRuntime, PooledHiddenStatesEqualHfBaseModels) {
   if (auto missing = testing::missing_runtime(GetParam(), 2)) GTEST_SKIP() << *missing;
-  const json reference =
-      json::parse(testing::read_text(testing::test_data("models/embeddings_reference.json")));
   std::string missing;
-  for (const json& model : reference["models"]) {
+  for (const json& model : embeddings_reference()["models"]) {
     const std::string name = model["model"];
     const fs::path path = name == "default" ? fs::path(testing::default_model_path())
                                             : testing::test_data("models/" + name);
@@ -124,38 +163,22 @@ TEST_P(EmbeddingOnRuntime, PooledHiddenStatesEqualHfBaseModels) {
       missing = "the default model is not at " + path.string() + " (run scripts/setup)";
       continue;
     }
-    auto engine = open_engine(GetParam(), path);
-    struct Expected {
-      std::size_t prompt;
-      Pooling pooling;
-      std::vector<float> want, got;
-      FinishReason reason = FinishReason::kCancelled;
-    };
-    std::vector<Expected> cases;
-    for (std::size_t p = 0; p < model["prompts"].size(); ++p) {
-      const json& prompt = model["prompts"][p];
-      cases.push_back({p, Pooling::kMean, prompt["mean"].get<std::vector<float>>(), {}});
-      cases.push_back({p, Pooling::kCls, prompt["cls"].get<std::vector<float>>(), {}});
-      cases.push_back({p, Pooling::kLast, prompt["last"].get<std::vector<float>>(), {}});
-    }
-    for (Expected& c : cases) {
-      RequestOptions options;
-      options.embed = c.pooling;
-      engine->scheduler().submit(model["prompts"][c.prompt]["ids"].get<std::vector<int32_t>>(),
-                                 options, [&c](const TokenEvent& event) {
-                                   if (!event.finished) return;
-                                   c.reason = event.reason;
-                                   c.got = normalized(event.embedding);
-                                 });
-    }
-    engine->scheduler().run_until_idle();
-    for (const Expected& c : cases) {
-      EXPECT_EQ(c.reason, FinishReason::kEmbedded);
-      EXPECT_LE(max_difference(c.got, c.want), kTolerance)
-          << name << " prompt " << c.prompt << " " << pooling_name(c.pooling);
-    }
+    expect_hf_embeddings(*open_engine(GetParam(), path), model);
   }
   if (!missing.empty()) GTEST_SKIP() << missing << "; the tiny models passed";
+}
+
+// Chunks of several inputs in one call give each what it gets alone: a full cache (Qwen 3) and
+// Mamba-2 state (Granite 4.0-H).
+TEST_P(EmbeddingOnRuntime, InputsSharingCallsEqualHfBaseModels) {
+  if (auto missing = testing::missing_runtime(GetParam(), 2)) GTEST_SKIP() << *missing;
+  for (const json& model : embeddings_reference()["models"]) {
+    if (model["model"] != "qwen3" && model["model"] != "granitemoehybrid") continue;
+    expect_hf_embeddings(
+        *open_engine(GetParam(), testing::test_data("models/" + model["model"].get<std::string>()),
+                     true),
+        model);
+  }
 }
 
 // An embedding writes its prompt's cache rows as a prefill does: a generation that follows on

@@ -55,8 +55,8 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   if (flags.capacity <= 0) fail("--capacity", "must be positive, got {}", flags.capacity);
   if (flags.slots <= 0) fail("--slots", "must be positive, got {}", flags.slots);
   if (flags.sequences <= 0) fail("--sequences", "must be positive, got {}", flags.sequences);
-  if (flags.sequences > 1 && *kind != models::GraphKind::kPrefill) {
-    fail("--sequences", "only a prefill graph runs several sequences' chunks");
+  if (flags.sequences > 1 && !models::prefills(*kind)) {
+    fail("--sequences", "only a prefill or embed graph runs several sequences' chunks");
   }
   graph.bucket = flags.bucket > 0 ? flags.bucket : (models::prefills(*kind) ? 64 : 1);
   graph.capacity = flags.capacity;

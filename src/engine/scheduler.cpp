@@ -463,12 +463,10 @@ void Scheduler::prefill_some() {
   std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
     return slots_[a]->admission < slots_[b]->admission;
   });
-  // An embedding's chunks run alone, through the embed graph, in their turn.
-  if (slots_[ready.front()]->embeds()) {
-    embed_some(ready.front());
-    return;
-  }
-  std::erase_if(ready, [&](std::size_t slot) { return slots_[slot]->embeds(); });
+  // Embeddings' chunks run through the embed graph, generations' through the prefill graph: the
+  // oldest decides which this call is, and takes the others of its kind.
+  const bool embedding = slots_[ready.front()]->embeds();
+  std::erase_if(ready, [&](std::size_t slot) { return slots_[slot]->embeds() != embedding; });
   // With several prompts to prefill and calls that take several sequences, chunks of the small
   // bucket of up to prefill_sequences of them (oldest first) go in one call, so a burst of
   // prompts advances together and a short prompt in it is not queued behind the full chunks of
@@ -494,6 +492,10 @@ void Scheduler::prefill_some() {
   for (std::size_t i = 1; together && i < ready.size(); ++i) {
     if (static_cast<int64_t>(batch.size()) == caps_.prefill_sequences) break;
     batch.push_back(ready[i]);
+  }
+  if (embedding) {
+    embed_some(batch, chunk_tokens);
+    return;
   }
 
   struct Planned {
@@ -551,34 +553,45 @@ void Scheduler::prefill_some() {
   }
 }
 
-void Scheduler::embed_some(std::size_t slot) {
-  Sequence& sequence = *slots_[slot];
+void Scheduler::embed_some(std::span<const std::size_t> batch, int64_t chunk_tokens) {
   const Clock::time_point start = Clock::now();
-  begin_prefill(sequence, start);
-  const PrefillChunk chunk =
-      next_prefill_chunk(sequence.cached, sequence.prompt_tokens, caps_.prefill_bucket);
-  std::vector<int32_t> bucket(
-      static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
-  std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, bucket.begin());
+  std::vector<PrefillChunk> chunks(batch.size());
+  std::vector<std::vector<int32_t>> buckets(batch.size());
+  std::vector<executor::PrefillInput> inputs(batch.size());
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    Sequence& sequence = *slots_[batch[n]];
+    begin_prefill(sequence, start);
+    const PrefillChunk& chunk = chunks[n] =
+        next_prefill_chunk(sequence.cached, sequence.prompt_tokens, chunk_tokens);
+    buckets[n].assign(
+        static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
+    std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, buckets[n].begin());
+    inputs[n] = {static_cast<int32_t>(batch[n]), buckets[n], static_cast<int32_t>(chunk.start),
+                 static_cast<int32_t>(chunk.valid)};
+  }
+  hidden_.resize(batch.size());
   try {
-    runner_.embed_chunk(static_cast<int32_t>(slot), bucket, static_cast<int32_t>(chunk.start),
-                        static_cast<int32_t>(chunk.valid), hidden_);
+    runner_.embed_chunks(inputs, hidden_);
   } catch (...) {
     forget_resident();
     throw;
   }
-  sequence.cached = chunk.chunk_end;
-  sequence.pool->add(hidden_, chunk.start);
   const Clock::time_point end = Clock::now();
-  last_step_.prefill_tokens = chunk.valid;
-  last_step_.prefill_sequences = 1;
+  last_step_.prefill_sequences = static_cast<int64_t>(batch.size());
   last_step_.prefill_seconds = seconds_between(start, end);
-  if (chunk.chunk_end < sequence.prompt_tokens) return;
-  sequence.stats.prefill_seconds = seconds_between(sequence.prefill_started, end);
-  TokenEvent event;
-  event.request = sequence.id;
-  event.embedding = sequence.pool->pooled();
-  emit_last(sequence, std::move(event), FinishReason::kEmbedded);
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    Sequence& sequence = *slots_[batch[n]];
+    const PrefillChunk& chunk = chunks[n];
+    sequence.cached = chunk.chunk_end;
+    sequence.pool->add(hidden_[n], chunk.start);
+    last_step_.prefill_tokens += chunk.valid;
+    if (chunk.chunk_end < sequence.prompt_tokens) continue;
+    sequence.stats.prefill_seconds = seconds_between(sequence.prefill_started, end);
+    TokenEvent event;
+    event.request = sequence.id;
+    event.embedding = sequence.pool->pooled();
+    emit_last(sequence, std::move(event), FinishReason::kEmbedded);
+  }
 }
 
 bool Scheduler::rides_decode(const Sequence& sequence) const {

@@ -144,8 +144,9 @@ class Scheduler {
   int64_t use_prompt_cache(std::size_t slot, const std::vector<int32_t>& prompt, int64_t common,
                            bool may_restore);
   void prefill_some();
-  // Runs the next chunk of the embedding request in `slot`; after its last, sends its embedding.
-  void embed_some(std::size_t slot);
+  // Runs the next chunk (of at most chunk_tokens) of each embedding request in `batch`'s slots
+  // in one call; after a request's last, sends its embedding.
+  void embed_some(std::span<const std::size_t> batch, int64_t chunk_tokens);
   // Whether the decode step feeds the sequence's last prompt token (SchedulerOptions).
   bool rides_decode(const Sequence& sequence) const;
   // Marks when the sequence's prompt started running (once).
@@ -190,7 +191,7 @@ class Scheduler {
   uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;
   std::vector<executor::PrefillOutput> prefill_outs_;
-  std::vector<float> hidden_;                  // an embed chunk's hidden states
+  std::vector<std::vector<float>> hidden_;     // each embed chunk's hidden states
   std::unique_ptr<PromptCache> prompt_cache_;  // step thread only; null without one
   std::atomic<int64_t> prompt_cache_hits_ = 0;
   std::atomic<std::size_t> prompt_cache_entries_ = 0;

@@ -252,8 +252,9 @@ models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_positi
   return graph;
 }
 
-models::GraphOptions Executor::embed_graph(int64_t bucket, int32_t last_position) const {
-  models::GraphOptions graph = prefill_graph(bucket, last_position);
+models::GraphOptions Executor::embed_graph(int64_t bucket, int32_t last_position,
+                                           int64_t sequences) const {
+  models::GraphOptions graph = prefill_graph(bucket, last_position, sequences);
   graph.kind = models::GraphKind::kEmbed;
   return graph;
 }
@@ -423,17 +424,33 @@ std::vector<device::BufferPtr> Executor::run_chunk(const models::GraphOptions& o
                               {"valid_length", bytes_of(valid)}});
 }
 
-void Executor::embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
-                           int32_t valid, std::vector<float>& hidden) {
-  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
-  std::vector<device::BufferPtr> outputs =
-      run_chunk(embed_graph(bucket, static_cast<int32_t>(start + bucket - 1)), bucket_tokens, slot,
-                start, valid);
-  // The device reads whole buffers: every row of the bucket, then the padding rows dropped.
+void Executor::embed_chunks(std::span<const PrefillInput> chunks,
+                            std::span<std::vector<float>> hidden) {
+  if (hidden.size() != chunks.size()) {
+    fail("embed", "{} chunks but {} outputs", chunks.size(), hidden.size());
+  }
   const auto width = static_cast<std::size_t>(capabilities_.hidden_size);
-  hidden.resize(static_cast<std::size_t>(bucket) * width);
-  device_->read(*outputs[0], std::as_writable_bytes(std::span<float>(hidden)));
-  hidden.resize(static_cast<std::size_t>(valid) * width);
+  // The device reads whole buffers: every row of each bucket, then the padding rows dropped.
+  std::vector<float> rows;
+  std::vector<device::BufferPtr> outputs;
+  int64_t bucket = 0;
+  if (chunks.size() == 1) {
+    const PrefillInput& only = chunks[0];
+    bucket = static_cast<int64_t>(only.bucket_tokens.size());
+    outputs = run_chunk(embed_graph(bucket, static_cast<int32_t>(only.start + bucket - 1)),
+                        only.bucket_tokens, only.slot, only.start, only.valid);
+    rows.resize(static_cast<std::size_t>(bucket) * width);
+  } else {
+    const ChunksCall call = chunks_call(chunks);
+    bucket = call.bucket;
+    outputs = run_chunks(embed_graph(bucket, call.last_position, call.sequences), call);
+    rows.resize(static_cast<std::size_t>(call.sequences * bucket) * width);
+  }
+  device_->read(*outputs[0], std::as_writable_bytes(std::span<float>(rows)));
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const auto first = rows.begin() + static_cast<std::ptrdiff_t>(i * bucket * width);
+    hidden[i].assign(first, first + static_cast<std::ptrdiff_t>(chunks[i].valid * width));
+  }
 }
 
 void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
@@ -451,6 +468,50 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
   }
 }
 
+Executor::ChunksCall Executor::chunks_call(std::span<const PrefillInput> chunks) const {
+  const auto n = static_cast<int64_t>(chunks.size());
+  if (n < 1 || n > capabilities_.prefill_sequences) {
+    fail("prefill", "{} chunks in one call; at most {} go together", n,
+         capabilities_.prefill_sequences);
+  }
+  ChunksCall call;
+  call.bucket = capabilities_.prefill_buckets.front();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const PrefillInput& chunk = chunks[i];
+    if (static_cast<int64_t>(chunk.bucket_tokens.size()) != call.bucket) {
+      fail("prefill", "chunks that go together need the {}-token bucket, got {}", call.bucket,
+           chunk.bucket_tokens.size());
+    }
+    check_prefill_chunk(chunk.slot, call.bucket, chunk.start, chunk.valid);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (chunks[j].slot == chunk.slot) fail("prefill", "two chunks for slot {}", chunk.slot);
+    }
+    call.last_position =
+        std::max(call.last_position, static_cast<int32_t>(chunk.start + call.bucket - 1));
+  }
+  // The smallest graph that holds them; the rest of its sequences are padding: the first chunk
+  // with no valid tokens, which writes nothing (graph_options.h).
+  const std::vector<int64_t> sizes = prefill_call_sizes();
+  call.sequences =
+      *std::find_if(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= n; });
+  for (int64_t s = 0; s < call.sequences; ++s) {
+    const PrefillInput& chunk = chunks[static_cast<std::size_t>(s < n ? s : 0)];
+    call.tokens.insert(call.tokens.end(), chunk.bucket_tokens.begin(), chunk.bucket_tokens.end());
+    call.slots.push_back(chunk.slot);
+    call.starts.push_back(chunk.start);
+    call.valids.push_back(s < n ? chunk.valid : 0);
+  }
+  return call;
+}
+
+std::vector<device::BufferPtr> Executor::run_chunks(const models::GraphOptions& options,
+                                                    const ChunksCall& call) {
+  return run(graph(options), {{"tokens", bytes_of(std::span<const int32_t>(call.tokens))},
+                              {"slot", bytes_of(std::span<const int32_t>(call.slots))},
+                              {"start", bytes_of(std::span<const int32_t>(call.starts))},
+                              {"valid_length", bytes_of(std::span<const int32_t>(call.valids))}});
+}
+
 void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
                               std::span<PrefillOutput> outs) {
   const auto n = static_cast<int64_t>(chunks.size());
@@ -463,39 +524,10 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
     prefill_chunk(only.slot, only.bucket_tokens, only.start, only.valid, want_logits, outs[0]);
     return;
   }
-  const int64_t bucket = capabilities_.prefill_buckets.front();
-  int32_t last_position = 0;
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    const PrefillInput& chunk = chunks[i];
-    if (static_cast<int64_t>(chunk.bucket_tokens.size()) != bucket) {
-      fail("prefill", "chunks that go together need the {}-token bucket, got {}", bucket,
-           chunk.bucket_tokens.size());
-    }
-    check_prefill_chunk(chunk.slot, bucket, chunk.start, chunk.valid);
-    for (std::size_t j = 0; j < i; ++j) {
-      if (chunks[j].slot == chunk.slot) fail("prefill", "two chunks for slot {}", chunk.slot);
-    }
-    last_position = std::max(last_position, static_cast<int32_t>(chunk.start + bucket - 1));
-  }
-  // The smallest graph that holds them; the rest of its sequences are padding: the first chunk
-  // with no valid tokens, which writes nothing (graph_options.h).
-  const std::vector<int64_t> sizes = prefill_call_sizes();
-  const int64_t sequences =
-      *std::find_if(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= n; });
-  std::vector<int32_t> tokens, slots, starts, valids;
-  for (int64_t s = 0; s < sequences; ++s) {
-    const PrefillInput& chunk = chunks[static_cast<std::size_t>(s < n ? s : 0)];
-    tokens.insert(tokens.end(), chunk.bucket_tokens.begin(), chunk.bucket_tokens.end());
-    slots.push_back(chunk.slot);
-    starts.push_back(chunk.start);
-    valids.push_back(s < n ? chunk.valid : 0);
-  }
-  Graph& prefill = graph(prefill_graph(bucket, last_position, sequences));
+  const ChunksCall call = chunks_call(chunks);
   std::vector<device::BufferPtr> outputs =
-      run(prefill, {{"tokens", bytes_of(std::span<const int32_t>(tokens))},
-                    {"slot", bytes_of(std::span<const int32_t>(slots))},
-                    {"start", bytes_of(std::span<const int32_t>(starts))},
-                    {"valid_length", bytes_of(std::span<const int32_t>(valids))}});
+      run_chunks(prefill_graph(call.bucket, call.last_position, call.sequences), call);
+  const int64_t sequences = call.sequences;
   std::vector<int32_t> next(static_cast<std::size_t>(sequences));
   device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(next)));
   std::vector<float> logits;

@@ -115,7 +115,8 @@ class Executor final : public ModelRunner {
   models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position,
                                      int64_t sequences = 1) const;
   // The embed graph of `bucket` tokens whose last row is at `last_position`.
-  models::GraphOptions embed_graph(int64_t bucket, int32_t last_position) const;
+  models::GraphOptions embed_graph(int64_t bucket, int32_t last_position,
+                                   int64_t sequences = 1) const;
   // The weight type of a graph over `rows` activation rows: the executor's, except that kAuto
   // reads weights as stored only where the lowering says so (lowering::Lowering::
   // reads_as_stored) and the f32 copy elsewhere.
@@ -132,8 +133,8 @@ class Executor final : public ModelRunner {
                      int32_t valid, bool want_logits, PrefillOutput& out) override;
   void prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
                       std::span<PrefillOutput> outs) override;
-  void embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
-                   int32_t valid, std::vector<float>& hidden) override;
+  void embed_chunks(std::span<const PrefillInput> chunks,
+                    std::span<std::vector<float>> hidden) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
   // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
@@ -173,6 +174,18 @@ class Executor final : public ModelRunner {
   std::vector<device::BufferPtr> run_chunk(const models::GraphOptions& options,
                                            std::span<const int32_t> bucket_tokens, int32_t slot,
                                            int32_t start, int32_t valid);
+  // Several sequences' chunks of the smallest bucket in one call (checked as prefill_chunks
+  // documents), padded to the smallest graph that holds them: its sequence count, the last
+  // position any chunk reaches, and its inputs.
+  struct ChunksCall {
+    int64_t bucket = 0;
+    int64_t sequences = 0;
+    int32_t last_position = 0;
+    std::vector<int32_t> tokens, slots, starts, valids;
+  };
+  ChunksCall chunks_call(std::span<const PrefillInput> chunks) const;
+  std::vector<device::BufferPtr> run_chunks(const models::GraphOptions& options,
+                                            const ChunksCall& call);
   Graph& graph(const models::GraphOptions& options);  // loads it on first use
   // Runs `graph`; returns its outputs (not the caches), in signature order.
   std::vector<device::BufferPtr> run(Graph& graph, std::span<const Input> inputs);

@@ -4,8 +4,7 @@
 
 namespace xlacel::executor {
 
-void ModelRunner::embed_chunk(int32_t, std::span<const int32_t>, int32_t, int32_t,
-                              std::vector<float>&) {
+void ModelRunner::embed_chunks(std::span<const PrefillInput>, std::span<std::vector<float>>) {
   fail("embed", "the {} runner has no embed graph", capabilities().runtime);
 }
 

@@ -96,11 +96,12 @@ class ModelRunner {
   virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                       bool want_logits, DecodeOutput& out) = 0;
 
-  // One chunk as prefill_chunk runs it (the same cache rows written), but read back as its rows'
-  // final hidden states after the final norm, for embeddings: `hidden` gets valid x hidden_size
-  // floats, row by row. This default: Error (a runner without the embed graph).
-  virtual void embed_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
-                           int32_t valid, std::vector<float>& hidden);
+  // Chunks as prefill_chunks runs them (one of any bucket, or several of the smallest; the same
+  // cache rows written), but read back as their rows' final hidden states after the final norm,
+  // for embeddings: hidden[i] gets chunk i's valid x hidden_size floats, row by row. This
+  // default: Error (a runner without the embed graph).
+  virtual void embed_chunks(std::span<const PrefillInput> chunks,
+                            std::span<std::vector<float>> hidden);
 
   // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
   // `from` has written; no other slot changes. One prefill then serves several sequences.

@@ -182,7 +182,11 @@ Value DecoderGraph::embed() {
 }
 
 EmittedGraph DecoderGraph::finish(Value h) {
-  if (options_.kind == GraphKind::kEmbed) return finish_with({{"hidden", norm(h, "final_norm")}});
+  if (options_.kind == GraphKind::kEmbed) {
+    Value hidden = norm(h, "final_norm");  // [sequences x bucket, hidden]
+    if (sequences_ > 1) hidden = reshape(hidden, {sequences_, per_sequence_, config_.hidden_size});
+    return finish_with({{"hidden", hidden}});
+  }
   const ModelConfig& c = config_;
   Block& b = block();
   const bool prefill = options_.kind == GraphKind::kPrefill;

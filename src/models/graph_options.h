@@ -34,10 +34,11 @@
 //                  (its slot's next unwritten one; in a ring that row holds a position no later
 //                  query attends) and its result is ignored.
 //   decode-logits  as decode, but returns logits f32[bucket, vocab] (host-side sampling).
-//   embed          as a prefill of one sequence, but returns hidden f32[bucket, hidden]: every
-//                  row's final hidden state after the final norm (what transformers' base model
-//                  returns as last_hidden_state), for embeddings pooled on the host; rows past
-//                  valid_length are padding. No logits: the head is not run.
+//   embed          as a prefill, but returns hidden f32[bucket, hidden] ([S, bucket, hidden]
+//                  over S sequences): every row's final hidden state after the final norm (what
+//                  transformers' base model returns as last_hidden_state), for embeddings
+//                  pooled on the host; rows past valid_length are padding. No logits: the head
+//                  is not run.
 //   copy-slot      from i32[], to i32[]  ->  caches...  Slot `to` of every cache takes slot
 //                  `from`'s rows (all of them: a ring's row order follows from positions alone),
 //                  so it holds the tokens `from` holds; no other slot changes. The choices of
@@ -90,8 +91,8 @@ struct GraphOptions {
   // are read whole. A prefill chunk's rows must lie below its window. save-slot and
   // restore-slot: the rows they move of each full-length KV cache.
   int64_t window = 0;
-  // Prefill: sequences per call, each with its own slot and chunk (see above); 1 for the others
-  // (embed included).
+  // Prefill and embed: sequences per call, each with its own slot and chunk (see above); 1 for
+  // the others.
   int64_t sequences = 1;
   // The runtime's lowering (lowering/lowering.h), asked which product and attention the graph
   // runs and whether 4-bit codes come in row pairs (below); nullptr: the portable one. With

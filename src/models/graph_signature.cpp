@@ -45,7 +45,8 @@ std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelCo
     case GraphKind::kDecodeLogits:
       return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
     case GraphKind::kEmbed:
-      return {{"hidden", ElementType::kF32, {options.bucket, config.hidden_size}}};
+      return {{"hidden", ElementType::kF32,
+               per_sequence(options, {options.bucket, config.hidden_size})}};
     case GraphKind::kCopySlot:
     case GraphKind::kSaveSlot:  // its rows' specs follow from the caches (slot_rows_specs)
     case GraphKind::kRestoreSlot:
@@ -66,8 +67,8 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
          "factors only, exact up to there (transformers switches to long_factor past it)",
          options.capacity, config.exact_positions());
   }
-  if (options.sequences < 1 || (options.kind != GraphKind::kPrefill && options.sequences != 1)) {
-    fail(where, "sequences must be 1, or more for a prefill (got {})", options.sequences);
+  if (options.sequences < 1 || (!prefills(options.kind) && options.sequences != 1)) {
+    fail(where, "sequences must be 1, or more for a prefill or embed (got {})", options.sequences);
   }
   if (options.sequences > options.slots) {
     fail(where, "{} sequences do not fit the {} slots", options.sequences, options.slots);

@@ -37,7 +37,8 @@ struct GraphSignature {
 //   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]
-//   embed          inputs as prefill (one sequence); outputs hidden f32[bucket, hidden]
+//   embed          inputs as prefill; outputs hidden f32[bucket, hidden] (over S sequences led by
+//                  S)
 //   copy-slot      inputs from i32[], to i32[]; no outputs (and no weights: only the caches)
 //   save-slot      input slot i32[]; outputs <cache>_rows (slot_rows_specs)
 //   restore-slot   inputs slot i32[] and <cache>_rows; no outputs
