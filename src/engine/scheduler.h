@@ -24,9 +24,11 @@
 // only what is new. The choices of one request (submit_choices) share their prompt: the first
 // prefills it, and each other one holding a slot by then takes a copy of that slot's rows
 // (ModelRunner::copy_slot) and draws its first token from the same logits, so n choices cost
-// one prefill. Each request has its own sampler
-// (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what else
-// is in the batch. submit() and cancel() may be called from any thread; step() from one thread
+// one prefill. An embedding request (RequestOptions::embed) runs its prompt through the embed
+// graph from position 0, its chunks chosen by the prefill rule (with other embeddings' chunks,
+// not generations'), and ends with one event carrying the pooled vector. Each request has its own
+// sampler (and seed), EOS ids, token budget and stop strings, so its tokens do not depend on what
+// else is in the batch. submit() and cancel() may be called from any thread; step() from one thread
 // at a time, and events are delivered on the thread that runs step().
 #include <atomic>
 #include <chrono>
