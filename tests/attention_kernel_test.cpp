@@ -156,7 +156,6 @@ class AttentionOnRuntime : public ::testing::TestWithParam<std::string> {
     if (auto missing = testing::missing_runtime(GetParam(), 2)) GTEST_SKIP() << *missing;
     device::DeviceOptions options;
     options.threads = 2;
-    options.compile_cache_dir = testing::scratch_dir("attention_kernel/" + GetParam());
     runtime_ = backends::open_runtime(GetParam(), options, {});
     device_ = runtime_.device.get();
   }

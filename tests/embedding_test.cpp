@@ -104,7 +104,6 @@ std::unique_ptr<Engine> open_engine(const std::string& runtime, const fs::path& 
                                     bool together = false) {
   EngineOptions options;
   options.runtime = runtime;
-  options.device.compile_cache_dir = testing::scratch_dir("embedding/cache-" + runtime);
   options.executor.slots = together ? 4 : 2;
   options.executor.capacity = 256;
   options.executor.prefill_bucket = together ? 32 : 16;

@@ -98,7 +98,6 @@ std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& m
                                 std::size_t prompt_cache_bytes = 0) {
   EngineOptions options;
   options.runtime = runtime;
-  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
   options.executor.slots = shape.slots;
   options.executor.capacity = shape.capacity;
   options.executor.prefill_bucket = shape.prefill_bucket;
@@ -372,7 +371,6 @@ TEST(FastMath, SmolLM2LogitsMoveLittleAndAConfidentAnswerStays) {
   const json reference = read_json(testing::test_data("models/smollm2_reference.json"));
   const ModelFiles files = ModelFiles::open(model);
   device::DeviceOptions device;
-  device.compile_cache_dir = testing::scratch_dir("engine/cache-fast");
   backends::Runtime opened = backends::open_runtime("iree", device, {});
   if (opened.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast) == nullptr) {
     GTEST_SKIP() << "no int8 planar kernel on this CPU (needs AVX-512 VBMI and VNNI)";
@@ -775,7 +773,6 @@ TinyModelLoad expect_tiny_model_matches_hf(const fs::path& model, const json& re
   const std::string label = run.runtime + " " + run.name;
   EngineOptions options;
   options.runtime = run.runtime;
-  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + run.runtime);
   options.executor.weights = run.weights;
   options.executor.slots = run.slots;
   options.executor.capacity = 256;
@@ -832,7 +829,6 @@ const std::vector<std::string> kFamilies = {
 EngineOptions family_engine_options(const std::string& runtime) {
   EngineOptions options;
   options.runtime = runtime;
-  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-" + runtime);
   options.executor.slots = 4;
   options.executor.capacity = 512;  // families.py's CAPACITY
   options.executor.prefill_bucket = 16;
@@ -962,7 +958,6 @@ TEST_P(EngineOnRuntime, Gemma3_270mEveryBatchedStreamMatchesHf) {
   const json reference = read_json(testing::test_data("models/gemma3_270m_reference.json"));
   const ModelFiles model = ModelFiles::open(path.string());
   device::DeviceOptions device;
-  device.compile_cache_dir = testing::scratch_dir("engine/cache-" + GetParam());
   executor::ExecutorOptions options;
   options.slots = 4;
   options.capacity = 512;
@@ -997,7 +992,6 @@ EngineOptions tensor_parallel_options(int parts, int64_t slots, int64_t capacity
                                       int64_t prefill_bucket) {
   EngineOptions options;
   options.runtime = "xla";
-  options.device.compile_cache_dir = testing::scratch_dir("engine/cache-xla");
   options.device.tensor_parallel = parts;
   options.executor.slots = slots;
   options.executor.capacity = capacity;

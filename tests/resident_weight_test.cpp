@@ -167,12 +167,10 @@ class PlanarOnRuntime : public ::testing::TestWithParam<std::string> {
     if (auto missing = testing::missing_runtime(GetParam(), 1)) GTEST_SKIP() << *missing;
   }
 
-  // The runtime with one worker (local-task's worker count is per process), compiling into this
-  // test's scratch cache.
+  // The runtime with one worker (local-task's worker count is per process).
   backends::Runtime open_runtime() const {
     device::DeviceOptions options;
     options.threads = 1;
-    options.compile_cache_dir = testing::scratch_dir("resident_weight/" + GetParam());
     return backends::open_runtime(GetParam(), options, {});
   }
 };

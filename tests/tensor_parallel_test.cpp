@@ -184,7 +184,6 @@ TEST(TensorParallelGraph, EmittedGraphCarriesShardyAnnotations) {
 TEST(TensorParallelDevice, SlicesUploadedAlongAnAxisGatherBackToTheTensor) {
   if (auto missing = missing_cpu_plugin()) GTEST_SKIP() << *missing;
   device::DeviceOptions options;
-  options.compile_cache_dir = testing::scratch_dir("tensor_parallel/cache");
   options.tensor_parallel = 2;
   std::unique_ptr<device::Device> device = backends::open_pjrt_device(options, {});
   EXPECT_EQ(device->partitions(), 2);

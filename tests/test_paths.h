@@ -1,6 +1,9 @@
 #pragma once
 // Where tests find their inputs: checked-in data under tests/data, and the default model that
 // scripts/setup fetched (XLACEL_MODEL overrides). Tests that need the model skip without it.
+// Tests compile into the program's own cache (DeviceOptions::compile_cache_dir left empty:
+// $XLACEL_CACHE/compiled), which the CLI and server runs they start use too, so that a graph one
+// test compiled loads for every other; only the tests of caching itself keep a cache apart.
 #include <cstdlib>
 #include <filesystem>
 #include <string>
