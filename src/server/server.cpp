@@ -11,6 +11,8 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
+#include <string_view>
 #include <thread>
 
 #include "chat/reasoning_parser.h"
@@ -87,6 +89,19 @@ const engine::ModelText& text_of(engine::Engine& loaded, const char* field) {
     return loaded.text();
   } catch (const Error& e) {
     throw invalid_request(field, e.what());
+  }
+}
+
+// A 400 naming `field` unless `ids` (`where`: "input[2]", "the prompt") has a token and every
+// token is in the model's vocabulary: generation and embeddings take prompts alike.
+void check_prompt_ids(const char* field, std::string_view where, std::span<const int32_t> ids,
+                      int64_t vocab_size) {
+  if (ids.empty()) throw invalid_request(field, fmt::format("{} has no tokens", where));
+  for (int32_t id : ids) {
+    if (id >= vocab_size) {
+      throw invalid_request(field, fmt::format("{}: token id {} is outside the vocabulary [0, {})",
+                                               where, id, vocab_size));
+    }
   }
 }
 
@@ -451,14 +466,7 @@ void Server::Impl::embeddings(const httplib::Request& req, httplib::Response& re
       } else {
         ids = std::get<std::vector<int32_t>>(request.inputs[i]);
       }
-      if (ids.empty()) throw invalid_request("input", fmt::format("{} has no tokens", where));
-      for (int32_t id : ids) {
-        if (id >= caps.vocab_size) {
-          throw invalid_request("input", fmt::format("{}: token id {} is outside the vocabulary "
-                                                     "[0, {})",
-                                                     where, id, caps.vocab_size));
-        }
-      }
+      check_prompt_ids("input", where, ids, caps.vocab_size);
       if (static_cast<int64_t>(ids.size()) > caps.capacity) {
         throw invalid_request("input",
                               fmt::format("{} ({} tokens) does not fit the context of {} tokens",
@@ -665,13 +673,7 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, Answer
   const auto& caps = loaded.executor().capabilities();
   const auto prompt_size = static_cast<int64_t>(prompt.size());
   const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
-  if (prompt_size == 0) throw invalid_request(prompt_field, "the prompt has no tokens");
-  for (int32_t id : prompt) {
-    if (id >= caps.vocab_size) {
-      throw invalid_request("prompt", fmt::format("token id {} is outside the vocabulary [0, {})",
-                                                  id, caps.vocab_size));
-    }
-  }
+  check_prompt_ids(prompt_field, "the prompt", prompt, caps.vocab_size);
   for (const auto& [id, bias] : request.sampling.logit_bias) {
     if (id >= caps.vocab_size) {
       throw invalid_request("logit_bias",
