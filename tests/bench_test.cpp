@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include "models/test_support.h"
@@ -93,6 +94,32 @@ TEST(BenchCli, ABatchWhosePrefillOutlastsItsGenerationIsStillMeasured) {
   EXPECT_EQ(row["batch"], 8);
   EXPECT_GT(row["steps"].get<int>(), 0);
   EXPECT_GT(row["aggregate_tokens_per_second"].get<double>(), 0);
+}
+
+// The decode limit counts the KV rows the attention reads: the runtime's kernel (IREE CPU) reads
+// each sequence's rows up to its length, 205 on average for positions 200 .. 208; the graph's own
+// attention (XLA) its whole window of 256 rows. Tiny Qwen 3: 2 layers x K and V x 2 kv heads x
+// 16 x 4 bytes = 512 bytes a row.
+TEST(BenchCli, TheDecodeLimitCountsTheKvRowsTheAttentionReads) {
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const std::string model = testing::test_data("models/qwen3").string();
+  for (const std::string backend : {"iree", "xla"}) {
+    const auto run = testing::run_xlacel(
+        testing::scratch_dir("bench_kv_" + backend),
+        {"bench", "-m", model, "--backend", backend, "--prompt-tokens", "200", "--gen-tokens", "10",
+         "--context", "512", "-r", "1", "--no-cold-compile", "--output-format", "json"});
+    if (backend == "xla" && run.exit_code != 0 &&
+        run.err.find("PJRT plugin") != std::string::npos) {
+      GTEST_SKIP() << run.err;
+    }
+    ASSERT_EQ(run.exit_code, 0) << backend << ": " << run.err;
+    const json out = json::parse(run.out);
+    const bool kernel = backend == "iree" &&
+                        std::getenv("XLACEL_IREE_NO_ATTENTION_KERNEL") == nullptr &&
+                        out["device"].get<std::string>().find("kernels none") == std::string::npos;
+    EXPECT_EQ(out["decode_bytes_per_token"]["kv_cache"].get<int64_t>(), 512 * (kernel ? 205 : 256))
+        << backend << ": " << out["device"];
+  }
 }
 
 }  // namespace

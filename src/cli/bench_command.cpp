@@ -14,7 +14,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
+#include <string>
 #include <thread>
 
 #include "cli/commands.h"
@@ -80,9 +82,10 @@ std::vector<int32_t> bench_prompt(const Tokenizer& tokenizer, int64_t count) {
 // step's graph once (the tied embedding as the output head; an untied model's embedding table
 // only for B rows; with --weights auto, B = 1 may read planes where larger B read f32; a
 // mixture's experts at most B * top_k of each layer's, where the step runs only the chosen) and B
-// slots' KV cache in the attention window of the run's last position (a sliding layer's ring
-// in full once the window reaches it), which the attention reads at every position (masked) in
-// these static-shape graphs.
+// slots' KV cache: the rows the runtime's attention kernel reads, each sequence's up to its
+// length (the run's mean), or else the attention window of the run's last position (a sliding
+// layer's ring in full once the window reaches it), which the graph's own attention reads at
+// every position (masked) in these static-shape graphs.
 struct DecodeTraffic {
   std::map<int64_t, uint64_t> weight_bytes;  // by batch size
   uint64_t cache_bytes = 0;                  // one slot
@@ -91,10 +94,16 @@ struct DecodeTraffic {
   }
 };
 
-// The highest position a decode step of the run feeds: the prompt takes 0 .. P-1 and prefill
-// gives the first token, so the G-1 decode steps feed positions P .. P+G-2.
-int32_t last_decode_position(int64_t prompt_tokens, int64_t gen_tokens) {
-  return static_cast<int32_t>(prompt_tokens + gen_tokens - 2);
+// The positions the decode steps of the run feed: the prompt takes 0 .. P-1 and prefill gives
+// the first token, so the G-1 decode steps feed positions P .. P+G-2.
+struct DecodePositions {
+  int32_t first = 0, last = 0;
+  // The keys a step attends, on average over the run: position p attends p + 1.
+  double mean_length() const { return (first + last) / 2.0 + 1; }
+};
+DecodePositions decode_positions(int64_t prompt_tokens, int64_t gen_tokens) {
+  return {static_cast<int32_t>(prompt_tokens),
+          static_cast<int32_t>(std::max(prompt_tokens, prompt_tokens + gen_tokens - 2))};
 }
 
 uint64_t decode_weight_bytes(const executor::Executor& executor, const ModelConfig& config,
@@ -119,20 +128,26 @@ uint64_t decode_weight_bytes(const executor::Executor& executor, const ModelConf
 }
 
 DecodeTraffic decode_traffic(const executor::Executor& executor, const ModelConfig& config,
-                             std::span<const int64_t> batches, int32_t last_position) {
+                             std::span<const int64_t> batches, DecodePositions positions) {
   const executor::ExecutorOptions& options = executor.options();
   DecodeTraffic traffic;
   for (int64_t batch : batches) {
-    traffic.weight_bytes[batch] = decode_weight_bytes(executor, config, batch, last_position);
+    traffic.weight_bytes[batch] = decode_weight_bytes(executor, config, batch, positions.last);
   }
-  const int64_t window = executor::attention_window(last_position, options.capacity);
-  const int64_t read_rows = window > 0 ? window : options.capacity;
-  for (const models::TensorSpec& spec : models::architecture_for(config).cache_specs(
-           config, options.weights, options.slots, options.capacity)) {
-    const int64_t rows = spec.shape[2];
-    traffic.cache_bytes += device::dense_byte_size(spec.element, spec.shape) /
-                           static_cast<uint64_t>(options.slots * rows) *
-                           static_cast<uint64_t>(std::min(rows, read_rows));
+  const models::Architecture& architecture = models::architecture_for(config);
+  const std::set<std::string> to_length =
+      architecture.emit(config, executor.decode_graph(1, false, positions.last))
+          .caches_read_to_length;
+  const int64_t window = executor::attention_window(positions.last, options.capacity);
+  const auto window_rows = static_cast<double>(window > 0 ? window : options.capacity);
+  for (const models::TensorSpec& spec :
+       architecture.cache_specs(config, options.weights, options.slots, options.capacity)) {
+    const auto rows = static_cast<double>(spec.shape[2]);
+    const double read =
+        std::min(rows, to_length.contains(spec.name) ? positions.mean_length() : window_rows);
+    traffic.cache_bytes += static_cast<uint64_t>(
+        static_cast<double>(device::dense_byte_size(spec.element, spec.shape)) /
+        static_cast<double>(options.slots) / rows * read);
   }
   return traffic;
 }
@@ -205,7 +220,7 @@ BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& p
   // Every graph the run can take is compiled before the clock runs, then warmed up.
   executor::Executor& executor = engine.executor();
   const auto first = static_cast<int32_t>(prompt.size());
-  executor.prepare(batch_decode_graphs(executor, batch, first, last_decode_position(first, 2)));
+  executor.prepare(batch_decode_graphs(executor, batch, first, decode_positions(first, 2).last));
   // A sequence decodes from the step its prefill ends, one prefill call per step: with many
   // sequences the first would finish its gen_tokens before the last joined, and no step would
   // advance them all (64 x 128 prompt tokens: none did). So each decodes as many more tokens as
@@ -217,7 +232,7 @@ BatchFigures measure_batch(engine::Engine& engine, const std::vector<int32_t>& p
   const int64_t tokens = std::min(gen_tokens + prefill_steps,
                                   executor.options().capacity - static_cast<int64_t>(first));
   executor.prepare(
-      batch_decode_graphs(executor, batch, first, last_decode_position(first, tokens)));
+      batch_decode_graphs(executor, batch, first, decode_positions(first, tokens).last));
   BatchFigures figures{batch};
   for (int64_t r = 0; r < repetitions; ++r) {
     run_requests(engine, prompt, batch, tokens, [&] {
@@ -294,7 +309,7 @@ void run_bench(const BenchCommandOptions& options) {
   traffic_batches.push_back(1);
   const DecodeTraffic traffic =
       decode_traffic(engine.executor(), engine.model().config(), traffic_batches,
-                     last_decode_position(options.prompt_tokens, options.gen_tokens));
+                     decode_positions(options.prompt_tokens, options.gen_tokens));
   auto limit = [&](int64_t batch) {  // aggregate tok/s the bandwidth allows
     return static_cast<double>(batch) * bandwidth / static_cast<double>(traffic.per_step(batch));
   };

@@ -15,7 +15,7 @@ namespace xlacel::models {
 EmittedGraph emitted_graph(const stablehlo::Module& module) {
   const stablehlo::Function* main = module.find("main");
   if (main == nullptr) throw Error(fmt::format("graph {}: no function main", module.name()));
-  return {module.to_text(), stablehlo::arguments_only_foreign_ops_read(*main)};
+  return {module.to_text(), stablehlo::arguments_only_foreign_ops_read(*main), {}};
 }
 
 namespace {

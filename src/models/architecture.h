@@ -26,6 +26,10 @@ struct EmittedGraph {
   // (stablehlo::arguments_only_foreign_ops_read): a device may keep such a weight at any address,
   // where its compiled code assumes aligned buffers (lowering::Lowering::in_place).
   std::set<std::string> kernel_only_arguments;
+  // The caches whose attention the runtime's kernel runs (lowering::AttentionKernel): it reads
+  // each sequence's rows up to its length, where the graph's own attention reads every row of its
+  // window, masked. For the cost model of `xlacel bench`.
+  std::set<std::string> caches_read_to_length;
 };
 
 // `module`'s text, and what only kernels read of its function `main`.

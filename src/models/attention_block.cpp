@@ -107,7 +107,14 @@ Value AttentionBlock::emit(DecoderGraph& graph, int64_t l, Value x) const {
       .sliding_window = sliding ? c.sliding_window : std::nullopt,
       .sinks = options_.sinks ? graph.optional_layer_weight(l, "sinks") : std::nullopt,
       .kernel = graph.options().attention_kernel()};
-  return linear(attention(in), graph.layer_matrix(l, "o_proj"),
+  std::optional<Value> attended = kernel_attention(in);
+  if (attended) {
+    graph.read_to_length(fmt::format("k_cache_{}", l));
+    graph.read_to_length(fmt::format("v_cache_{}", l));
+  } else {
+    attended = attention(in);
+  }
+  return linear(*attended, graph.layer_matrix(l, "o_proj"),
                 graph.optional_layer_weight(l, "o_bias"));
 }
 

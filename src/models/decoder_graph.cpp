@@ -250,7 +250,9 @@ EmittedGraph DecoderGraph::finish_with(const std::map<std::string, Value>& produ
   }
   f.finish(results);
   annotate_shardings(module_, f, c, signature_, options_.tensor_parallel);
-  return emitted_graph(module_);
+  EmittedGraph emitted = emitted_graph(module_);
+  emitted.caches_read_to_length = caches_read_to_length_;
+  return emitted;
 }
 
 EmittedGraph emit_decoder_graph(const ModelConfig& config, const DecoderFamily& family,

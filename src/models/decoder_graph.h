@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ class DecoderGraph {
   // updated caches.
   EmittedGraph finish(Value h);
 
+  // Notes that only the runtime's attention kernel reads cache `name`, to each sequence's
+  // length (EmittedGraph::caches_read_to_length).
+  void read_to_length(const std::string& name) { caches_read_to_length_.insert(name); }
+
  private:
   // The function's results: `produced` by the signature's output names, then the caches.
   EmittedGraph finish_with(const std::map<std::string, Value>& produced);
@@ -92,6 +97,7 @@ class DecoderGraph {
   // ssm_cache_<L>).
   std::vector<Value> caches_, new_caches_;
   std::map<std::string, std::size_t> cache_index_;
+  std::set<std::string> caches_read_to_length_;
   int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
   Value positions_, token_ids_;
   std::optional<Value> end_;

@@ -155,10 +155,6 @@ Value apply_rotary(Value x, const Rotary& r) {
   return x * cos + rotated * sin;
 }
 
-namespace {
-
-// The runtime's decode attention, where it takes `in`: one query per sequence, key c at position
-// c (no ring), no soft cap, sliding window or sinks, f32 throughout.
 std::optional<Value> kernel_attention(const AttentionInputs& in) {
   const std::vector<int64_t>& q_shape = in.q.shape();  // [N, T, H, D]
   const std::vector<int64_t>& k_shape = in.k_cache.shape();
@@ -186,8 +182,6 @@ std::optional<Value> kernel_attention(const AttentionInputs& in) {
                                  .scale = scale});
   return reshape(transpose(out, {0, 2, 1, 3, 4}), {n * tokens, heads * d});
 }
-
-}  // namespace
 
 Value attention(const AttentionInputs& in) {
   if (std::optional<Value> by_kernel = kernel_attention(in)) return *by_kernel;

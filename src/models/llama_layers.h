@@ -67,6 +67,10 @@ struct AttentionInputs {
 // optionally soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32 [N *
 // T, heads * head_dim].
 Value attention(const AttentionInputs& in);
+// The runtime's hand-written attention where it takes `in` (in.kernel; key c at position c: no
+// ring; no soft cap, sliding window or sinks; f32 throughout), else none: what attention() tries
+// first.
+std::optional<Value> kernel_attention(const AttentionInputs& in);
 
 enum class Activation {
   kSilu,      // x * sigmoid(x) (Llama's silu)
