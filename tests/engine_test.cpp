@@ -91,7 +91,7 @@ struct EngineShape {
   int64_t prefill_sequences = 4;      // chunks of the small bucket per call, at most
 };
 
-// An engine of `shape` on `runtime`, with its compile cache in the build's scratch folder.
+// An engine of `shape` on `runtime`, compiling into the program's own cache (test_paths.h).
 std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& model_path,
                                 const EngineShape& shape, bool logits = false,
                                 bool prefix_reuse = true, bool share_choice_prompts = true,
