@@ -35,7 +35,9 @@ constexpr int64_t kWorkgroups = 16;
 constexpr int64_t kFewRows = 16;
 // --math fast's int8 product takes products of at least this many rows of x (the exact kernel's
 // panels start there too, planar_matmul.c PANEL_MIN_ROWS): fewer, such as the logits of a
-// prefill's last token, stream their weight, so rounding x would move them and save no time.
+// prefill's last token, stream their weight, so rounding x would move them and save no time;
+// where arithmetic bounds decode instead, the panels lose at one row (docs/PERFORMANCE.md,
+// "kInt8MinRows").
 constexpr int64_t kInt8MinRows = 8;
 
 // The kernel built for the widest vectors the runtime may use (cpu_isa.h): 16 lanes beat 8 on one
