@@ -79,7 +79,10 @@ def main():
                         help="both engines held to AVX2 (XLACEL_CPU_ISA=avx2, llama.cpp built so)")
     parser.add_argument("bench_args", nargs="*", help="extra xlacel bench flags (after --)")
     args = parser.parse_args()
-    depths = [int(d) for d in args.depths.split(",")]
+    try:
+        depths = [int(d) for d in args.depths.split(",")]
+    except ValueError:
+        parser.error(f"--depths: a comma-separated list of token counts, not '{args.depths}'")
     if any(d < 0 for d in depths):
         parser.error("--depths: each depth must be 0 or more")
 
