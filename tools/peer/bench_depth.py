@@ -13,26 +13,16 @@ better of the two taken (its default, auto, picks one). --avx2 holds both engine
 (XLACEL_CPU_ISA=avx2, llama.cpp from build_llama_cpp --avx2). Each round runs each engine once
 per depth (xlacel 1 repetition, llama-bench 2); the table gives the median of the rounds."""
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 import compare_bench
 
-root = compare_bench.root
-
 
 def xlacel_rates(args, depth):
     """pp of a `depth`-token prompt, tg after it, and the fraction of the decode limit reached."""
-    command = [os.path.join(root, "build", "xlacel"), "bench", "-m", args.model, "--backend",
-               args.backend, "--threads", str(args.threads), "--prompt-tokens", str(max(depth, 1)),
-               "--gen-tokens", str(args.tg), "-r", "1", "--no-cold-compile", "--output-format",
-               "json", *args.bench_args]
-    env = dict(os.environ, XLACEL_CPU_ISA="avx2") if args.avx2 else None
-    report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
-                                       env=env).stdout)
+    report = compare_bench.xlacel_report(args, prompt_tokens=max(depth, 1), repetitions=1)
     pp = report["prompt_tokens_per_second"]["mean"] if depth > 0 else None
     read = sum(report["decode_bytes_per_token"].values())
     return pp, report["generation_tokens_per_second"]["mean"], report["decode_fraction_of_limit"], read
@@ -42,9 +32,7 @@ def llama_bench(args, bin_dir, flags):
     """llama-bench's rows for `flags`, once with flash attention on and once off."""
     rows = []
     for fa in ("on", "off"):
-        command = [os.path.join(bin_dir, "llama-bench"), "-m", args.model, "-t", str(args.threads),
-                   "-r", "2", "-o", "json", "-fa", fa, *flags]
-        rows += json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+        rows += compare_bench.llama_bench_rows(args, bin_dir, ["-r", "2", "-fa", fa, *flags])
     return rows
 
 

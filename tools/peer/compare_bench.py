@@ -23,12 +23,15 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.normpath(os.path.join(here, "../.."))
 
 
-def xlacel_report(args, prompt_tokens=None):
+def xlacel_report(args, prompt_tokens=None, repetitions=None):
     """`xlacel bench --output-format json` on args.model (pp, tg, threads, backend, bench_args);
-    prompt_tokens replaces args.pp (1: generation from an empty context, as llama-bench's tg)."""
+    prompt_tokens replaces args.pp (1: generation from an empty context, as llama-bench's tg);
+    repetitions replaces bench's default number of timed runs."""
     command = [os.path.join(root, "build", "xlacel"), "bench", "-m", args.model, "--backend", args.backend,
                "--threads", str(args.threads), "--prompt-tokens", str(prompt_tokens or args.pp),
                "--gen-tokens", str(args.tg), "--no-cold-compile", "--output-format", "json", *args.bench_args]
+    if repetitions is not None:
+        command += ["-r", str(repetitions)]
     env = dict(os.environ, XLACEL_CPU_ISA="avx2") if args.avx2 else None
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
@@ -79,11 +82,15 @@ def engines_isa(bin_dir, avx2=False):
     return f"xlacel CPU kernels: {kernels}; llama.cpp built with {peer_build_flags(bin_dir)}"
 
 
-def llama_rates(args, bin_dir):
+def llama_bench_rows(args, bin_dir, flags):
+    """llama-bench's JSON rows on args.model with args.threads threads and `flags`."""
     command = [os.path.join(bin_dir, "llama-bench"), "-m", args.model, "-t", str(args.threads),
-               "-p", str(args.pp), "-n", str(args.tg), "-r", "3", "-o", "json"]
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+               "-o", "json", *flags]
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+
+
+def llama_rates(args, bin_dir):
+    rows = llama_bench_rows(args, bin_dir, ["-p", str(args.pp), "-n", str(args.tg), "-r", "3"])
     pp = next(r["avg_ts"] for r in rows if r["n_prompt"] == args.pp and r["n_gen"] == 0)
     tg = next(r["avg_ts"] for r in rows if r["n_gen"] == args.tg and r["n_prompt"] == 0)
     return pp, tg
