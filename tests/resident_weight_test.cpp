@@ -399,28 +399,23 @@ TEST_P(PlanarKernelOnRuntime, TheRuntimeKernelMatchesTheStableHloProduct) {
   EXPECT_EQ(checked, 9);
 }
 
-// --math fast's product (the lowering's planar_kernel under Math::kFast) multiplies the weight by x
-// rounded to i8 per block of 32 columns (scale max|x| / 127): it differs from the exact product by
-// at most what that rounding moves, sum |w| * scale / 2 per output, and by f32 rounding where x's
-// blocks are exactly representable (multiples of max|x| / 127), which checks its layout and
-// arithmetic for every block format. The kernel takes 512 columns at a time, then a row's tail 128
-// at a time: widths of whole runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896
-// = 512 + 384, and SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products
-// narrower than 512 columns stay exact. Products that share x quantize it once.
-TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
-  backends::Runtime runtime = open_runtime();
-  const std::unique_ptr<device::Device>& device = runtime.device;
-  const lowering::PlanarKernel* kernel =
-      runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast);
-  if (kernel == nullptr) {
-    GTEST_SKIP() << GetParam() << " has no int8 planar kernel here (IREE on AVX-512 VBMI + VNNI)";
-  }
+// An int8 product (--math fast) multiplies the weight by x rounded to i8 per block of 32 columns
+// (scale max|x| / 127): it differs from the exact product by at most what that rounding moves,
+// sum |w| * scale / 2 per output, and by f32 rounding where x's blocks are exactly representable
+// (multiples of max|x| / 127), which checks its layout and arithmetic for every block format, at
+// each width of `widths` and x row count of `x_rows_of(width)`. Returns the products through the
+// kernel, by name, for the callers' own checks.
+std::map<std::string, std::vector<float>> expect_int8_products(
+    device::Device& device, const std::string& runtime, const lowering::PlanarKernel& kernel,
+    const std::string& tag, const std::vector<int64_t>& widths,
+    const std::function<std::vector<int64_t>(int64_t)>& x_rows_of) {
+  std::map<std::string, std::vector<float>> products;
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   int checked = 0;
   for (const TensorView& tensor : block_quantized_tensors(gguf)) {
     const std::string format = dtype_name(tensor.dtype);
-    ASSERT_EQ(tensor.shape[1], 512) << format;
-    for (const int64_t cols : {1024, 768, 896, 576, 544}) {
+    EXPECT_EQ(tensor.shape[1], 512) << format;
+    for (const int64_t cols : widths) {
       if (cols % static_cast<int64_t>(dtype_block_elements(tensor.dtype)) != 0) continue;
       // 26 weight rows (register blocks of 8 and 2 left over), from the file's rows.
       const int64_t rows = 26, elements = rows * cols;
@@ -430,10 +425,9 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
       std::vector<float> w(static_cast<std::size_t>(elements));
       planar_to_f32(planar, w);
       for (bool representable : {true, false}) {
-        for (int64_t x_rows :
-             cols == 1024 ? std::vector<int64_t>{8, 13, 70} : std::vector<int64_t>{13, 70}) {
-          const std::string name = format + "-int8-" + std::to_string(cols) + "-" +
-                                   std::to_string(x_rows) + (representable ? "-exact" : "");
+        for (int64_t x_rows : x_rows_of(cols)) {
+          const std::string name = fmt::format("{}-{}-{}-{}{}", format, tag, cols, x_rows,
+                                               representable ? "-exact" : "");
           std::vector<float> x(static_cast<std::size_t>(x_rows * cols));
           std::vector<float> largest(x.size() / 32, 0);
           for (std::size_t i = 0; i < x.size(); ++i) {
@@ -444,8 +438,11 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
             largest[i / 32] = std::max(largest[i / 32], std::abs(x[i]));
           }
           std::vector<float> by_kernel, by_graph;
-          ASSERT_NO_FATAL_FAILURE(
-              kernel_products(*device, name, planar, rows, cols, x, *kernel, by_kernel, by_graph));
+          kernel_products(device, name, planar, rows, cols, x, kernel, by_kernel, by_graph);
+          if (by_kernel.size() != static_cast<std::size_t>(x_rows * rows)) {
+            ADD_FAILURE() << runtime << " " << name << ": no product";
+            continue;
+          }
           double most_moved = 0;  // from the graph's exact product, relative to the magnitude
           for (int64_t t = 0; t < x_rows; ++t) {
             for (int64_t r = 0; r < rows; ++r) {
@@ -460,20 +457,70 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
               const double bound = (representable ? 0 : moved) + 1e-5 * (magnitude + moved) + 1e-30;
               const std::size_t at = static_cast<std::size_t>(t * rows + r);
               EXPECT_NEAR(by_kernel[at], want, bound)
-                  << GetParam() << " " << name << " output " << t << "," << r;
+                  << runtime << " " << name << " output " << t << "," << r;
               most_moved = std::max(most_moved, std::abs(by_kernel[at] - by_graph[at]) / magnitude);
             }
           }
           // Rounded x moves the products by far more than f32 rounding: the int8 path ran.
           if (!representable) {
-            EXPECT_GT(most_moved, 1e-4) << GetParam() << " " << name;
+            EXPECT_GT(most_moved, 1e-5) << runtime << " " << name;
           }
+          products[name] = std::move(by_kernel);
         }
       }
     }
     ++checked;
   }
   EXPECT_EQ(checked, 9);
+  return products;
+}
+
+// How many dispatches of kernel entry `entry` a product's module text makes.
+std::size_t dispatches_of(const std::string& text, const std::string& entry) {
+  const std::string call = "entry_points = [@" + entry;
+  std::size_t count = 0;
+  for (std::size_t at = text.find(call); at != std::string::npos; at = text.find(call, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// The module of two products by one weight that share x and one by another x, through `kernel`.
+std::string shared_x_module(const lowering::PlanarKernel& kernel, int64_t x_rows) {
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
+  const TensorView tensor = block_quantized_tensors(gguf).front();
+  stablehlo::Module module("resident_weight_test");
+  stablehlo::Function& f = module.add_function("main");
+  // The file's 2 x 512 as it is: a product of one whole run.
+  models::Weight weight = planar_arguments(
+      f, to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(2 * 512)), 2, 512);
+  weight.kernel = &kernel;
+  const Value shared = f.argument("x", TensorType(ElementType::kF32, {x_rows, 512}));
+  const Value other = shared + shared;
+  f.finish({models::linear(shared, weight), models::linear(shared, weight),
+            models::linear(other, weight)});
+  return module.to_text();
+}
+
+// --math fast's prefill product (the lowering's planar_kernel under Math::kFast, where it has
+// one of its own) takes 512 columns at a time, then a row's tail 128 at a time: widths of whole
+// runs (1024) and with a tail (768 = 512 + 256; where blocks are 32, 896 = 512 + 384, and
+// SmolLM2's 576 = 512 + 64 and 544, whose tails x is padded for); products narrower than 512
+// columns stay exact. Products that share x quantize it once.
+TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast);
+  if (kernel == nullptr || kernel == runtime.lowering->planar_kernel(lowering::Phase::kPrefill,
+                                                                     lowering::Math::kExact)) {
+    GTEST_SKIP() << GetParam() << " has no int8 prefill product here (IREE on AVX-512 VBMI + VNNI)";
+  }
+  expect_int8_products(
+      *device, GetParam(), *kernel, "int8", {1024, 768, 896, 576, 544}, [](int64_t cols) {
+        return cols == 1024 ? std::vector<int64_t>{8, 13, 70} : std::vector<int64_t>{13, 70};
+      });
+  const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
   // 256 columns: the exact product (no whole run).
   const TensorView tensor = block_quantized_tensors(gguf).front();
   const int64_t rows = 4, cols = 256;
@@ -491,30 +538,53 @@ TEST_P(PlanarOnRuntime, TheInt8KernelIsTheProductOfTheRoundedActivations) {
   }
   // x is quantized in a dispatch of its own: products that share x (q, k and v; gate and up)
   // share that dispatch, and another x gets its own.
-  stablehlo::Module module("resident_weight_test");
-  stablehlo::Function& f = module.add_function("main");
-  // The file's 2 x 512 as it is: a product of one whole run.
-  models::Weight weight = planar_arguments(
-      f, to_planar(tensor.dtype, tensor.data, static_cast<std::size_t>(2 * 512)), 2, 512);
-  weight.kernel = kernel;
-  const Value shared = f.argument("x", TensorType(ElementType::kF32, {16, 512}));
-  const Value other = shared + shared;
-  f.finish({models::linear(shared, weight), models::linear(shared, weight),
-            models::linear(other, weight)});
-  const std::string text = module.to_text();
-  const std::string_view call = "entry_points = [@xlacel_quantize_int8_rows";
-  std::size_t quantizations = 0;
-  for (std::size_t at = text.find(call); at != std::string::npos; at = text.find(call, at + 1)) {
-    ++quantizations;
+  const std::string text = shared_x_module(*kernel, 16);
+  EXPECT_EQ(dispatches_of(text, "xlacel_quantize_int8_rows"), 2u) << text;
+}
+
+// --math fast's decode product (the lowering's planar_kernel for decode under Math::kFast) takes
+// every width in blocks of 32 (SmolLM2's 576 and 1536, the K-quants' at the latter) and any number
+// of x rows, each row alone: a sequence's product is the same bits whatever rows it is batched
+// with, so that its tokens do not depend on the batch. Products that share x quantize it once.
+TEST_P(PlanarOnRuntime, TheInt8RowsKernelRoundsEachRowAlone) {
+  backends::Runtime runtime = open_runtime();
+  const std::unique_ptr<device::Device>& device = runtime.device;
+  const lowering::PlanarKernel* kernel =
+      runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kFast);
+  if (kernel == nullptr ||
+      kernel == runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact)) {
+    GTEST_SKIP() << GetParam() << " has no int8 decode product here (IREE on AVX2 and FMA)";
   }
-  EXPECT_EQ(quantizations, 2u) << text;
+  const std::vector<int64_t> x_rows = {1, 4, 13};
+  const std::map<std::string, std::vector<float>> products = expect_int8_products(
+      *device, GetParam(), *kernel, "int8rows", {576, 1536}, [&](int64_t) { return x_rows; });
+  // x's rows are the same values at every count (its first rows), so each count's first row is
+  // the one-row product.
+  int compared = 0;
+  for (const auto& [name, one] : products) {
+    const std::string suffix = "-1" + std::string(name.ends_with("-exact") ? "-exact" : "");
+    if (!name.ends_with(suffix)) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    for (int64_t rows : x_rows) {
+      const std::string other = fmt::format("{}-{}{}", stem, rows, suffix.substr(2));
+      const auto found = products.find(other);
+      ASSERT_NE(found, products.end()) << other;
+      ASSERT_GE(found->second.size(), one.size());
+      EXPECT_EQ(std::memcmp(one.data(), found->second.data(), one.size() * 4), 0)
+          << GetParam() << " " << other << ": its first row differs from the one-row product";
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
+  const std::string text = shared_x_module(*kernel, 1);
+  EXPECT_EQ(dispatches_of(text, "xlacel_quantize_int8_columns"), 2u) << text;
 }
 
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values
 // widened to f32, then dot_general), for f16 and bf16 and for one pass and several.
 // 4-bit codes in row pairs (pair_code_rows, as the loader keeps them where the runtime's kernel
 // takes them so) are the same weight: the graph's dequantization and row lookup give the host's
-// values bit for bit, and each of the runtime's kernels (exact, and --math fast's int8 one) gives
+// values bit for bit, and each of the runtime's kernels (exact, and --math fast's int8 ones) gives
 // the same bits as from row after row, for passes of one x row (two weight rows at a time), a
 // few rows and panels; widths of whole int8 runs (512) and with a tail (768).
 TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
@@ -552,14 +622,24 @@ TEST_P(PlanarOnRuntime, CodesInRowPairsAreTheSameWeight) {
             << GetParam() << " " << name << ": take_rows row " << ids[k];
       }
 
-      for (const lowering::PlanarKernel* kernel :
-           {runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact),
-            runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast)}) {
-        if (kernel == nullptr || !kernel->takes_paired_rows()) continue;
-        const bool int8 = kernel == runtime.lowering->planar_kernel(lowering::Phase::kPrefill,
-                                                                    lowering::Math::kFast);
+      const lowering::PlanarKernel* exact =
+          runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kExact);
+      const lowering::PlanarKernel* panels =
+          runtime.lowering->planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast);
+      const lowering::PlanarKernel* int8_rows =
+          runtime.lowering->planar_kernel(lowering::Phase::kDecode, lowering::Math::kFast);
+      std::vector<const lowering::PlanarKernel*> kernels;  // each once (where fast's is exact)
+      for (const lowering::PlanarKernel* kernel : {exact, panels, int8_rows}) {
+        if (kernel != nullptr && kernel->takes_paired_rows() &&
+            std::find(kernels.begin(), kernels.end(), kernel) == kernels.end()) {
+          kernels.push_back(kernel);
+        }
+      }
+      for (const lowering::PlanarKernel* kernel : kernels) {
+        const bool int8 = kernel != exact;
         for (int64_t x_rows : {1, 3, 8, 13}) {
-          if (int8 && x_rows < 8) continue;  // fewer rows take the exact product
+          // Fewer rows take the panels' exact product.
+          if (kernel == panels && x_rows < 8) continue;
           std::vector<float> xs(static_cast<std::size_t>(x_rows * cols));
           for (std::size_t i = 0; i < xs.size(); ++i) {
             xs[i] = std::sin(0.37f * static_cast<float>(i));

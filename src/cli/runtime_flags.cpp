@@ -33,9 +33,9 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
   command
       ->add_option("--math", flags.math,
                    "exact (products in f32 on the values transformers dequantizes) or fast "
-                   "(prefill multiplies quantized weights by activations rounded to 8 bits per "
-                   "32, as llama.cpp does: faster, not exact; --backend iree on a CPU with "
-                   "AVX-512 VBMI and VNNI)")
+                   "(quantized weights multiply activations rounded to 8 bits per 32, as "
+                   "llama.cpp does: faster, not exact; --backend iree on a CPU with AVX2 and "
+                   "FMA; prefill stays exact without AVX-512 VNNI)")
       ->capture_default_str();
   command->add_option("--context", flags.context,
                       "KV-cache positions per sequence (default: the smallest power of two "

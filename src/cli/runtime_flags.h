@@ -21,7 +21,7 @@ struct RuntimeFlags {
   int threads = 0;          // CPU runtimes: worker threads (0: the runtime's default)
   int tensor_parallel = 1;  // devices each graph is partitioned over (--backend xla)
   std::string weights = "auto";
-  std::string math = "exact";  // exact, or fast (int8 prefill products)
+  std::string math = "exact";  // exact, or fast (int8 products)
   int64_t context = 0;  // KV-cache capacity; 0: the smallest of 512, 1024, ... that fits the run
   int64_t prefill_bucket = 64;
   int64_t small_prefill_bucket = 16;

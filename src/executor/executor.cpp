@@ -90,11 +90,10 @@ void ExecutorOptions::validate() const {
 
 void ExecutorOptions::validate(const lowering::Lowering& lowering, std::string_view runtime) const {
   validate();
-  if (math == lowering::Math::kFast &&
-      lowering.planar_kernel(lowering::Phase::kPrefill, lowering::Math::kFast) == nullptr) {
+  if (math == lowering::Math::kFast && !lowering.has_fast_math()) {
     fail_field("math",
-               "fast needs an int8 product, which {} lacks here (IREE has one on a CPU with "
-               "AVX-512 VBMI and VNNI)",
+               "fast needs an int8 product, which {} lacks here (IREE has one on a CPU with AVX2 "
+               "and FMA)",
                runtime);
   }
 }

@@ -40,9 +40,10 @@ struct ExecutorOptions {
   // shortest attention window (longer windows load when a sequence reaches them).
   std::vector<int64_t> preload_decode_rows = {1};
   bool preload_logits = false;
-  // kFast: prefill multiplies planar weights by x quantized to i8 where the lowering has such a
-  // product (lowering::Lowering::planar_kernel), as llama.cpp does, for speed; not exact. Decode
-  // stays exact, so a sequence's tokens still do not depend on what it is batched with.
+  // kFast: products with planar weights take x quantized to i8 where the lowering has such a
+  // product (lowering::Lowering::planar_kernel), as llama.cpp does, for speed; not exact.
+  // Decode's quantize each sequence's row alone, so its tokens still do not depend on what it is
+  // batched with.
   lowering::Math math = lowering::Math::kExact;
   // One line of progress, for stderr; may be empty.
   std::function<void(std::string_view)> progress;

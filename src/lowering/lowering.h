@@ -24,8 +24,9 @@ namespace xlacel::lowering {
 enum class Phase { kPrefill, kDecode };
 
 // kExact: every product in f32 on the exact weights (transformers' arithmetic). kFast (--math
-// fast): prefill's products with quantized weights may round the activations to 8 bits and
-// multiply in integers, as llama.cpp does; decode stays exact.
+// fast): products with quantized weights may round the activations to 8 bits and multiply in
+// integers, as llama.cpp does; decode's round each sequence's row alike whatever it is batched
+// with, so its tokens do not depend on the batch.
 enum class Math { kExact, kFast };
 const char* math_name(Math math);  // "exact", "fast"
 std::optional<Math> parse_math(std::string_view name);
@@ -50,12 +51,14 @@ class Lowering {
     return false;
   }
   // The product that multiplies weights kept as stored in graphs of `phase` under `math`, or
-  // nullptr for the graph's own StableHLO product. Under Math::kFast, a prefill's integer
-  // product, or nullptr where the runtime has none (the executor refuses such a math).
+  // nullptr for the graph's own StableHLO product. Under Math::kFast, the phase's integer product
+  // where the runtime has one, else its exact one.
   virtual const PlanarKernel* planar_kernel(Phase phase, Math math) const {
     (void)phase, (void)math;
     return nullptr;
   }
+  // Whether Math::kFast changes some product here (the executor refuses it where it would not).
+  virtual bool has_fast_math() const { return false; }
   // The hand-written attention the graphs run where it takes their shape, or nullptr.
   virtual const AttentionKernel* attention_kernel() const { return nullptr; }
   // Whether 4-bit codes stay in row pairs (models::GraphOptions::paired_nibbles), as this

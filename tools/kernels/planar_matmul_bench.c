@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   char* suffix = strstr(format, "-paired");
   const int paired = suffix != NULL;
   if (paired) *suffix = 0;
+  // "-int8row": --math fast's decode product (x quantized in column order), timed, and its
+  // outputs' relative deviation from the exact product's printed.
+  suffix = strstr(format, "-int8row");
+  const int int8row = suffix != NULL;
+  if (int8row) *suffix = 0;
   suffix = strstr(format, "-int8");
   const int int8 = suffix != NULL;
   if (int8) *suffix = 0;
@@ -192,8 +197,35 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
+  int8_t* qcols = aligned_alloc(64, rows * k * 2 + 64);  // qx, xd, xs (columns layout)
+  float* exact = aligned_alloc(64, rows * n * 4 + 64);
+  if (int8row) {
+    xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, qcols, qcols, 0, 0, 0, rows, k, rows, 0);
+    for (size_t w = 0; w < workgroups; ++w) {
+      xlacel_planar_matmul_workgroup(
+          codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
+          0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0, x, x,
+          0, 0, 0, exact, exact, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
+          (size_t)e2m1, scale_bits, (size_t)paired, rows_per_workgroup, w);
+    }
+  }
   double best = 1e30;
   for (size_t r = 0; r < reps; ++r) {
+    if (int8row) {
+      const double start = now();
+      xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, qcols, qcols, 0, 0, 0, rows, k, rows,
+                                             0);
+      for (size_t w = 0; w < workgroups; ++w) {
+        xlacel_planar_matmul_int8_rows_workgroup(
+            codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
+            0, 0, 0, super_scales, super_scales, 0, 0, 0, super_offsets, super_offsets, 0, 0, 0,
+            qcols, qcols, 0, 0, 0, y, y, 0, 0, 0, rows, n, k, group, has_offsets, code_bits, bias,
+            (size_t)e2m1, scale_bits, (size_t)paired, rows_per_workgroup, w);
+      }
+      const double seconds = now() - start;
+      if (seconds < best) best = seconds;
+      continue;
+    }
     const double start = now();
     for (size_t w = 0; w < workgroups; ++w) {
       if (wide_bf16 >= 0) {
@@ -238,6 +270,14 @@ int main(int argc, char** argv) {
   }
   double checksum = 0;
   for (size_t i = 0; i < rows * n; ++i) checksum += y[i];
+  if (int8row) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < rows * n; ++i) {
+      diff += ((double)y[i] - exact[i]) * ((double)y[i] - exact[i]);
+      norm += (double)exact[i] * exact[i];
+    }
+    printf("int8row: |y - exact| / |exact| = %.3g  ", sqrt(diff / norm));
+  }
   // FNV-1a of y's bytes: equal across kernel versions exactly when every output has the same
   // bits (the sum above can hide a last-bit difference).
   uint64_t hash = 14695981039346656037ull;
@@ -251,8 +291,12 @@ int main(int argc, char** argv) {
   printf(
       "%s%s%s n=%zu k=%zu rows=%zu: %.1f us  %.2f GB/s  %.2f G weights/s  %.1f GFLOP/s  checksum "
       "%.6g  bits %016llx\n",
-      format, int8 ? "-int8" : "", paired ? "-paired" : "", n, k, rows, best * 1e6,
-      bytes / best / 1e9, (double)n * (double)k / best / 1e9,
-      2.0 * (double)n * (double)k * (double)rows / best / 1e9, checksum, (unsigned long long)hash);
+      format,
+      int8row ? "-int8row"
+      : int8  ? "-int8"
+              : "",
+      paired ? "-paired" : "", n, k, rows, best * 1e6, bytes / best / 1e9,
+      (double)n * (double)k / best / 1e9, 2.0 * (double)n * (double)k * (double)rows / best / 1e9,
+      checksum, (unsigned long long)hash);
   return 0;
 }

@@ -20,7 +20,8 @@ class IreeCpuLowering final : public lowering::Lowering {
                                                 : options.compile_cache_dir;
     const int workers = iree_cpu_workers(options);
     planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers);
-    int8_planar_kernel_ = make_iree_cpu_planar_kernel(cache_dir, workers, true);
+    int8_panels_ = make_iree_cpu_planar_kernel(cache_dir, workers, PlanarProduct::kInt8Panels);
+    int8_rows_ = make_iree_cpu_planar_kernel(cache_dir, workers, PlanarProduct::kInt8Rows);
     attention_kernel_ = make_iree_cpu_attention_kernel(cache_dir, workers);
   }
 
@@ -33,18 +34,23 @@ class IreeCpuLowering final : public lowering::Lowering {
   }
   const lowering::PlanarKernel* planar_kernel(lowering::Phase phase,
                                               lowering::Math math) const override {
-    if (math == lowering::Math::kFast && phase == lowering::Phase::kPrefill) {
-      return int8_planar_kernel_.get();
+    if (math == lowering::Math::kFast) {
+      // Prefill's int8 product needs VNNI (its panels lose to the exact ones without it); where
+      // there is none, prefill stays exact.
+      if (phase == lowering::Phase::kDecode) return int8_rows_.get();
+      if (int8_panels_ != nullptr) return int8_panels_.get();
     }
     return planar_kernel_.get();
   }
+  bool has_fast_math() const override { return int8_rows_ != nullptr; }
   const lowering::AttentionKernel* attention_kernel() const override {
     return attention_kernel_.get();
   }
-  // Both products read the same resident weights (--math fast's prefill the int8 one).
+  // Every product reads the same resident weights (--math fast's the int8 ones).
   bool pairs_code_rows() const override {
     return planar_kernel_ != nullptr && planar_kernel_->takes_paired_rows() &&
-           (int8_planar_kernel_ == nullptr || int8_planar_kernel_->takes_paired_rows());
+           (int8_panels_ == nullptr || int8_panels_->takes_paired_rows()) &&
+           (int8_rows_ == nullptr || int8_rows_->takes_paired_rows());
   }
   // The CPU computes in host memory. Its compiled code assumes 64-byte aligned buffers (llvm-cpu
   // emits aligned AVX-512 loads: a GGUF tensor 32 bytes off faults); the hand-written kernels
@@ -56,7 +62,8 @@ class IreeCpuLowering final : public lowering::Lowering {
 
  private:
   std::unique_ptr<lowering::PlanarKernel> planar_kernel_;        // CPU with AVX2 and FMA only
-  std::unique_ptr<lowering::PlanarKernel> int8_planar_kernel_;   // and AVX-512 VBMI and VNNI
+  std::unique_ptr<lowering::PlanarKernel> int8_panels_;          // and AVX-512 VBMI and VNNI
+  std::unique_ptr<lowering::PlanarKernel> int8_rows_;            // AVX2 and FMA
   std::unique_ptr<lowering::AttentionKernel> attention_kernel_;  // AVX2 and FMA
 };
 

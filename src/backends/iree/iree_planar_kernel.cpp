@@ -49,8 +49,9 @@ struct KernelObject {
   std::string_view isa;
   std::string_view bytes;
 };
-KernelObject kernel_object(const CpuIsaChoice& cpu, bool int8) {
-  if (int8) {
+// The int8 rows product is AVX2 code that every object holds (kernels/planar_matmul.c).
+KernelObject kernel_object(const CpuIsaChoice& cpu, PlanarProduct product) {
+  if (product == PlanarProduct::kInt8Panels) {
     return cpu.vnni ? KernelObject{"AVX-512 VNNI", bytes_of(kPlanarMatmulAvx512Vnni)}
                     : KernelObject{};
   }
@@ -86,25 +87,38 @@ int64_t view_element_bytes(const std::string& element) {
 constexpr int64_t kInt8Columns = 512;
 // Columns of the int8 product's tail groups (planar_matmul.c, INT8_TAIL_COLUMNS): 4 blocks.
 constexpr int64_t kInt8TailColumns = 128;
+// Most groups per weight row the int8 rows product takes (planar_matmul.c, INT8_ROW_MAX_GROUPS).
+constexpr int64_t kInt8RowMaxGroups = 2048;
 // x's width as the int8 product reads it: k rounded up to whole tail groups, past k zero columns
 // (planar_matmul.c, int8_width).
 int64_t int8_width(int64_t k) {
   return (k + kInt8TailColumns - 1) / kInt8TailColumns * kInt8TailColumns;
 }
 
-// How a planar product's dispatch calls xlacel_planar_matmul_workgroup (or, int8, its int8
-// form). Scales and offsets are of `scale` (f32, f16, or i8 when `two_level`: then with their f16
+// The entry point a product's dispatch calls (planar_matmul.c).
+enum class PlanarEntry { kExact, kInt8Panels, kInt8Rows };
+
+// Bytes of x quantized for the int8 rows product (xlacel_quantize_int8_columns_workgroup): codes
+// i8 [rows, k], then scales f32 [rows, k / 32], then scaled code sums f32 [rows, k / 16].
+int64_t columns_bytes(int64_t rows, int64_t k) {
+  return rows * k + 4 * rows * (k / 32) + 4 * rows * (k / 16);
+}
+
+// How a planar product's dispatch calls xlacel_planar_matmul_workgroup (or an int8 form of it).
+// Scales and offsets are of `scale` (f32, f16, or i8 when `two_level`: then with their f16
 // factors per 256 elements; or i8 E8M0 exponents under `e2m1` codes).
 backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
                                  int code_bits, int code_bias, bool e2m1, ElementType scale_element,
                                  bool two_level, bool paired_rows, int64_t rows_per_workgroup,
-                                 bool int8) {
+                                 PlanarEntry entry) {
   const std::string scale(stablehlo::to_string(scale_element));
   const int64_t codes = code_bits == 8 ? n * k : n * k / 2, groups = n * (k / group);
   const int64_t supers = n * (k / kSuperGroupSize);
   const bool high_bits = high_bits_row_bytes(code_bits, k) > 0;
   backends::KernelCall call;
-  call.entry = int8 ? "xlacel_planar_matmul_int8_workgroup" : "xlacel_planar_matmul_workgroup";
+  call.entry = entry == PlanarEntry::kInt8Panels ? "xlacel_planar_matmul_int8_workgroup"
+               : entry == PlanarEntry::kInt8Rows ? "xlacel_planar_matmul_int8_rows_workgroup"
+                                                 : "xlacel_planar_matmul_workgroup";
   // The views in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers],
   // [super offsets], x, then y. Planes a weight lacks are passed as another of the same type
   // (the codes for the high bits, the scales for the offsets and supers, the super scales for
@@ -120,12 +134,15 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
       offsets ? backends::KernelMemref{"offsets", scale, groups} : scales,
       super_scales,
       two_level && offsets ? backends::KernelMemref{"super_offsets", "f16", supers} : super_scales};
-  if (int8) {
-    // One buffer (quantized_rows): the codes, then the block scales, then the scaled sums.
+  if (entry == PlanarEntry::kInt8Panels) {
+    // One buffer (quantized_x): the codes, then the block scales, then the scaled sums.
     const int64_t width = int8_width(k);
     call.memrefs.push_back({"qx", "i8", rows * width});
     call.memrefs.push_back({"qx", "f32", rows * width / 32, rows * width});
     call.memrefs.push_back({"qx", "f32", rows * width / 16, rows * width * 9 / 8});
+  } else if (entry == PlanarEntry::kInt8Rows) {
+    // One buffer, which the kernel splits itself (it places the scales after rows * k codes).
+    call.memrefs.push_back({"qx", "i8", columns_bytes(rows, k)});
   } else {
     call.memrefs.push_back({"x", "f32", rows * k});
   }
@@ -174,35 +191,39 @@ int64_t quantized_bytes(int64_t rows, int64_t k) {
   return rows * width + 4 * rows * (width / 32) + 4 * rows * (width / 16);
 }
 
-// x quantized for the int8 product by the kernel's own dispatch (planar_matmul.c,
-// quantize_int8_row: per block of 32 columns dx = max|x| / 127 and codes round(x / dx), laid out
-// as int8_panels reads them), one buffer of quantized_bytes. A product that shares x with an
+// x quantized for an int8 product by the kernel's own dispatch, one buffer: for the panels
+// (kInt8Panels) of quantized_bytes (planar_matmul.c, quantize_int8_row: per block of 32 columns
+// dx = max|x| / 127 and codes round(x / dx), laid out as int8_panels reads them); for the rows
+// (kInt8Rows) of columns_bytes (the same codes in column order). A product that shares x with an
 // earlier one (q, k and v; gate and up) takes that dispatch's buffer: quantized once.
-Value quantized_rows(Value x, const std::filesystem::path& object) {
+Value quantized_x(Value x, const std::filesystem::path& object, PlanarEntry entry) {
   const int64_t rows = x.shape()[0], k = x.shape()[1];
-  const std::string name = fmt::format("xlacel_quantize_int8_rows_t{}_k{}", rows, k);
+  const bool panels = entry == PlanarEntry::kInt8Panels;
+  const std::string_view layout = panels ? "rows" : "columns";
+  const std::string name = fmt::format("xlacel_quantize_int8_{}_t{}_k{}", layout, rows, k);
   const std::string entry_points = fmt::format("[@{0}::@{0}]", name);
   for (const stablehlo::Operation& op : x.block().operations()) {
-    const auto entry = op.attributes.find("entry_points");
-    if (op.name == "flow.dispatch" && entry != op.attributes.end() &&
-        entry->second == entry_points && op.operands.size() == 1 && op.operands[0] == x) {
+    const auto found = op.attributes.find("entry_points");
+    if (op.name == "flow.dispatch" && found != op.attributes.end() &&
+        found->second == entry_points && op.operands.size() == 1 && op.operands[0] == x) {
       return op.results.at(0);
     }
   }
+  const int64_t bytes = panels ? quantized_bytes(rows, k) : columns_bytes(rows, k);
   const int64_t per_workgroup = (rows + kWorkgroups - 1) / kWorkgroups;
   const backends::KernelCall call = {
-      "xlacel_quantize_int8_rows_workgroup",
-      {{"x", "f32", rows * k}, {"q", "i8", quantized_bytes(rows, k)}},
+      fmt::format("xlacel_quantize_int8_{}_workgroup", layout),
+      {{"x", "f32", rows * k}, {"q", "i8", bytes}},
       {{"rows", rows}, {"k", k}, {"rows_per_workgroup", per_workgroup}},
       ""};
   return custom_dispatch(x, name, object, (rows + per_workgroup - 1) / per_workgroup, call, {x},
-                         TensorType(ElementType::kI8, {quantized_bytes(rows, k)}));
+                         TensorType(ElementType::kI8, {bytes}));
 }
 
 class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
  public:
-  IreeCpuPlanarKernel(std::filesystem::path object, int workers, bool int8)
-      : object_(std::move(object)), workers_(std::max(1, workers)), int8_(int8) {}
+  IreeCpuPlanarKernel(std::filesystem::path object, int workers, PlanarProduct product)
+      : object_(std::move(object)), workers_(std::max(1, workers)), product_(product) {}
 
   // Any number of rows, 8 per pass over a weight row (16 with AVX-512). Prefill in 64-row chunks
   // beats llvm-cpu's f32 matmul over planes dequantized per call (docs/PERFORMANCE.md, "Prefill
@@ -257,13 +278,23 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
           x.type().str(), weight.code_bits, weight.codes.type().str(), weight.code_bias,
           weight.scales.type().str()));
     }
-    // Products of at least one whole run of 512 columns and kInt8MinRows rows: a row's tail
-    // (past its runs) is scaled per 128 columns rather than per 512, so a product of a tail
-    // alone would gain little over the exact one.
-    const bool int8 = int8_ && rows >= kInt8MinRows && k >= kInt8Columns;
+    // Panels: products of at least one whole run of 512 columns and kInt8MinRows rows (a row's
+    // tail, past its runs, is scaled per 128 columns rather than per 512, so a product of a tail
+    // alone would gain little over the exact one). Rows: any count, so that decode's batches
+    // round each row alike.
+    PlanarEntry entry = PlanarEntry::kExact;
+    if (product_ == PlanarProduct::kInt8Panels && rows >= kInt8MinRows && k >= kInt8Columns) {
+      entry = PlanarEntry::kInt8Panels;
+    } else if (product_ == PlanarProduct::kInt8Rows && k % 32 == 0 &&
+               k / group <= kInt8RowMaxGroups) {
+      entry = PlanarEntry::kInt8Rows;
+    }
     const std::string name = fmt::format(
-        "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}{}_{}", int8 ? "int8_" : "", rows, n, k,
-        group, weight.code_bits, centred ? "_centred" : "", weight.e2m1 ? "_e2m1" : "",
+        "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}{}_{}",
+        entry == PlanarEntry::kInt8Panels ? "int8_"
+        : entry == PlanarEntry::kInt8Rows ? "int8_rows_"
+                                          : "",
+        rows, n, k, group, weight.code_bits, centred ? "_centred" : "", weight.e2m1 ? "_e2m1" : "",
         offsets ? "_offsets" : "", weight.paired_rows ? "_paired" : "",
         weight.expert ? fmt::format("_of{}", codes_shape[0]) : "", stablehlo::to_string(scale));
     std::vector<Value> operands;
@@ -274,15 +305,11 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     if (offsets) operands.push_back(*weight.offsets);
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
-    if (int8) {
-      operands.push_back(quantized_rows(x, object_));
-    } else {
-      operands.push_back(x);
-    }
+    operands.push_back(entry == PlanarEntry::kExact ? x : quantized_x(x, object_, entry));
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     backends::KernelCall call =
         planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias, weight.e2m1,
-                    scale, two_level, weight.paired_rows, per_workgroup, int8);
+                    scale, two_level, weight.paired_rows, per_workgroup, entry);
     if (weight.expert) {
       // Each plane's view moves by one expert's bytes per index: its whole view (the planes are
       // the memrefs before x).
@@ -371,17 +398,18 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
 
   std::filesystem::path object_;
   int workers_;  // the runtime's worker threads
-  bool int8_;    // --math fast: x quantized to i8 (quantized_rows)
+  PlanarProduct product_;
 };
 
 }  // namespace
 
 std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
-    const std::filesystem::path& cache_dir, int workers, bool int8) {
+    const std::filesystem::path& cache_dir, int workers, PlanarProduct product) {
   if (kernel_turned_off()) return nullptr;
   const CpuIsaChoice& cpu = iree_cpu_isa();
-  const std::string_view bytes = kernel_object(cpu, int8).bytes;
-  if (bytes.empty() && !int8 && cpu.isa != CpuIsa::kNone && cpu.name != "native") {
+  const std::string_view bytes = kernel_object(cpu, product).bytes;
+  if (bytes.empty() && product == PlanarProduct::kExact && cpu.isa != CpuIsa::kNone &&
+      cpu.name != "native") {
     throw Error(fmt::format(
         "XLACEL_CPU_ISA={}: this build holds no planar kernel object for it (configure with "
         "-DXLACEL_KERNEL_ISAS=all)",
@@ -389,19 +417,20 @@ std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
   }
   if (bytes.empty()) return nullptr;
   return std::make_unique<IreeCpuPlanarKernel>(
-      write_kernel_object(bytes, "planar_matmul", cache_dir), workers, int8);
+      write_kernel_object(bytes, "planar_matmul", cache_dir), workers, product);
 }
 
 std::string iree_cpu_kernels() {
   if (kernel_turned_off()) return "none (XLACEL_IREE_NO_PLANAR_KERNEL)";
   const CpuIsaChoice& cpu = iree_cpu_isa();
-  const std::string_view exact = kernel_object(cpu, false).isa;
+  const std::string_view exact = kernel_object(cpu, PlanarProduct::kExact).isa;
   if (exact.empty() && cpu.isa != CpuIsa::kNone) {
     return fmt::format("none (this build holds no kernel object for {})", cpu.name);
   }
   if (exact.empty()) return "none (llvm-cpu's code alone: no AVX2 and FMA)";
-  const std::string_view fast = kernel_object(cpu, true).isa;
-  return fmt::format("{}{}{}", exact, fast.empty() ? "" : ", --math fast ", fast);
+  const std::string_view panels = kernel_object(cpu, PlanarProduct::kInt8Panels).isa;
+  return fmt::format("{}, --math fast prefill {}, decode AVX2", exact,
+                     panels.empty() ? "exact" : panels);
 }
 
 }  // namespace xlacel::backends

@@ -57,13 +57,10 @@ enum CodeForm {
 // the int8 product: four_block_codes), each the value it stands for, doubled
 // (model_files/planar_blocks.h, kE2M1Doubled), plus 12.
 #define E2M1_BIAS 12
-#if LANES == 8 || defined(__AVX512VNNI__)
-// Those bytes, indexed by the code: the table one byte shuffle reads per 16 codes (built where
-// one of its two readers is).
+// Those bytes, indexed by the code: the table one byte shuffle reads per 16 codes.
 INLINE __m128i e2m1_biased_values(void) {
   return _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
 }
-#endif
 
 // Whether the form's rows go in pairs (code_row).
 INLINE int pairs_rows(enum CodeForm form) {
@@ -2237,4 +2234,272 @@ void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const f
     break;
   FOR_EACH_PASS
 #undef CASE
+}
+
+// --math fast's decode product (iree_planar_kernel.cpp, PlanarProduct::kInt8Rows). The panels
+// above fill a transposed panel per 8 weight rows, which costs more than one x row saves
+// (docs/PERFORMANCE.md, "kInt8MinRows"); here each weight row's
+// codes are read as stored and meet x quantized in column order: per block of 32 columns, 32
+// unsigned codes in one 256-bit vector (elements 0-15 from the low nibbles, 16-31 from the high
+// ones: column order), times x's 32 signed codes by vpmaddubsw and vpmaddwd into 8 i32 lanes
+// (lanes 0-3: columns 0-15), converted and scaled once per block. AVX2 only, so every object
+// holds it. Not exact, as the panels are not: x is rounded to 8 bits.
+//
+// x quantized for it (xlacel_quantize_int8_columns_workgroup): per row, qx i8 [k] in column
+// order, xd f32 [k / 32] (dx = max|x| / 127 of the block), xs f32 [k / 16] (dx times the sum of
+// each 16 columns' codes); the codes round(x * 127 / max|x|), ties to even, 0 for a block of
+// zeros, as quantize_int8_row forms them.
+
+// One block of 32 columns of x quantized: codes to qx, returns dx, the two halves' code sums in
+// sums[0..1].
+INLINE float quantize_columns_block(const float* x, int8_t* qx, int sums[2]) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4], most = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    most = _mm256_max_ps(most, _mm256_andnot_ps(sign, v[i]));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(most), _mm256_extractf128_ps(most, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  const float largest = _mm_cvtss_f32(m);
+  const float inverse = largest > 0 ? 127 / largest : 0;
+  const __m256 by = _mm256_set1_ps(inverse);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) {
+    q[i] = _mm256_cvtps_epi32(
+        _mm256_round_ps(_mm256_mul_ps(v[i], by), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  // i32 -> i8 in column order: packs work within 128-bit lanes, a dword permute puts them back.
+  const __m256i words01 = _mm256_packs_epi32(q[0], q[1]);
+  const __m256i words23 = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words01, words23),
+                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256((__m256i*)qx, bytes);
+  // Code sums per 16 columns: |q| <= 127, so the pairwise sums by vpmaddubsw with ones (as
+  // unsigned ones times signed codes) do not saturate.
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes);
+  const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));  // lane i: columns 4i..
+  const __m128i low = _mm256_castsi256_si128(quads), high = _mm256_extracti128_si256(quads, 1);
+  __m128i s = _mm_hadd_epi32(low, high);  // columns 0-7, 8-15, 16-23, 24-31
+  s = _mm_hadd_epi32(s, s);               // 0-15, 16-31
+  sums[0] = _mm_cvtsi128_si32(s);
+  sums[1] = _mm_extract_epi32(s, 1);
+  return largest / 127;
+}
+
+// x [rows, k] (k a multiple of 32) quantized into one buffer: qx i8 [rows, k], then xd f32
+// [rows, k / 32], then xs f32 [rows, k / 16]; rows_per_workgroup rows per workgroup.
+void xlacel_quantize_int8_columns_workgroup(MEMREF(const float, x), MEMREF(int8_t, out),
+                                            size_t rows, size_t k, size_t rows_per_workgroup,
+                                            size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(out);
+  const size_t first = workgroup * rows_per_workgroup;
+  const size_t last = first + rows_per_workgroup < rows ? first + rows_per_workgroup : rows;
+  int8_t* qx = out + out_offset;
+  float* xd = (float*)(qx + rows * k);
+  float* xs = xd + rows * (k / 32);
+  for (size_t t = first; t < last; ++t) {
+    for (size_t b = 0; b < k / 32; ++b) {
+      int sums[2];
+      const float dx =
+          quantize_columns_block(x + x_offset + t * k + b * 32, qx + t * k + b * 32, sums);
+      xd[t * (k / 32) + b] = dx;
+      xs[t * (k / 16) + 2 * b] = dx * (float)sums[0];
+      xs[t * (k / 16) + 2 * b + 1] = dx * (float)sums[1];
+    }
+  }
+}
+
+// Block b of a weight row's codes in column order: unsigned (u, the code plus its form's
+// code_bias), or for Q8_0 the signed codes as stored.
+INLINE __m256i column_codes(const uint8_t* codes, const uint8_t* highs, size_t b,
+                            enum CodeForm form) {
+  if (form == BYTES_32) return _mm256_loadu_si256((const __m256i*)(codes + b * 32));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m128i packed =
+      _mm_loadu_si128((const __m128i*)(codes + code_byte(b * 16, pairs_rows(form))));
+  __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble),
+                               _mm_and_si128(packed, nibble));
+  if (form == NIBBLES_32_E2M1) {
+    u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(e2m1_biased_values()), u);
+  } else if (high_bits_per_code(form) == 1) {
+    // Element e's bit is bit e / 4 of byte e % 4 (high_bits16).
+    int32_t word;
+    __builtin_memcpy(&word, highs + b * 4, 4);
+    const __m256i bit =
+        _mm256_setr_epi8(1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32,
+                         32, 64, 64, 64, 64, -128, -128, -128, -128);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_set1_epi32(word), bit), bit);
+    u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+  } else if (high_bits_per_code(form) == 2) {
+    // Element e's two bits at bits 2 (e / 8) of byte e % 8 (model_files/planar_blocks.h).
+    int64_t word;
+    __builtin_memcpy(&word, highs + b * 8, 8);
+    const __m256i fields = _mm256_and_si256(
+        _mm256_srlv_epi64(_mm256_set1_epi64x(word), _mm256_setr_epi64x(0, 2, 4, 6)),
+        _mm256_set1_epi8(3));
+    u = _mm256_or_si256(u, _mm256_slli_epi16(fields, 4));  // fields of 2 bits: no carry out
+  }
+  return u;
+}
+
+// What column_codes adds to a form's codes: code_bias (0 for Q8_0's signed codes). (The entry
+// point's code_bias argument hides the function there.)
+INLINE float column_bias(enum CodeForm form) {
+  return (float)code_bias(form);
+}
+
+// codes . q per 4 columns: 8 i32 lanes (lane i: columns 4i .. 4i + 3). Q8_0's signed codes as
+// unsigned (+ 128) would saturate vpmaddubsw's i16 pair sums: they go as |c| times q signed by c
+// (vpmaddubsw's unsigned operand, at most 128 x 127 x 2), as llama.cpp's do.
+INLINE __m256i column_dots(__m256i u, __m256i q, enum CodeForm form) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  if (form == BYTES_32) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(q, u)),
+                             ones);
+  }
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
+}
+
+// One weight row (codes from its start, planes from the row on, its factors expanded: scales
+// s and zero terms z = offset - scale * bias per group) times one row of x quantized.
+INLINE float int8_row_times_one(const uint8_t* codes, const uint8_t* highs, const float* sd,
+                                const float* z, const int8_t* qx, const float* xs, size_t k,
+                                enum CodeForm form, size_t ahead) {
+  const size_t blocks = k / 32;
+  const int sixteen = vectors_per_group(form) * LANES == 16;
+  // Two accumulators, two blocks a pass (a constant index, so that both stay in registers); block
+  // b's scale: sd[b] in every lane, or for groups of 16 sd[2b] in lanes 0-3 and sd[2b + 1] in 4-7.
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+#define INT8_ROW_BLOCK(B, ACC)                                                               \
+  do {                                                                                       \
+    const __m256i u = column_codes(codes, highs, (B), form);                                 \
+    const __m256 dots = _mm256_cvtepi32_ps(                                                  \
+        column_dots(u, _mm256_loadu_si256((const __m256i*)(qx + (B)*32)), form));            \
+    const __m256 scale =                                                                     \
+        sixteen ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(             \
+                                               _mm_load_sd((const double*)(sd + 2 * (B))))), \
+                                           halves)                                           \
+                : _mm256_broadcast_ss(sd + (B));                                             \
+    ACC = _mm256_fmadd_ps(dots, scale, ACC);                                                 \
+  } while (0)
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    stream_prefetch(codes + code_byte(b * 16, pairs_rows(form)) + ahead);
+    INT8_ROW_BLOCK(b, acc[0]);
+    INT8_ROW_BLOCK(b + 1, acc[1]);
+  }
+  if (b < blocks) INT8_ROW_BLOCK(b, acc[0]);
+#undef INT8_ROW_BLOCK
+  // Zero terms: z per group times dx times its columns' code sum.
+  const size_t groups = sixteen ? k / 16 : k / 32;
+  __m256 zeros = _mm256_setzero_ps();
+  size_t g = 0;
+  for (; g + 8 <= groups; g += 8) {
+    __m256 sums;
+    if (sixteen) {
+      sums = _mm256_loadu_ps(xs + g);
+    } else {
+      // Per 32 columns: pairs of xs added, hadd's lane order put back.
+      const __m256 pairs =
+          _mm256_hadd_ps(_mm256_loadu_ps(xs + 2 * g), _mm256_loadu_ps(xs + 2 * g + 8));
+      sums = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+    }
+    zeros = _mm256_fmadd_ps(_mm256_loadu_ps(z + g), sums, zeros);
+  }
+  const __m256 total = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), zeros);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+  for (; g < groups; ++g) sum += z[g] * (sixteen ? xs[g] : xs[2 * g] + xs[2 * g + 1]);
+  return sum;
+}
+
+// Most groups per weight row the one-row int8 product takes (its factors expanded on the stack).
+#define INT8_ROW_MAX_GROUPS 2048
+
+// Weight rows [first, last) times `rows` rows of x quantized in column order, into y [rows, n].
+INLINE void int8_rows(const uint8_t* codes, struct Planes planes, const int8_t* qx, const float* xd,
+                      const float* xs, float* y, size_t rows, size_t n, size_t k, size_t group,
+                      int has_offsets, enum CodeForm form, enum ScaleForm scale_form, size_t first,
+                      size_t last) {
+  (void)group;  // the form's, a constant here: each group's dx one contiguous multiply below
+  group = form == NIBBLES_HIGH2_16_CENTRED ? 16 : 32;
+  const size_t groups = k / group;
+  const size_t row_bytes = code_row_bytes(form, k), high_bytes = high_row_bytes(form, k);
+  const size_t ahead = prefetch_rows(1, 1, row_bytes, pairs_rows(form)) * row_bytes;
+  const float bias = column_bias(form);
+  float s[INT8_ROW_MAX_GROUPS], z[INT8_ROW_MAX_GROUPS], sd[INT8_ROW_MAX_GROUPS];
+  for (size_t row = first; row < last; ++row) {
+    const struct Planes p = planes_row(planes, row, groups, group, scale_form, high_bytes);
+    expand_row_factors(p.scales, p.super_scales, groups, group, scale_form, s);
+    if (has_offsets) expand_row_factors(p.offsets, p.super_offsets, groups, group, scale_form, z);
+    for (size_t g = 0; g < groups; ++g) z[g] = (has_offsets ? z[g] : 0) - s[g] * bias;
+    const uint8_t* c = code_row(codes, row, row_bytes, pairs_rows(form));
+    for (size_t t = 0; t < rows; ++t) {
+      // Each group's scale times its block's dx, once per (weight row, x row).
+      const float* d = xd + t * (k / 32);
+      if (group == 32) {
+        for (size_t g = 0; g < groups; ++g) sd[g] = s[g] * d[g];
+      } else {
+        for (size_t g = 0; g < groups; ++g) sd[g] = s[g] * d[g / 2];
+      }
+      y[t * n + row] =
+          int8_row_times_one(c, p.high_bits, sd, z, qx + t * k, xs + t * (k / 16), k, form, ahead);
+    }
+  }
+}
+
+// --math fast for few x rows: y [rows, n] = x (quantized in column order: qx, xd, xs as
+// xlacel_quantize_int8_columns_workgroup lays them out) times weight rows [workgroup *
+// rows_per_workgroup, +rows_per_workgroup), the weight's arguments as
+// xlacel_planar_matmul_workgroup's. Each x row's sums are the same whatever rows go with it.
+void xlacel_planar_matmul_int8_rows_workgroup(
+    MEMREF(const uint8_t, codes), MEMREF(const uint8_t, highs), MEMREF(const void, scales),
+    MEMREF(const void, offsets), MEMREF(const uint16_t, supers),
+    MEMREF(const uint16_t, super_offsets), MEMREF(const int8_t, qx), MEMREF(float, y), size_t rows,
+    size_t n, size_t k, size_t group, size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
+    size_t e2m1_codes, size_t scale_bits, size_t paired_codes, size_t rows_per_workgroup,
+    size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
+  UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
+  UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(y);
+  const size_t first = workgroup * rows_per_workgroup;
+  size_t last = first + rows_per_workgroup;
+  if (last > n) last = n;
+  enum CodeForm form;
+  enum ScaleForm scale_form;
+  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
+                &form, &scale_form)) {
+    return;
+  }
+  const size_t groups = k / group;
+  if (k % 32 != 0 || groups > INT8_ROW_MAX_GROUPS || first >= last) return;
+  const size_t bytes = scale_bytes(scale_form);
+  const struct Planes planes = {
+      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
+      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
+  codes += codes_offset, qx += qx_offset, y += y_offset;
+  const float* xd = (const float*)(qx + rows * k);
+  const float* xs = xd + rows * (k / 32);
+  // Each form's loop apart, its form a constant (as SPECIALISE does for the exact product).
+#define INT8_ROWS_CASE(FORM)                                                                       \
+  case FORM:                                                                                       \
+    int8_rows(codes, planes, qx, xd, xs, y, rows, n, k, group, has_offsets != 0, FORM, scale_form, \
+              first, last);                                                                        \
+    break;
+  switch (form) {
+    INT8_ROWS_CASE(BYTES_32)
+    INT8_ROWS_CASE(NIBBLES_32)
+    INT8_ROWS_CASE(NIBBLES_32_CENTRED)
+    INT8_ROWS_CASE(NIBBLES_HIGH1_32)
+    INT8_ROWS_CASE(NIBBLES_HIGH1_32_CENTRED)
+    INT8_ROWS_CASE(NIBBLES_HIGH2_16_CENTRED)
+    INT8_ROWS_CASE(NIBBLES_32_PAIRED)
+    INT8_ROWS_CASE(NIBBLES_32_CENTRED_PAIRED)
+    INT8_ROWS_CASE(NIBBLES_32_E2M1)
+  }
+#undef INT8_ROWS_CASE
 }
