@@ -49,12 +49,13 @@ struct KernelObject {
   std::string_view isa;
   std::string_view bytes;
 };
-// The int8 rows product is AVX2 code that every object holds (kernels/planar_matmul.c).
+// The int8 rows product is AVX2 code that every object holds (kernels/planar_matmul.c); the VNNI
+// object's forms each block's sums in one vpdpbusd, the same sums, faster (docs/PERFORMANCE.md,
+// "Int8 rows").
 KernelObject kernel_object(const CpuIsaChoice& cpu, PlanarProduct product) {
-  if (product == PlanarProduct::kInt8Panels) {
-    return cpu.vnni ? KernelObject{"AVX-512 VNNI", bytes_of(kPlanarMatmulAvx512Vnni)}
-                    : KernelObject{};
-  }
+  const KernelObject vnni{"AVX-512 VNNI", bytes_of(kPlanarMatmulAvx512Vnni)};
+  if (product == PlanarProduct::kInt8Panels) return cpu.vnni ? vnni : KernelObject{};
+  if (product == PlanarProduct::kInt8Rows && cpu.vnni && !vnni.bytes.empty()) return vnni;
   for (const auto& [isa, object] :
        {std::pair{CpuIsa::kAvx512Vbmi,
                   KernelObject{"AVX-512 VBMI", bytes_of(kPlanarMatmulAvx512Vbmi)}},
@@ -429,8 +430,9 @@ std::string iree_cpu_kernels() {
   }
   if (exact.empty()) return "none (llvm-cpu's code alone: no AVX2 and FMA)";
   const std::string_view panels = kernel_object(cpu, PlanarProduct::kInt8Panels).isa;
-  return fmt::format("{}, --math fast prefill {}, decode AVX2", exact,
-                     panels.empty() ? "exact" : panels);
+  return fmt::format("{}, --math fast prefill {}, decode {}", exact,
+                     panels.empty() ? "exact" : panels,
+                     kernel_object(cpu, PlanarProduct::kInt8Rows).isa);
 }
 
 }  // namespace xlacel::backends

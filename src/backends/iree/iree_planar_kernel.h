@@ -17,8 +17,8 @@ enum class PlanarProduct {
                 // to i8 and multiply with VNNI dot products in panels (AVX-512 VBMI and VNNI);
                 // others stay exact
   kInt8Rows,    // --math fast, decode: every product of a width in blocks of 32 quantizes x to
-                // i8 and multiplies each x row alone (AVX2), so a row's result does not depend
-                // on the rows it is batched with
+                // i8 and multiplies each x row alone (AVX2; vpdpbusd where VNNI), so a row's result
+              // does not depend on the rows it is batched with
 };
 
 // nullptr unless this CPU runs `product` (x86-64 with AVX2 and FMA; kInt8Panels: AVX-512 VBMI and
@@ -32,7 +32,7 @@ std::unique_ptr<lowering::PlanarKernel> make_iree_cpu_planar_kernel(
 
 // For people (`xlacel --version`, the device line of `bench`): the instruction set of the kernel
 // the IREE CPU runtime uses here ("AVX-512 VBMI", "AVX2"), with --math fast's ("prefill AVX-512
-// VNNI, decode AVX2"), or "none (...)" and why.
+// VNNI, decode AVX-512 VNNI"; "prefill exact, decode AVX2"), or "none (...)" and why.
 std::string iree_cpu_kernels();
 
 }  // namespace xlacel::backends

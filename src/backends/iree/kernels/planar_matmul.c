@@ -2354,6 +2354,14 @@ INLINE float column_bias(enum CodeForm form) {
 // unsigned (+ 128) would saturate vpmaddubsw's i16 pair sums: they go as |c| times q signed by c
 // (vpmaddubsw's unsigned operand, at most 128 x 127 x 2), as llama.cpp's do.
 INLINE __m256i column_dots(__m256i u, __m256i q, enum CodeForm form) {
+#if defined(__AVX512VNNI__)
+  // One vpdpbusd for the two: the same sums (vpmaddubsw's pairs do not saturate here).
+  if (form == BYTES_32) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(u, u),
+                               _mm256_sign_epi8(q, u));
+  }
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q);
+#endif
   const __m256i ones = _mm256_set1_epi16(1);
   if (form == BYTES_32) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(q, u)),
@@ -2444,7 +2452,15 @@ INLINE void int8_rows(const uint8_t* codes, struct Planes planes, const int8_t* 
       if (group == 32) {
         for (size_t g = 0; g < groups; ++g) sd[g] = s[g] * d[g];
       } else {
-        for (size_t g = 0; g < groups; ++g) sd[g] = s[g] * d[g / 2];
+        // Each dx twice, by a permute (left to the compiler, a gather: ~20% slower on Zen 4).
+        const __m256i twice = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+        size_t g = 0;
+        for (; g + 8 <= groups; g += 8) {
+          const __m256 dx =
+              _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(d + g / 2)), twice);
+          _mm256_storeu_ps(sd + g, _mm256_mul_ps(_mm256_loadu_ps(s + g), dx));
+        }
+        for (; g < groups; ++g) sd[g] = s[g] * d[g / 2];
       }
       y[t * n + row] =
           int8_row_times_one(c, p.high_bits, sd, z, qx + t * k, xs + t * (k / 16), k, form, ahead);
