@@ -96,9 +96,6 @@ int64_t int8_width(int64_t k) {
   return (k + kInt8TailColumns - 1) / kInt8TailColumns * kInt8TailColumns;
 }
 
-// The entry point a product's dispatch calls (planar_matmul.c).
-enum class PlanarEntry { kExact, kInt8Panels, kInt8Rows };
-
 // Bytes of x quantized for the int8 rows product (xlacel_quantize_int8_columns_workgroup): codes
 // i8 [rows, k], then scales f32 [rows, k / 32], then scaled code sums f32 [rows, k / 16].
 int64_t columns_bytes(int64_t rows, int64_t k) {
@@ -111,15 +108,15 @@ int64_t columns_bytes(int64_t rows, int64_t k) {
 backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t group, bool offsets,
                                  int code_bits, int code_bias, bool e2m1, ElementType scale_element,
                                  bool two_level, bool paired_rows, int64_t rows_per_workgroup,
-                                 PlanarEntry entry) {
+                                 PlanarProduct product) {
   const std::string scale(stablehlo::to_string(scale_element));
   const int64_t codes = code_bits == 8 ? n * k : n * k / 2, groups = n * (k / group);
   const int64_t supers = n * (k / kSuperGroupSize);
   const bool high_bits = high_bits_row_bytes(code_bits, k) > 0;
   backends::KernelCall call;
-  call.entry = entry == PlanarEntry::kInt8Panels ? "xlacel_planar_matmul_int8_workgroup"
-               : entry == PlanarEntry::kInt8Rows ? "xlacel_planar_matmul_int8_rows_workgroup"
-                                                 : "xlacel_planar_matmul_workgroup";
+  call.entry = product == PlanarProduct::kInt8Panels ? "xlacel_planar_matmul_int8_workgroup"
+               : product == PlanarProduct::kInt8Rows ? "xlacel_planar_matmul_int8_rows_workgroup"
+                                                     : "xlacel_planar_matmul_workgroup";
   // The views in the dispatch's operand order: codes, [high bits], scales, [offsets], [supers],
   // [super offsets], x, then y. Planes a weight lacks are passed as another of the same type
   // (the codes for the high bits, the scales for the offsets and supers, the super scales for
@@ -135,13 +132,13 @@ backends::KernelCall planar_call(int64_t rows, int64_t n, int64_t k, int64_t gro
       offsets ? backends::KernelMemref{"offsets", scale, groups} : scales,
       super_scales,
       two_level && offsets ? backends::KernelMemref{"super_offsets", "f16", supers} : super_scales};
-  if (entry == PlanarEntry::kInt8Panels) {
+  if (product == PlanarProduct::kInt8Panels) {
     // One buffer (quantized_x): the codes, then the block scales, then the scaled sums.
     const int64_t width = int8_width(k);
     call.memrefs.push_back({"qx", "i8", rows * width});
     call.memrefs.push_back({"qx", "f32", rows * width / 32, rows * width});
     call.memrefs.push_back({"qx", "f32", rows * width / 16, rows * width * 9 / 8});
-  } else if (entry == PlanarEntry::kInt8Rows) {
+  } else if (product == PlanarProduct::kInt8Rows) {
     // One buffer, which the kernel splits itself (it places the scales after rows * k codes).
     call.memrefs.push_back({"qx", "i8", columns_bytes(rows, k)});
   } else {
@@ -197,9 +194,9 @@ int64_t quantized_bytes(int64_t rows, int64_t k) {
 // dx = max|x| / 127 and codes round(x / dx), laid out as int8_panels reads them); for the rows
 // (kInt8Rows) of columns_bytes (the same codes in column order). A product that shares x with an
 // earlier one (q, k and v; gate and up) takes that dispatch's buffer: quantized once.
-Value quantized_x(Value x, const std::filesystem::path& object, PlanarEntry entry) {
+Value quantized_x(Value x, const std::filesystem::path& object, PlanarProduct product) {
   const int64_t rows = x.shape()[0], k = x.shape()[1];
-  const bool panels = entry == PlanarEntry::kInt8Panels;
+  const bool panels = product == PlanarProduct::kInt8Panels;
   const std::string_view layout = panels ? "rows" : "columns";
   const std::string name = fmt::format("xlacel_quantize_int8_{}_t{}_k{}", layout, rows, k);
   const std::string entry_points = fmt::format("[@{0}::@{0}]", name);
@@ -282,19 +279,19 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     // Panels: products of at least one whole run of 512 columns and kInt8MinRows rows (a row's
     // tail, past its runs, is scaled per 128 columns rather than per 512, so a product of a tail
     // alone would gain little over the exact one). Rows: any count, so that decode's batches
-    // round each row alike.
-    PlanarEntry entry = PlanarEntry::kExact;
+    // round each row alike. (`runs`: the product this dispatch runs.)
+    PlanarProduct runs = PlanarProduct::kExact;
     if (product_ == PlanarProduct::kInt8Panels && rows >= kInt8MinRows && k >= kInt8Columns) {
-      entry = PlanarEntry::kInt8Panels;
+      runs = PlanarProduct::kInt8Panels;
     } else if (product_ == PlanarProduct::kInt8Rows && k % 32 == 0 &&
                k / group <= kInt8RowMaxGroups) {
-      entry = PlanarEntry::kInt8Rows;
+      runs = PlanarProduct::kInt8Rows;
     }
     const std::string name = fmt::format(
         "xlacel_planar_{}matmul_t{}_n{}_k{}_g{}_b{}{}{}{}{}{}_{}",
-        entry == PlanarEntry::kInt8Panels ? "int8_"
-        : entry == PlanarEntry::kInt8Rows ? "int8_rows_"
-                                          : "",
+        runs == PlanarProduct::kInt8Panels ? "int8_"
+        : runs == PlanarProduct::kInt8Rows ? "int8_rows_"
+                                           : "",
         rows, n, k, group, weight.code_bits, centred ? "_centred" : "", weight.e2m1 ? "_e2m1" : "",
         offsets ? "_offsets" : "", weight.paired_rows ? "_paired" : "",
         weight.expert ? fmt::format("_of{}", codes_shape[0]) : "", stablehlo::to_string(scale));
@@ -306,11 +303,11 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     if (offsets) operands.push_back(*weight.offsets);
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
-    operands.push_back(entry == PlanarEntry::kExact ? x : quantized_x(x, object_, entry));
+    operands.push_back(runs == PlanarProduct::kExact ? x : quantized_x(x, object_, runs));
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     backends::KernelCall call =
         planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias, weight.e2m1,
-                    scale, two_level, weight.paired_rows, per_workgroup, entry);
+                    scale, two_level, weight.paired_rows, per_workgroup, runs);
     if (weight.expert) {
       // Each plane's view moves by one expert's bytes per index: its whole view (the planes are
       // the memrefs before x).

@@ -117,8 +117,13 @@ INLINE void stream_prefetch(const uint8_t* line) {
 // Most vectors a group spans (32 codes of 8 lanes).
 #define MAX_VECTORS_PER_GROUP 4
 
+// Codes per scale: Q6_K's groups of 16, every other form's of 32.
+INLINE size_t form_group(enum CodeForm form) {
+  return form == NIBBLES_HIGH2_16_CENTRED ? 16 : 32;
+}
+
 INLINE size_t vectors_per_group(enum CodeForm form) {
-  return (form == NIBBLES_HIGH2_16_CENTRED ? 16 : 32) / LANES;
+  return form_group(form) / LANES;
 }
 
 // Bits above the nibble per code (the high-bits plane), and bytes of codes and of high bits per
@@ -1982,6 +1987,46 @@ static int forms_of(size_t group, size_t has_offsets, size_t code_bits, ptrdiff_
   return 1;
 }
 
+// What each planar product entry point takes of the weight's arguments (as the emitter passes
+// them: iree_planar_kernel.cpp, planar_call) for its workgroup: the forms, the codes and planes
+// from row 0, and its weight rows [first, last) of n (first may pass last in a workgroup past n).
+struct EntryWeight {
+  enum CodeForm form;
+  enum ScaleForm scale_form;
+  const uint8_t* codes;
+  struct Planes planes;
+  size_t first, last;
+};
+
+// The entry's weight, or 0 where the emitter emits no such weight (forms_of).
+static int entry_weight(const uint8_t* codes, const uint8_t* highs, const void* scales,
+                        size_t scales_offset, const void* offsets, size_t offsets_offset,
+                        const uint16_t* supers, const uint16_t* super_offsets, size_t n, size_t k,
+                        size_t group, size_t has_offsets, size_t code_bits, ptrdiff_t code_bias,
+                        size_t e2m1_codes, size_t scale_bits, size_t paired_codes,
+                        size_t rows_per_workgroup, size_t workgroup, struct EntryWeight* w) {
+  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
+                &w->form, &w->scale_form)) {
+    return 0;
+  }
+  const size_t bytes = scale_bytes(w->scale_form);
+  w->codes = codes;
+  w->planes =
+      (struct Planes){(const char*)scales + scales_offset * bytes,
+                      (const char*)offsets + offsets_offset * bytes, supers, super_offsets, highs};
+  w->first = workgroup * rows_per_workgroup;
+  w->last = w->first + rows_per_workgroup < n ? w->first + rows_per_workgroup : n;
+  return 1;
+}
+
+// An entry point's call of entry_weight on its MEMREF arguments (named as every planar entry
+// names them), into `w`.
+#define ENTRY_WEIGHT(w)                                                                            \
+  entry_weight(codes + codes_offset, highs + highs_offset, scales, scales_offset, offsets,         \
+               offsets_offset, supers + supers_offset, super_offsets + super_offsets_offset, n, k, \
+               group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes,     \
+               rows_per_workgroup, workgroup, &(w))
+
 // y [rows, n] = x [rows, k] times the weight [n, k] transposed, for weight rows
 // [workgroup * rows_per_workgroup, +rows_per_workgroup): codes [n, k] bytes (code_bits 8) or
 // [n, k / 2] nibbles (code_bits 4 to 6; code_bias 0, or minus half the range), with, for 5 and
@@ -2004,31 +2049,19 @@ void xlacel_planar_matmul_workgroup(MEMREF(const uint8_t, codes), MEMREF(const u
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(y);
-  size_t first = workgroup * rows_per_workgroup;
-  size_t last = first + rows_per_workgroup;
-  if (last > n) last = n;
-  enum CodeForm form;
-  enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
-                &form, &scale_form)) {
-    return;
-  }
-  const size_t bytes = scale_bytes(scale_form);
-  codes += codes_offset;
-  const struct Planes planes = {
-      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
+  struct EntryWeight w;
+  if (!ENTRY_WEIGHT(w)) return;
   x += x_offset, y += y_offset;
-  const size_t panels_end = panel_rows_end(rows, first, last);
-  if (panels_end > first) {
-    planar_panels(form, has_offsets != 0, scale_form, codes, planes, x, y, rows, n, k, first,
-                  panels_end);
+  const size_t panels_end = panel_rows_end(rows, w.first, w.last);
+  if (panels_end > w.first) {
+    planar_panels(w.form, has_offsets != 0, w.scale_form, w.codes, w.planes, x, y, rows, n, k,
+                  w.first, panels_end);
   }
-  first = panels_end;
-#define CASE(ROWS)                                                                             \
-  case ROWS:                                                                                   \
-    pass##ROWS(form, has_offsets != 0, scale_form, codes, planes, x_pass, y_pass, n, k, first, \
-               last);                                                                          \
+  const size_t first = panels_end;
+#define CASE(ROWS)                                                                              \
+  case ROWS:                                                                                    \
+    pass##ROWS(w.form, has_offsets != 0, w.scale_form, w.codes, w.planes, x_pass, y_pass, n, k, \
+               first, w.last);                                                                  \
     break;
   FOR_EACH_PASS
 #undef CASE
@@ -2049,23 +2082,11 @@ void xlacel_planar_matmul_int8_workgroup(
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(xd);
   UNUSED_MEMREF_FIELDS(xs), UNUSED_MEMREF_FIELDS(y);
-  const size_t first = workgroup * rows_per_workgroup;
-  size_t last = first + rows_per_workgroup;
-  if (last > n) last = n;
-  enum CodeForm form;
-  enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
-                &form, &scale_form)) {
-    return;
-  }
-  if (k % 32 != 0 || first >= last) return;  // the emitter emits only such shapes
-  const size_t bytes = scale_bytes(scale_form);
-  const struct Planes planes = {
-      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
-  planar_int8_panels(form, has_offsets != 0, scale_form, codes + codes_offset, planes,
-                     qx + qx_offset, xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k,
-                     first, last);
+  struct EntryWeight w;
+  if (!ENTRY_WEIGHT(w)) return;
+  if (k % 32 != 0 || w.first >= w.last) return;  // the emitter emits only such shapes
+  planar_int8_panels(w.form, has_offsets != 0, w.scale_form, w.codes, w.planes, qx + qx_offset,
+                     xd + xd_offset, xs + xs_offset, y + y_offset, rows, n, k, w.first, w.last);
 }
 
 #define INT8_ROUND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -2376,7 +2397,7 @@ INLINE float int8_row_times_one(const uint8_t* codes, const uint8_t* highs, cons
                                 const float* z, const int8_t* qx, const float* xs, size_t k,
                                 enum CodeForm form, size_t ahead) {
   const size_t blocks = k / 32;
-  const int sixteen = vectors_per_group(form) * LANES == 16;
+  const int sixteen = form_group(form) == 16;
   // Two accumulators, two blocks a pass (a constant index, so that both stay in registers); block
   // b's scale: sd[b] in every lane, or for groups of 16 sd[2b] in lanes 0-3 and sd[2b + 1] in 4-7.
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -2430,12 +2451,10 @@ INLINE float int8_row_times_one(const uint8_t* codes, const uint8_t* highs, cons
 
 // Weight rows [first, last) times `rows` rows of x quantized in column order, into y [rows, n].
 INLINE void int8_rows(const uint8_t* codes, struct Planes planes, const int8_t* qx, const float* xd,
-                      const float* xs, float* y, size_t rows, size_t n, size_t k, size_t group,
-                      int has_offsets, enum CodeForm form, enum ScaleForm scale_form, size_t first,
-                      size_t last) {
-  (void)group;  // the form's, a constant here: each group's dx one contiguous multiply below
-  group = form == NIBBLES_HIGH2_16_CENTRED ? 16 : 32;
-  const size_t groups = k / group;
+                      const float* xs, float* y, size_t rows, size_t n, size_t k, int has_offsets,
+                      enum CodeForm form, enum ScaleForm scale_form, size_t first, size_t last) {
+  // The form's, a constant here: each group's dx one contiguous multiply below.
+  const size_t group = form_group(form), groups = k / group;
   const size_t row_bytes = code_row_bytes(form, k), high_bytes = high_row_bytes(form, k);
   const size_t ahead = prefetch_rows(1, 1, row_bytes, pairs_rows(form)) * row_bytes;
   const float bias = column_bias(form);
@@ -2482,31 +2501,19 @@ void xlacel_planar_matmul_int8_rows_workgroup(
   UNUSED_MEMREF_FIELDS(codes), UNUSED_MEMREF_FIELDS(highs), UNUSED_MEMREF_FIELDS(scales);
   UNUSED_MEMREF_FIELDS(offsets), UNUSED_MEMREF_FIELDS(supers);
   UNUSED_MEMREF_FIELDS(super_offsets), UNUSED_MEMREF_FIELDS(qx), UNUSED_MEMREF_FIELDS(y);
-  const size_t first = workgroup * rows_per_workgroup;
-  size_t last = first + rows_per_workgroup;
-  if (last > n) last = n;
-  enum CodeForm form;
-  enum ScaleForm scale_form;
-  if (!forms_of(group, has_offsets, code_bits, code_bias, e2m1_codes, scale_bits, paired_codes, k,
-                &form, &scale_form)) {
-    return;
-  }
-  const size_t groups = k / group;
-  if (k % 32 != 0 || groups > INT8_ROW_MAX_GROUPS || first >= last) return;
-  const size_t bytes = scale_bytes(scale_form);
-  const struct Planes planes = {
-      (const char*)scales + scales_offset * bytes, (const char*)offsets + offsets_offset * bytes,
-      supers + supers_offset, super_offsets + super_offsets_offset, highs + highs_offset};
-  codes += codes_offset, qx += qx_offset, y += y_offset;
+  struct EntryWeight w;
+  if (!ENTRY_WEIGHT(w)) return;
+  if (k % 32 != 0 || k / group > INT8_ROW_MAX_GROUPS || w.first >= w.last) return;
+  qx += qx_offset, y += y_offset;
   const float* xd = (const float*)(qx + rows * k);
   const float* xs = xd + rows * (k / 32);
   // Each form's loop apart, its form a constant (as SPECIALISE does for the exact product).
-#define INT8_ROWS_CASE(FORM)                                                                       \
-  case FORM:                                                                                       \
-    int8_rows(codes, planes, qx, xd, xs, y, rows, n, k, group, has_offsets != 0, FORM, scale_form, \
-              first, last);                                                                        \
+#define INT8_ROWS_CASE(FORM)                                                                      \
+  case FORM:                                                                                      \
+    int8_rows(w.codes, w.planes, qx, xd, xs, y, rows, n, k, has_offsets != 0, FORM, w.scale_form, \
+              w.first, w.last);                                                                   \
     break;
-  switch (form) {
+  switch (w.form) {
     INT8_ROWS_CASE(BYTES_32)
     INT8_ROWS_CASE(NIBBLES_32)
     INT8_ROWS_CASE(NIBBLES_32_CENTRED)
