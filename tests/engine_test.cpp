@@ -89,6 +89,7 @@ struct EngineShape {
   int64_t prefill_bucket = 16;
   int64_t small_prefill_bucket = 16;  // the bucket: no second one
   int64_t prefill_sequences = 4;      // chunks of the small bucket per call, at most
+  int64_t draft_max = 0;              // speculative decoding (n-gram) with these drafts; 0: off
 };
 
 // An engine of `shape` on `runtime`, compiling into the program's own cache (test_paths.h).
@@ -108,6 +109,10 @@ std::unique_ptr<Engine> open_on(const std::string& runtime, const std::string& m
   options.scheduler.share_choice_prompts = share_choice_prompts;
   options.scheduler.prompt_cache_bytes = prompt_cache_bytes;
   options.scheduler.prompt_cache_min_tokens = 8;
+  if (shape.draft_max > 0) {
+    options.scheduler.speculation = Speculation::kNgram;
+    options.scheduler.draft_max = shape.draft_max;
+  }
   return std::make_unique<Engine>(ModelFiles::open(model_path), options);
 }
 
@@ -204,6 +209,40 @@ void expect_streams_match(const std::vector<Stream>& streams, const json& refere
   }
 }
 
+// The reference's streams with speculative decoding (n-gram drafts of up to verify_tokens - 1
+// checked by the executor's verify graph), batched and staggered as run_staggered runs them, then
+// each prompt alone: HF's tokens again, as greedy speculation promises. Prints and returns how
+// many drafted tokens stood.
+int64_t expect_speculation_matches(executor::ModelRunner& runner, const json& reference,
+                                   const std::string& label) {
+  SchedulerOptions options;
+  options.speculation = Speculation::kNgram;
+  options.draft_max = runner.capabilities().verify_tokens - 1;
+  Scheduler scheduler(runner, nullptr, options);
+  auto [streams, widest] = run_staggered(scheduler, reference, 2);
+  expect_streams_match(streams, reference, label + " speculative batched");
+  int64_t drafted = 0, accepted = 0;
+  for (const Stream& stream : streams) {
+    drafted += stream.stats.drafted_tokens;
+    accepted += stream.stats.accepted_tokens;
+  }
+  for (const json& prompt : reference["prompts"]) {
+    Stream alone;
+    const auto want = ids(prompt["output_ids"]);
+    scheduler.submit(ids(prompt["prompt_ids"]), greedy(static_cast<int64_t>(want.size())),
+                     alone.callback());
+    scheduler.run_until_idle();
+    EXPECT_EQ(alone.tokens, want) << label << " speculative alone " << prompt["name"]
+                                  << ": differs at token " << matched(alone.tokens, want);
+    drafted += alone.stats.drafted_tokens;
+    accepted += alone.stats.accepted_tokens;
+  }
+  std::printf("%s speculative: %lld of %lld drafted tokens accepted (widest batch %lld)\n",
+              label.c_str(), static_cast<long long>(accepted), static_cast<long long>(drafted),
+              static_cast<long long>(widest));
+  return accepted;
+}
+
 // Teacher-forced logits of every reference prompt on slot `slot`: the prompt through the
 // prefill graph in chunks, then HF's own tokens fed one by one; compared at HF's top ids.
 // Returns the largest |difference|.
@@ -264,6 +303,25 @@ TEST_P(EngineOnRuntime, TinyLlama3GreedyMatchesHfAloneAndBatched) {
   auto [streams, widest] = run_staggered(engine->scheduler(), reference, 2);
   expect_streams_match(streams, reference, GetParam() + " tiny batched");
   EXPECT_GE(widest, 3) << "requests should have been decoded together";
+}
+
+// Speculative decoding keeps only the drafts the model's argmax confirms, so its streams are
+// HF's greedy ones. SmolLM2 checks it at a real vocabulary (49152), where the verify graph's
+// head is large, and on text that repeats itself, so that drafts stand (the tiny model's random
+// text rarely does).
+TEST_P(EngineOnRuntime, SpeculativeDecodingGivesHfTokensAloneAndBatched) {
+  auto tiny_engine = open(tiny(), {4, 256, 16, 16, 4, 7});
+  expect_speculation_matches(tiny_engine->executor(), tiny_reference(), GetParam() + " tiny");
+  XLACEL_REQUIRE_DEFAULT_MODEL(model);
+  auto engine = open(model, {4, 512, 64, 16, 4, 4});
+  const json reference = read_json(testing::test_data("models/smollm2_reference.json"));
+  EXPECT_GT(expect_speculation_matches(engine->executor(), reference, GetParam() + " SmolLM2"), 0);
+  // The engine's own scheduler drafts too (EngineOptions::scheduler).
+  auto [streams, widest] = run_staggered(engine->scheduler(), reference, 1);
+  expect_streams_match(streams, reference, GetParam() + " SmolLM2 engine speculative");
+  int64_t drafted = 0;
+  for (const Stream& stream : streams) drafted += stream.stats.drafted_tokens;
+  EXPECT_GT(drafted, 0);
 }
 
 TEST_P(EngineOnRuntime, TinyLlama3TeacherForcedLogitsMatchHfInAnySlot) {
@@ -834,16 +892,20 @@ EngineOptions family_engine_options(const std::string& runtime) {
   options.executor.capacity = 512;  // families.py's CAPACITY
   options.executor.prefill_bucket = 16;
   options.executor.preload_logits = true;
+  options.executor.verify_tokens = 8;  // for expect_speculation_matches
   return options;
 }
 
-// Every reference prompt twice, batched and staggered, against HF's tokens; teacher-forced logits
-// in slot 1 within kLogitTolerance.
+// Every reference prompt twice, batched and staggered, against HF's tokens, without and with
+// speculative decoding; teacher-forced logits in slot 1 within kLogitTolerance.
 void expect_batched_greedy_and_logits_match(Engine& engine, const json& reference,
                                             const std::string& label) {
   auto [streams, widest] = run_staggered(engine.scheduler(), reference, 2);
   expect_streams_match(streams, reference, label);
   EXPECT_GE(widest, 3) << "requests should have been decoded together";
+  if (engine.executor().capabilities().verify_tokens > 0) {
+    expect_speculation_matches(engine.executor(), reference, label);
+  }
   const double diff = teacher_forced_max_diff(engine.executor(), reference, 1);
   std::printf("%s slot 1: max |logit diff| vs HF %.3g (tolerance %.g)\n", label.c_str(), diff,
               kLogitTolerance);
@@ -998,6 +1060,7 @@ EngineOptions tensor_parallel_options(int parts, int64_t slots, int64_t capacity
   options.executor.capacity = capacity;
   options.executor.prefill_bucket = prefill_bucket;
   options.executor.preload_logits = true;
+  options.executor.verify_tokens = 8;  // speculative decoding over the devices too
   return options;
 }
 

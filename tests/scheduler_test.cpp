@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "common/error.h"
+#include "engine/ngram_draft.h"
 #include "engine/prefill_plan.h"
 #include "engine/prefix_reuse.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_thread.h"
+#include "engine/speculation.h"
 #include "engine/stop_strings.h"
 #include "executor/model_runner.h"
 #include "expect_error.h"
@@ -73,7 +75,7 @@ class FakeRunner : public executor::ModelRunner {
     bool want_logits = false;
   };
   // Every call in order: 'p' prefill, 'd' decode, 'c' copy_slot, 's' save_slot, 'r'
-  // restore_slot.
+  // restore_slot, 'v' verify.
   std::string calls;
   // The next call throws (after writing nothing), as a failing graph call would.
   bool fail_next_call = false;
@@ -102,6 +104,41 @@ class FakeRunner : public executor::ModelRunner {
   }
   // Chunks of the smallest bucket one call takes (Capabilities::prefill_sequences).
   void set_prefill_sequences(int64_t sequences) { capabilities_.prefill_sequences = sequences; }
+  // A verify graph of `tokens` per sequence over up to `sequences` (speculative decoding).
+  void set_verify(int64_t tokens, int64_t sequences) {
+    capabilities_.verify_tokens = tokens;
+    capabilities_.verify_sequences = sequences;
+  }
+
+  // Each chunk's rows as a prefill writes them (a ring's too), and the argmax after each.
+  void verify(std::span<const executor::PrefillInput> chunks,
+              std::span<std::vector<int32_t>> next) override {
+    calls += 'v';
+    throw_if_asked();
+    EXPECT_LE(static_cast<int64_t>(chunks.size()), capabilities_.verify_sequences);
+    std::vector<int32_t> slots;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      const executor::PrefillInput& chunk = chunks[i];
+      EXPECT_EQ(std::count(slots.begin(), slots.end(), chunk.slot), 0) << "slot " << chunk.slot;
+      slots.push_back(chunk.slot);
+      EXPECT_EQ(static_cast<int64_t>(chunk.bucket_tokens.size()), capabilities_.verify_tokens);
+      EXPECT_GE(chunk.valid, 1);
+      EXPECT_LE(int64_t{chunk.start} + chunk.valid, capabilities_.capacity);
+      auto& rows = cache_[static_cast<std::size_t>(chunk.slot)];
+      expect_rows_hold_real_tokens(rows, chunk.start, chunk.slot);
+      expect_ring_holds_window(chunk.slot, chunk.start);
+      next[i].clear();
+      for (int32_t j = 0; j < chunk.valid; ++j) {
+        rows[static_cast<std::size_t>(chunk.start + j)] = chunk.bucket_tokens[j];
+        write_ring(chunk.slot, chunk.start + j);
+        next[i].push_back(fake_next(chunk.bucket_tokens[j], chunk.start + j, vocab_));
+      }
+      verified_tokens += chunk.valid;
+      verify_end = std::max(verify_end, int64_t{chunk.start} + chunk.valid);
+    }
+  }
+  int64_t verified_tokens = 0;  // valid tokens of every verify call
+  int64_t verify_end = 0;       // the furthest any verify chunk reached
 
   // Records the slots of each call and checks what a graph over several sequences needs; each
   // chunk then runs as prefill_chunk runs it (a real graph's rows do not depend on each other).
@@ -1490,6 +1527,168 @@ TEST(SlotFiles, ASavedSlotRestoredIntoAnotherIsReusedByAPromptThatStartsWithIt) 
   EXPECT_FALSE(std::filesystem::exists(dir / "busy.bin"));
   EXPECT_THROW(scheduler.submit_slot_action({Kind::kErase, 2, {}, ""}, {}), FieldError);
   scheduler.run_until_idle();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speculative decoding. With a vocabulary of 5 the fake model's next token depends on the last
+// token alone (5 * position vanishes), so its text cycles 0 1 4 3 and prompt lookup guesses it;
+// prompts that break the cycle make some drafts wrong.
+
+TEST(Speculation, PromptLookupTakesTheLongestSuffixAtItsLatestOccurrence) {
+  const std::vector<int32_t> context = {7, 1, 2, 3, 9, 1, 2, 3, 4, 8, 2, 3};
+  // "2 3" last occurred before "4 8 2 3"; "8 2 3" never did, so the 2-gram decides.
+  EXPECT_EQ(ngram_draft(context, 3), (std::vector<int32_t>{4, 8, 2}));
+  EXPECT_EQ(ngram_draft(context, 1), (std::vector<int32_t>{4}));
+  // A longer match wins over a later shorter one: "1 2 3" after 9 continues with 4.
+  const std::vector<int32_t> longer = {1, 2, 3, 5, 6, 2, 3, 7, 1, 2, 3};
+  EXPECT_EQ(ngram_draft(longer, 2), (std::vector<int32_t>{5, 6}));
+  // The continuation is cut at the context's end; no match, or one token, gives nothing.
+  EXPECT_EQ(ngram_draft(std::vector<int32_t>{5, 5, 5}, 4), (std::vector<int32_t>{5}));
+  EXPECT_TRUE(ngram_draft(std::vector<int32_t>{1, 2, 3, 4}, 4).empty());
+  EXPECT_TRUE(ngram_draft(std::vector<int32_t>{1}, 4).empty());
+  EXPECT_TRUE(ngram_draft(context, 0).empty());
+
+  EXPECT_EQ(accepted_drafts(std::vector<int32_t>{4, 8, 2}, std::vector<int32_t>{4, 8, 5, 1}), 2);
+  EXPECT_EQ(accepted_drafts(std::vector<int32_t>{4, 8}, std::vector<int32_t>{4, 8, 5}), 2);
+  EXPECT_EQ(accepted_drafts(std::vector<int32_t>{}, std::vector<int32_t>{3}), 0);
+  EXPECT_EQ(parse_speculation("auto"), Speculation::kNgram);
+  EXPECT_EQ(parse_speculation("off"), Speculation::kOff);
+  EXPECT_FALSE(parse_speculation("eagle"));
+
+  // A miss waits one step, the next two, then four; a draft that stands resets the wait.
+  DraftPacing pacing;
+  EXPECT_TRUE(pacing.draft_now());
+  pacing.verified(3, 0);
+  EXPECT_FALSE(pacing.draft_now());
+  EXPECT_TRUE(pacing.draft_now());
+  pacing.verified(3, 0);
+  EXPECT_FALSE(pacing.draft_now());
+  EXPECT_FALSE(pacing.draft_now());
+  EXPECT_TRUE(pacing.draft_now());
+  pacing.verified(2, 1);
+  pacing.verified(3, 0);
+  EXPECT_FALSE(pacing.draft_now());
+  EXPECT_TRUE(pacing.draft_now());
+}
+
+struct SpeculativeRun {
+  std::vector<Collected> streams;
+  std::string calls;
+  std::vector<std::vector<int32_t>> caches;  // each slot's rows at the end
+  int64_t verify_end = 0;
+};
+
+// `prompts` submitted together (request i with budgets[i] and eos_ids), run to the end on a
+// fake of vocabulary 5 with speculation as given.
+SpeculativeRun run_speculative(Speculation speculation,
+                               const std::vector<std::vector<int32_t>>& prompts,
+                               const std::vector<int64_t>& budgets, int64_t capacity = 128,
+                               int64_t ring_rows = 0, std::vector<int32_t> eos_ids = {}) {
+  FakeRunner runner(3, capacity, 16, 5, ring_rows);
+  runner.set_verify(5, 2);
+  SchedulerOptions options;
+  options.speculation = speculation;
+  options.draft_max = 4;
+  Scheduler scheduler(runner, nullptr, options);
+  SpeculativeRun run;
+  run.streams.resize(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    RequestOptions request = greedy(budgets[i]);
+    request.eos_ids = eos_ids;
+    scheduler.submit(prompts[i], request, run.streams[i].callback());
+  }
+  scheduler.run_until_idle();
+  run.calls = runner.calls;
+  for (int32_t slot = 0; slot < 3; ++slot) run.caches.push_back(runner.cache(slot));
+  run.verify_end = runner.verify_end;
+  return run;
+}
+
+TEST(Scheduler, SpeculationGivesTheTokensOfDecodeAndKeepsOnlyStandingDraftsRows) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 4, 2, 0, 1, 4, 3, 2, 2, 4, 0, 1}, {0, 1, 4, 3, 0, 1, 4}, {2, 3}};
+  const std::vector<int64_t> budgets = {40, 33, 25};
+  const SpeculativeRun plain = run_speculative(Speculation::kOff, prompts, budgets);
+  const SpeculativeRun fast = run_speculative(Speculation::kNgram, prompts, budgets);
+  EXPECT_EQ(plain.calls.find('v'), std::string::npos);
+  EXPECT_NE(fast.calls.find('v'), std::string::npos);
+  // Three sequences decoding do not fit a verify call of two: decode steps ran then.
+  EXPECT_NE(fast.calls.find('d'), std::string::npos);
+  int64_t drafted = 0, accepted = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const Collected& stream = fast.streams[i];
+    EXPECT_EQ(stream.tokens, plain.streams[i].tokens) << "request " << i;
+    EXPECT_EQ(stream.tokens, fake_greedy(prompts[i], budgets[i], 5)) << "request " << i;
+    EXPECT_EQ(stream.reason, FinishReason::kLength);
+    EXPECT_EQ(stream.stats.output_tokens, budgets[i]);
+    EXPECT_EQ(stream.events, budgets[i]);  // one event per token, drafted or not
+    drafted += stream.stats.drafted_tokens;
+    accepted += stream.stats.accepted_tokens;
+    // The slot's rows hold the prompt and every output fed back (not the last): the rows of
+    // rejected drafts were rewritten by the tokens that came instead.
+    std::vector<int32_t> fed = prompts[i];
+    fed.insert(fed.end(), stream.tokens.begin(), stream.tokens.end() - 1);
+    const std::vector<int32_t>& rows = fast.caches[i];
+    EXPECT_EQ(
+        std::vector<int32_t>(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(fed.size())),
+        fed)
+        << "request " << i;
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(drafted, accepted) << "the prompts' broken cycles should have cost some drafts";
+  std::printf("fake: %lld of %lld drafted tokens accepted\n", static_cast<long long>(accepted),
+              static_cast<long long>(drafted));
+}
+
+TEST(Scheduler, SpeculationStopsWhereDecodeStops) {
+  // An end-of-sequence token inside a run of standing drafts ends the stream there, and a full
+  // context ends it as decode does.
+  const std::vector<std::vector<int32_t>> prompts = {{0, 1, 4, 3, 0, 1, 4, 3, 0}};
+  for (const std::vector<int32_t>& eos : {std::vector<int32_t>{3}, std::vector<int32_t>{}}) {
+    const SpeculativeRun plain = run_speculative(Speculation::kOff, prompts, {60}, 40, 0, eos);
+    const SpeculativeRun fast = run_speculative(Speculation::kNgram, prompts, {60}, 40, 0, eos);
+    EXPECT_EQ(fast.streams[0].tokens, plain.streams[0].tokens);
+    EXPECT_EQ(fast.streams[0].reason, plain.streams[0].reason);
+    EXPECT_EQ(fast.streams[0].message, plain.streams[0].message);
+    EXPECT_EQ(plain.streams[0].reason, eos.empty() ? FinishReason::kCapacity : FinishReason::kEos);
+    EXPECT_LE(fast.verify_end, 40);
+  }
+}
+
+TEST(Scheduler, SpeculationDraftsOnlyWhileARingHoldsTheWholeCall) {
+  // A rejected draft's row would replace a ring row a later token attends to (the fake checks
+  // every read of the window): no verify call reaches the ring's length.
+  const std::vector<std::vector<int32_t>> prompts = {{0, 1, 4, 3, 2, 2, 0, 1}};
+  const SpeculativeRun plain = run_speculative(Speculation::kOff, prompts, {40}, 128, 12);
+  const SpeculativeRun fast = run_speculative(Speculation::kNgram, prompts, {40}, 128, 12);
+  EXPECT_EQ(fast.streams[0].tokens, plain.streams[0].tokens);
+  EXPECT_NE(fast.calls.find('v'), std::string::npos);
+  EXPECT_LE(fast.verify_end, 12);
+}
+
+TEST(Scheduler, SpeculationLeavesSampledRequestsToTheDecodeStep) {
+  FakeRunner runner(2, 64, 16, 5);
+  runner.set_verify(5, 2);
+  SchedulerOptions options;
+  options.speculation = Speculation::kNgram;
+  options.draft_max = 4;
+  Scheduler scheduler(runner, nullptr, options);
+  RequestOptions sampled = greedy(20);
+  sampled.sampling.temperature = 0.7f;
+  sampled.sampling.seed = 3;
+  Collected a, b;
+  scheduler.submit({0, 1, 4, 3, 0, 1}, sampled, a.callback());
+  scheduler.submit({0, 1, 4, 3, 0, 1}, greedy(20), b.callback());
+  scheduler.run_until_idle();
+  EXPECT_EQ(a.tokens.size(), 20u);
+  EXPECT_EQ(a.stats.drafted_tokens, 0);
+  EXPECT_EQ(b.tokens, fake_greedy({0, 1, 4, 3, 0, 1}, 20, 5));
+
+  // A runner without a verify graph cannot speculate: a FieldError naming the option.
+  FakeRunner plain(1, 64, 16, 5);
+  expect_error(
+      [&] { Scheduler refused(plain, nullptr, options); },
+      "speculation: ngram needs a runner with a verify graph, which the fake runner lacks");
 }
 
 }  // namespace

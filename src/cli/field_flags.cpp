@@ -26,6 +26,8 @@ constexpr std::pair<std::string_view, std::string_view> kFlagOfField[] = {
     {"cuda_sm", "--cuda-sm"},
     {"opt_level", "--opt-level"},
     {"prompt_cache_bytes", "--cache-ram"},
+    {"speculation", "--speculative"},
+    {"draft_max", "--draft-max"},
 };
 
 }  // namespace

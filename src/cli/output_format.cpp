@@ -31,6 +31,8 @@ nlohmann::json timings_json(const engine::RequestStats& stats) {
           {"time_to_first_token_seconds", stats.time_to_first_token()},
           {"prompt_tokens_per_second", stats.prompt_tokens_per_second()},
           {"decode_steps", stats.decode_steps},
+          {"drafted_tokens", stats.drafted_tokens},
+          {"accepted_tokens", stats.accepted_tokens},
           {"decode_seconds", stats.decode_seconds},
           {"generation_tokens_per_second", stats.generation_tokens_per_second()}};
 }
@@ -38,10 +40,14 @@ nlohmann::json timings_json(const engine::RequestStats& stats) {
 std::string stats_line(const engine::RequestStats& stats, engine::FinishReason reason) {
   const std::string cached =
       stats.cached_tokens > 0 ? fmt::format(" ({} cached)", stats.cached_tokens) : "";
+  const std::string drafted =
+      stats.drafted_tokens > 0
+          ? fmt::format(" ({} of {} drafted accepted)", stats.accepted_tokens, stats.drafted_tokens)
+          : "";
   return fmt::format(
-      "xlacel: prompt {} tokens{}, {:.1f} tok/s | generated {} tokens, {:.1f} tok/s | "
+      "xlacel: prompt {} tokens{}, {:.1f} tok/s | generated {} tokens{}, {:.1f} tok/s | "
       "time to first token {:.3f} s | stop: {}",
-      stats.prompt_tokens, cached, stats.prompt_tokens_per_second(), stats.output_tokens,
+      stats.prompt_tokens, cached, stats.prompt_tokens_per_second(), stats.output_tokens, drafted,
       stats.generation_tokens_per_second(), stats.time_to_first_token(),
       engine::finish_reason_name(reason));
 }

@@ -52,6 +52,14 @@ void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
                    "with several slots, chunks of the small bucket (of as many waiting prompts) "
                    "one prefill call takes, so a burst of short prompts prefills together; 1: one")
       ->capture_default_str();
+  command
+      ->add_option("--speculative", flags.speculative,
+                   "speculative decoding of greedy requests: ngram (tokens drafted by looking the "
+                   "text's latest tokens up earlier in it, checked several in one call: the same "
+                   "tokens, sooner where the text repeats its input), auto (ngram) or off")
+      ->capture_default_str();
+  command->add_option("--draft-max", flags.draft_max, "drafted tokens checked per call, at most")
+      ->capture_default_str();
   command->add_option("--plugin", flags.plugin, "PJRT plugin .so for --backend xla");
   command->add_option("--cuda-sm", flags.cuda_sm, "CUDA architecture for IREE (default sm_80)");
   command->add_option("--compiler-flag", flags.compiler_flags,
@@ -98,6 +106,13 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
       flags.prefill_bucket > 0 ? std::min(flags.prefill_bucket, capacity) : flags.prefill_bucket;
   options.executor.small_prefill_bucket = flags.small_prefill_bucket;
   options.executor.prefill_sequences = flags.prefill_sequences;
+  const std::optional<engine::Speculation> speculation =
+      engine::parse_speculation(flags.speculative);
+  if (!speculation) {
+    fail("--speculative", "unknown mode '{}' (auto, ngram, off)", flags.speculative);
+  }
+  options.scheduler.speculation = *speculation;
+  options.scheduler.draft_max = flags.draft_max;
   options.runtime_options.xla.plugin_path = flags.plugin;
   options.runtime_options.iree.cuda_sm = flags.cuda_sm;
   options.runtime_options.iree.compiler_flags = flags.compiler_flags;
@@ -109,6 +124,7 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   }
   options.device.validate();
   options.executor.validate();
+  options.scheduler.validate();
   if (!quiet) {
     options.device.progress = [](std::string_view line) {
       std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());

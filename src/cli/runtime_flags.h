@@ -1,6 +1,7 @@
 #pragma once
 // The options `generate` and `bench` share for loading a model on a runtime: -m, --backend,
-// --device, --threads, --tensor-parallel, --weights, --math, --context, --prefill-bucket, and the
+// --device, --threads, --tensor-parallel, --weights, --math, --context, --prefill-bucket,
+// --speculative, --draft-max, and the
 // options of one runtime (--plugin for xla; --cuda-sm, --compiler-flag for iree); turned into
 // engine::EngineOptions.
 #include <CLI/CLI.hpp>
@@ -29,6 +30,8 @@ struct RuntimeFlags {
   std::string plugin;             // PJRT plugin (--backend xla)
   std::string cuda_sm;            // IREE CUDA target (--backend iree --device cuda)
   std::vector<std::string> compiler_flags;  // extra iree-compile flags, for tuning
+  std::string speculative = "auto";         // speculative decoding: auto, ngram or off
+  int64_t draft_max = 7;                    // drafted tokens per verify call, at most
 };
 
 void add_runtime_flags(CLI::App* command, RuntimeFlags& flags);

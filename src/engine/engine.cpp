@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <future>
 
 #include "common/error.h"
@@ -48,6 +49,12 @@ Engine::Engine(ModelFiles model, ModelText text, const EngineOptions& options)
 void Engine::load(backends::Runtime runtime, const EngineOptions& options) {
   executor::ExecutorOptions executor_options = options.executor;
   if (!executor_options.progress) executor_options.progress = options.device.progress;
+  // Speculation checks a sequence's newest token and its drafts in one verify call.
+  if (options.scheduler.speculation != Speculation::kOff) {
+    executor_options.verify_tokens =
+        std::max(executor_options.verify_tokens,
+                 std::min(options.scheduler.draft_max + 1, executor_options.capacity));
+  }
   executor_ = std::make_unique<executor::Executor>(
       std::move(runtime.device), std::move(runtime.lowering), model_, executor_options);
   // The prompt cache's copies compile now, one pair per length of rows they move

@@ -48,6 +48,10 @@ struct RequestStats {
   double prefill_seconds = 0;  // first prefill chunk -> first new token known
   double decode_seconds = 0;   // first token -> last token (the steps it took part in)
   int64_t decode_steps = 0;
+  // Speculative decoding: tokens drafted for it, and of those, how many stood (each one a token
+  // that came without a decode step of its own).
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
 
   double time_to_first_token() const { return queued_seconds + prefill_seconds; }
   double prompt_tokens_per_second() const;      // prefilled (not cached) tokens / prefill_seconds

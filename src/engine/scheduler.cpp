@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "engine/ngram_draft.h"
 #include "engine/prefill_plan.h"
 #include "engine/prefix_reuse.h"
 
@@ -110,6 +111,7 @@ struct Scheduler::Sequence {
   bool finished = false;
   std::optional<StreamDecoder> text;
   std::optional<EmbeddingPool> pool;  // an embedding request's, once admitted
+  DraftPacing pacing;                 // speculative decoding: when it drafts
   StopStrings stops;
   Clock::time_point submitted;
   Clock::time_point prefill_started;
@@ -121,6 +123,10 @@ Scheduler::Scheduler(executor::ModelRunner& runner, const Tokenizer* tokenizer,
                      const SchedulerOptions& options)
     : runner_(runner), tokenizer_(tokenizer), caps_(runner.capabilities()), options_(options) {
   options_.validate();
+  if (options_.speculation != Speculation::kOff && caps_.verify_tokens < 2) {
+    fail_field("speculation", "{} needs a runner with a verify graph, which the {} runner lacks",
+               speculation_name(options_.speculation), caps_.runtime);
+  }
   slots_.resize(static_cast<std::size_t>(caps_.slots));
   resident_.resize(slots_.size());
   if (options_.prompt_cache_bytes > 0) {
@@ -132,6 +138,7 @@ void SchedulerOptions::validate() const {
   if (prompt_cache_min_tokens < 1) {
     fail_field("prompt_cache_min_tokens", "must be at least 1, got {}", prompt_cache_min_tokens);
   }
+  if (draft_max < 1) fail_field("draft_max", "must be at least 1, got {}", draft_max);
 }
 
 Scheduler::~Scheduler() = default;
@@ -729,6 +736,100 @@ void Scheduler::decode_all() {
   last_step_.decode_seconds = seconds_between(start, Clock::now());
 }
 
+std::vector<int32_t> Scheduler::draft_for(Sequence& sequence) {
+  if (!sequence.decoding()) return {};  // a prompt's last token: nothing generated to go on
+  // The verify call's rows stay inside the cache, and drafts past the token budget are wasted.
+  int64_t most =
+      std::min({options_.draft_max, caps_.verify_tokens - 1, caps_.capacity - sequence.cached - 1,
+                sequence.options.max_tokens - sequence.stats.output_tokens - 1});
+  // A rejected draft's row replaces a ring's row of an older position that later tokens still
+  // attend to (a window, a convolution's inputs, a scan's state): no drafts once a ring wraps.
+  if (caps_.ring_rows > 0) most = std::min(most, caps_.ring_rows - sequence.cached - 1);
+  if (most < 1 || !sequence.pacing.draft_now()) return {};
+  std::vector<int32_t> context = sequence.tokens;
+  context.push_back(*sequence.pending);
+  return ngram_draft(context, most);
+}
+
+bool Scheduler::verify_drafts() {
+  if (options_.speculation == Speculation::kOff) return false;
+  // Every sequence with a token to feed goes in the call: any that needs logits on the host,
+  // or more than one call holds, and the decode step runs instead.
+  std::vector<std::size_t> fed;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const Sequence* sequence = slots_[i].get();
+    if (!sequence || !(sequence->decoding() || rides_decode(*sequence))) continue;
+    if (sequence->needs_logits()) return false;
+    fed.push_back(i);
+  }
+  if (fed.empty() || static_cast<int64_t>(fed.size()) > caps_.verify_sequences) return false;
+  std::vector<std::vector<int32_t>> drafts(fed.size());
+  bool drafted = false;
+  for (std::size_t n = 0; n < fed.size(); ++n) {
+    drafts[n] = draft_for(*slots_[fed[n]]);
+    drafted = drafted || !drafts[n].empty();
+  }
+  if (!drafted) return false;
+
+  const Clock::time_point start = Clock::now();
+  std::vector<std::vector<int32_t>> buckets(fed.size());
+  std::vector<executor::PrefillInput> inputs(fed.size());
+  for (std::size_t n = 0; n < fed.size(); ++n) {
+    const Sequence& sequence = *slots_[fed[n]];
+    std::vector<int32_t>& bucket = buckets[n];
+    bucket.assign(static_cast<std::size_t>(caps_.verify_tokens), 0);
+    bucket[0] = sequence.decoding() ? *sequence.pending
+                                    : sequence.tokens[static_cast<std::size_t>(sequence.cached)];
+    std::copy(drafts[n].begin(), drafts[n].end(), bucket.begin() + 1);
+    inputs[n] = {static_cast<int32_t>(fed[n]), bucket, static_cast<int32_t>(sequence.cached),
+                 static_cast<int32_t>(drafts[n].size() + 1)};
+  }
+  std::vector<std::vector<int32_t>> next(fed.size());
+  try {
+    runner_.verify(inputs, next);
+  } catch (...) {
+    forget_resident();
+    throw;
+  }
+  last_step_.verified = true;
+  for (std::size_t n = 0; n < fed.size(); ++n) {
+    Sequence& sequence = *slots_[fed[n]];
+    if (!sequence.decoding()) {
+      begin_prefill(sequence, start);  // its prompt's last token: the first output comes next
+      ++sequence.cached;
+      accept_token(sequence, next[n][0]);
+      continue;
+    }
+    const int64_t before = last_step_.accepted_tokens;
+    accept_verified(sequence, drafts[n], next[n]);
+    last_step_.drafted_tokens += static_cast<int64_t>(drafts[n].size());
+    sequence.pacing.verified(static_cast<int64_t>(drafts[n].size()),
+                             last_step_.accepted_tokens - before);
+  }
+  last_step_.decode_sequences = static_cast<int64_t>(fed.size());
+  last_step_.decode_rows = static_cast<int64_t>(fed.size()) * caps_.verify_tokens;
+  last_step_.decode_seconds = seconds_between(start, Clock::now());
+  return true;
+}
+
+void Scheduler::accept_verified(Sequence& sequence, std::span<const int32_t> draft,
+                                std::span<const int32_t> next) {
+  const int64_t stand = accepted_drafts(draft, next);
+  sequence.stats.drafted_tokens += static_cast<int64_t>(draft.size());
+  // Token i of the call (the newest, then the drafts that stand) has its rows written; the
+  // argmax after it is the next output, as a decode step feeding it would give.
+  for (int64_t i = 0; i <= stand && !sequence.finished; ++i) {
+    sequence.tokens.push_back(*sequence.pending);
+    sequence.pending.reset();
+    ++sequence.cached;
+    if (i > 0) {
+      ++sequence.stats.accepted_tokens;
+      ++last_step_.accepted_tokens;
+    }
+    accept_token(sequence, next[static_cast<std::size_t>(i)]);
+  }
+}
+
 bool Scheduler::step() {
   last_step_ = StepReport{};
   run_slot_actions();
@@ -736,7 +837,7 @@ bool Scheduler::step() {
   if (running_ == 0) return false;
   prefill_some();
   release_finished();
-  decode_all();
+  if (!verify_drafts()) decode_all();
   release_finished();
   return true;
 }

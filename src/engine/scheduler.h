@@ -11,6 +11,13 @@
 //      instead, so a burst of prompts advances together and its short prompts get their first
 //      tokens early (where that fills the call, or some prompt is a small chunk from its first
 //      token: a few long prompts take full chunks in turn);
+//   3. with speculative decoding (SchedulerOptions::speculation), where some greedy sequence
+//      (device argmax, no logits on the host) has drafted tokens and every sequence with a
+//      token to feed is such a one and fits one verify call (Capabilities::verify_sequences),
+//      runs one verify call instead of the decode step: each sequence's newest token and its
+//      drafts (none for the others), keeping the drafts up to the first that differs from the
+//      argmax before it and one token more, the same tokens decode would give (speculation.h);
+//      else
 //   3. runs one decode step over every slot that has a token to feed (rows 0 .. highest such
 //      slot, rounded up to a compiled batch size; idle rows write a cache row no one reads). A
 //      request whose prompt has only its last token left to run (a one-token prompt, or a
@@ -48,6 +55,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/slot_action.h"
+#include "engine/speculation.h"
 #include "engine/stop_strings.h"
 #include "executor/model_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -59,9 +67,13 @@ struct StepReport {
   int64_t prefill_tokens = 0;     // valid tokens of the chunks run (0: none)
   int64_t prefill_sequences = 0;  // sequences whose chunks the step's prefill call ran
   double prefill_seconds = 0;
-  int64_t decode_sequences = 0;  // sequences advanced by the decode step (0: none)
-  int64_t decode_rows = 0;       // rows of the graph that ran (its batch size)
+  int64_t decode_sequences = 0;  // sequences advanced by the decode step or verify call (0: none)
+  int64_t decode_rows = 0;       // rows of the graph that ran (its batch size; verify: tokens)
   double decode_seconds = 0;
+  // A verify call ran instead of the decode step: the tokens drafted, and those that stood.
+  bool verified = false;
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
 };
 
 struct SchedulerOptions {
@@ -81,6 +93,12 @@ struct SchedulerOptions {
   // prefilling that much.
   std::size_t prompt_cache_bytes = 0;
   int64_t prompt_cache_min_tokens = 32;
+  // Speculative decoding of greedy requests (step 3 above): kNgram drafts by prompt lookup
+  // (ngram_draft.h) up to draft_max tokens a step (and fewer than the runner's verify calls
+  // take: Capabilities::verify_tokens, which must be 2 or more). The tokens are those decode
+  // gives; only their speed changes.
+  Speculation speculation = Speculation::kOff;
+  int64_t draft_max = 7;
   // Error naming the field when invalid.
   void validate() const;
 };
@@ -160,6 +178,14 @@ class Scheduler {
   void share_prompt(Sequence& leader, int32_t slot, std::span<const std::size_t> sharing,
                     const executor::PrefillOutput& out);
   void decode_all();
+  // Step 3's verify call, where it applies (see above); false when the decode step runs instead.
+  bool verify_drafts();
+  // The tokens `sequence` guesses come after its newest one (none: it feeds that one alone).
+  std::vector<int32_t> draft_for(Sequence& sequence);
+  // After a verify call: `sequence` fed its newest token and `draft`, and `next` is the argmax
+  // after each; keeps the drafts that stand and emits the tokens they give.
+  void accept_verified(Sequence& sequence, std::span<const int32_t> draft,
+                       std::span<const int32_t> next);
   // After a new token: emits it and finishes the sequence when a stop condition holds.
   void accept_token(Sequence& sequence, int32_t token,
                     std::optional<TokenLogprobs> logprobs = std::nullopt);

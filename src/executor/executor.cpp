@@ -82,6 +82,10 @@ void ExecutorOptions::validate() const {
   if (prefill_sequences < 1) {
     fail_field("prefill_sequences", "must be at least 1, got {}", prefill_sequences);
   }
+  if (verify_tokens < 0 || verify_tokens == 1 || verify_tokens > capacity) {
+    fail_field("verify_tokens", "must be 0 (none) or in [2, capacity {}], got {}", capacity,
+               verify_tokens);
+  }
   if (math == lowering::Math::kFast && weights != models::WeightType::kAuto) {
     fail_field("math", "fast takes the file's quantized weights (weights auto), not weights {}",
                models::weight_type_name(weights));
@@ -126,6 +130,10 @@ Executor::Executor(std::unique_ptr<device::Device> device,
   }
   capabilities_.vocab_size = config.vocab_size;
   capabilities_.hidden_size = config.hidden_size;
+  if (options_.verify_tokens > 0) {
+    capabilities_.verify_tokens = options_.verify_tokens;
+    capabilities_.verify_sequences = std::min(options_.prefill_sequences, options_.slots);
+  }
 
   // Graphs first: a model or size the graphs cannot honour fails before minutes of uploads.
   std::vector<models::GraphOptions> first;
@@ -137,6 +145,10 @@ Executor::Executor(std::unique_ptr<device::Device> device,
     if (sequences > 1) {
       first.push_back(prefill_graph(small, static_cast<int32_t>(small - 1), sequences));
     }
+  }
+  if (capabilities_.verify_tokens > 0) {
+    first.push_back(verify_graph(capabilities_.verify_tokens,
+                                 static_cast<int32_t>(capabilities_.verify_tokens - 1)));
   }
   for (int64_t rows : options_.preload_decode_rows) {
     // The shortest window: where every sequence's decoding starts (others load on first use).
@@ -248,6 +260,13 @@ models::GraphOptions Executor::prefill_graph(int64_t bucket, int32_t last_positi
   graph.tensor_parallel = device_->partitions();
   graph.lowering = lowering_.get();
   graph.math = options_.math;
+  return graph;
+}
+
+models::GraphOptions Executor::verify_graph(int64_t bucket, int32_t last_position,
+                                            int64_t sequences) const {
+  models::GraphOptions graph = prefill_graph(bucket, last_position, sequences);
+  graph.kind = models::GraphKind::kVerify;
   return graph;
 }
 
@@ -440,7 +459,8 @@ void Executor::embed_chunks(std::span<const PrefillInput> chunks,
                         only.bucket_tokens, only.slot, only.start, only.valid);
     rows.resize(static_cast<std::size_t>(bucket) * width);
   } else {
-    const ChunksCall call = chunks_call(chunks);
+    const ChunksCall call =
+        chunks_call(chunks, capabilities_.prefill_buckets.front(), prefill_call_sizes(), "embed");
     bucket = call.bucket;
     outputs = run_chunks(embed_graph(bucket, call.last_position, call.sequences), call);
     rows.resize(static_cast<std::size_t>(call.sequences * bucket) * width);
@@ -467,30 +487,29 @@ void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_token
   }
 }
 
-Executor::ChunksCall Executor::chunks_call(std::span<const PrefillInput> chunks) const {
+Executor::ChunksCall Executor::chunks_call(std::span<const PrefillInput> chunks, int64_t bucket,
+                                           std::span<const int64_t> sizes, const char* what) const {
   const auto n = static_cast<int64_t>(chunks.size());
-  if (n < 1 || n > capabilities_.prefill_sequences) {
-    fail("prefill", "{} chunks in one call; at most {} go together", n,
-         capabilities_.prefill_sequences);
+  if (n < 1 || n > sizes.back()) {
+    fail(what, "{} chunks in one call; at most {} go together", n, sizes.back());
   }
   ChunksCall call;
-  call.bucket = capabilities_.prefill_buckets.front();
+  call.bucket = bucket;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const PrefillInput& chunk = chunks[i];
     if (static_cast<int64_t>(chunk.bucket_tokens.size()) != call.bucket) {
-      fail("prefill", "chunks that go together need the {}-token bucket, got {}", call.bucket,
+      fail(what, "chunks that go together need the {}-token bucket, got {}", call.bucket,
            chunk.bucket_tokens.size());
     }
     check_prefill_chunk(chunk.slot, call.bucket, chunk.start, chunk.valid);
     for (std::size_t j = 0; j < i; ++j) {
-      if (chunks[j].slot == chunk.slot) fail("prefill", "two chunks for slot {}", chunk.slot);
+      if (chunks[j].slot == chunk.slot) fail(what, "two chunks for slot {}", chunk.slot);
     }
     call.last_position =
         std::max(call.last_position, static_cast<int32_t>(chunk.start + call.bucket - 1));
   }
   // The smallest graph that holds them; the rest of its sequences are padding: the first chunk
   // with no valid tokens, which writes nothing (graph_options.h).
-  const std::vector<int64_t> sizes = prefill_call_sizes();
   call.sequences =
       *std::find_if(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= n; });
   for (int64_t s = 0; s < call.sequences; ++s) {
@@ -523,7 +542,8 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
     prefill_chunk(only.slot, only.bucket_tokens, only.start, only.valid, want_logits, outs[0]);
     return;
   }
-  const ChunksCall call = chunks_call(chunks);
+  const ChunksCall call =
+      chunks_call(chunks, capabilities_.prefill_buckets.front(), prefill_call_sizes(), "prefill");
   std::vector<device::BufferPtr> outputs =
       run_chunks(prefill_graph(call.bucket, call.last_position, call.sequences), call);
   const int64_t sequences = call.sequences;
@@ -543,6 +563,23 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
     } else {
       outs[i].logits.clear();
     }
+  }
+}
+
+void Executor::verify(std::span<const PrefillInput> chunks, std::span<std::vector<int32_t>> next) {
+  if (capabilities_.verify_tokens == 0) fail("verify", "no verify graph (verify_tokens is 0)");
+  if (next.size() != chunks.size()) {
+    fail("verify", "{} chunks but {} outputs", chunks.size(), next.size());
+  }
+  const ChunksCall call = chunks_call(chunks, capabilities_.verify_tokens,
+                                      decode_buckets(capabilities_.verify_sequences), "verify");
+  std::vector<device::BufferPtr> outputs =
+      run_chunks(verify_graph(call.bucket, call.last_position, call.sequences), call);
+  std::vector<int32_t> rows(static_cast<std::size_t>(call.sequences * call.bucket));
+  device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(rows)));
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const auto first = rows.begin() + static_cast<std::ptrdiff_t>(i * call.bucket);
+    next[i].assign(first, first + chunks[i].valid);
   }
 }
 

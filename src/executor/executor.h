@@ -45,6 +45,11 @@ struct ExecutorOptions {
   // Decode's quantize each sequence's row alone, so its tokens still do not depend on what it is
   // batched with.
   lowering::Math math = lowering::Math::kExact;
+  // Tokens per sequence of the verify graph (speculative decoding: a sequence's newest token
+  // and up to verify_tokens - 1 drafted after it; ModelRunner::verify), loaded up front for one
+  // sequence (calls over several, up to prefill_sequences and the slots, load on first use);
+  // 0: none.
+  int64_t verify_tokens = 0;
   // One line of progress, for stderr; may be empty.
   std::function<void(std::string_view)> progress;
 
@@ -115,6 +120,10 @@ class Executor final : public ModelRunner {
   // `last_position` (its attention window).
   models::GraphOptions prefill_graph(int64_t bucket, int32_t last_position,
                                      int64_t sequences = 1) const;
+  // The verify graph of `bucket` tokens of each of `sequences` sequences whose last row is at
+  // `last_position`.
+  models::GraphOptions verify_graph(int64_t bucket, int32_t last_position,
+                                    int64_t sequences = 1) const;
   // The embed graph of `bucket` tokens whose last row is at `last_position`.
   models::GraphOptions embed_graph(int64_t bucket, int32_t last_position,
                                    int64_t sequences = 1) const;
@@ -136,6 +145,7 @@ class Executor final : public ModelRunner {
                       std::span<PrefillOutput> outs) override;
   void embed_chunks(std::span<const PrefillInput> chunks,
                     std::span<std::vector<float>> hidden) override;
+  void verify(std::span<const PrefillInput> chunks, std::span<std::vector<int32_t>> next) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
   // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
@@ -175,16 +185,17 @@ class Executor final : public ModelRunner {
   std::vector<device::BufferPtr> run_chunk(const models::GraphOptions& options,
                                            std::span<const int32_t> bucket_tokens, int32_t slot,
                                            int32_t start, int32_t valid);
-  // Several sequences' chunks of the smallest bucket in one call (checked as prefill_chunks
-  // documents), padded to the smallest graph that holds them: its sequence count, the last
-  // position any chunk reaches, and its inputs.
+  // Several sequences' chunks of one `bucket` in one call (checked as prefill_chunks documents;
+  // errors name `what`), padded to the smallest of the graphs over `sizes` sequences that holds
+  // them: its sequence count, the last position any chunk reaches, and its inputs.
   struct ChunksCall {
     int64_t bucket = 0;
     int64_t sequences = 0;
     int32_t last_position = 0;
     std::vector<int32_t> tokens, slots, starts, valids;
   };
-  ChunksCall chunks_call(std::span<const PrefillInput> chunks) const;
+  ChunksCall chunks_call(std::span<const PrefillInput> chunks, int64_t bucket,
+                         std::span<const int64_t> sizes, const char* what) const;
   std::vector<device::BufferPtr> run_chunks(const models::GraphOptions& options,
                                             const ChunksCall& call);
   Graph& graph(const models::GraphOptions& options);  // loads it on first use

@@ -8,6 +8,10 @@ void ModelRunner::embed_chunks(std::span<const PrefillInput>, std::span<std::vec
   fail("embed", "the {} runner has no embed graph", capabilities().runtime);
 }
 
+void ModelRunner::verify(std::span<const PrefillInput>, std::span<std::vector<int32_t>>) {
+  fail("verify", "the {} runner has no verify graph", capabilities().runtime);
+}
+
 std::size_t SlotRows::bytes() const {
   std::size_t total = 0;
   for (const auto& cache : caches) total += cache.size();

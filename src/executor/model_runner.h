@@ -31,6 +31,10 @@ struct Capabilities {
   int64_t ring_rows = 0;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;  // floats per row of an embed chunk's hidden states
+  // Speculative decoding (ModelRunner::verify): tokens of one sequence a verify call takes at
+  // most (its bucket; 0: the runner has no verify graph), and sequences per call at most.
+  int64_t verify_tokens = 0;
+  int64_t verify_sequences = 0;
 };
 
 // One slot's rows of every cache, as host bytes (ModelRunner::save_slot): of each cache that
@@ -102,6 +106,15 @@ class ModelRunner {
   // default: Error (a runner without the embed graph).
   virtual void embed_chunks(std::span<const PrefillInput> chunks,
                             std::span<std::vector<float>> hidden);
+
+  // Speculative decoding's check: each chunk's tokens (a sequence's newest token, then the
+  // tokens drafted after it; `bucket_tokens` verify_tokens long, padded) run as a prefill chunk
+  // would run them, their K/V rows written from `start`, and next[i] gets chunk i's argmax after
+  // each of its `valid` tokens (ties to the lower id), all in one call: at most verify_sequences
+  // chunks, in distinct slots. The rows of drafts the caller then rejects stay written past the
+  // sequence's length, where the next tokens' rows replace them before any query reads them.
+  // This default: Error (a runner without the verify graph).
+  virtual void verify(std::span<const PrefillInput> chunks, std::span<std::vector<int32_t>> next);
 
   // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
   // `from` has written; no other slot changes. One prefill then serves several sequences.

@@ -190,8 +190,9 @@ EmittedGraph DecoderGraph::finish(Value h) {
   const ModelConfig& c = config_;
   Block& b = block();
   const bool prefill = options_.kind == GraphKind::kPrefill;
+  const bool verify = options_.kind == GraphKind::kVerify;
   const TensorType scalar_i32(ElementType::kI32, {});
-  // Logits: prefill's last valid token of each sequence; every row for decode.
+  // Logits: prefill's last valid token of each sequence; every row for decode and verify.
   Value last = h;
   if (prefill && tokens_ > 1) {
     std::vector<Value> lasts;
@@ -214,8 +215,13 @@ EmittedGraph DecoderGraph::finish(Value h) {
   // the whole transformed row on the stack (vocab x 4 bytes: over its 32 KiB limit past 8192
   // tokens); the barrier has the transform write the logits and the argmax read them back, as
   // it does when no transform comes between the head and the argmax.
-  if (prefill && transform.any()) logits = optimization_barrier(logits);
+  if ((prefill || verify) && transform.any()) logits = optimization_barrier(logits);
   std::map<std::string, Value> produced;
+  if (verify) {
+    Value next = argmax(logits, 1).indices;  // [sequences x bucket]
+    produced["next_tokens"] = sequences_ == 1 ? next : reshape(next, {sequences_, per_sequence_});
+    return finish_with(produced);
+  }
   if (prefill && sequences_ == 1) {
     logits = reshape(logits, {c.vocab_size});
     produced["logits"] = logits;

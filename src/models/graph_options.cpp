@@ -20,12 +20,14 @@ const char* graph_kind_name(GraphKind kind) {
       return "restore-slot";
     case GraphKind::kEmbed:
       return "embed";
+    case GraphKind::kVerify:
+      return "verify";
   }
   return "?";
 }
 
 bool prefills(GraphKind kind) {
-  return kind == GraphKind::kPrefill || kind == GraphKind::kEmbed;
+  return kind == GraphKind::kPrefill || kind == GraphKind::kEmbed || kind == GraphKind::kVerify;
 }
 
 bool moves_slots(GraphKind kind) {
@@ -36,7 +38,7 @@ bool moves_slots(GraphKind kind) {
 std::optional<GraphKind> parse_graph_kind(std::string_view name) {
   for (GraphKind kind :
        {GraphKind::kPrefill, GraphKind::kDecode, GraphKind::kDecodeLogits, GraphKind::kCopySlot,
-        GraphKind::kSaveSlot, GraphKind::kRestoreSlot, GraphKind::kEmbed}) {
+        GraphKind::kSaveSlot, GraphKind::kRestoreSlot, GraphKind::kEmbed, GraphKind::kVerify}) {
     if (name == graph_kind_name(kind)) return kind;
   }
   return std::nullopt;
@@ -90,8 +92,11 @@ const lowering::Lowering& lowering_of(const GraphOptions& options) {
 
 const lowering::PlanarKernel* GraphOptions::planar_kernel() const {
   if (weights != WeightType::kAuto) return nullptr;
+  // A verify's rows take decode's product: under Math::kFast each row is then rounded as a
+  // decode step rounds it, so drafted tokens are kept where decode would have produced them.
+  const bool prefill_phase = prefills(kind) && kind != GraphKind::kVerify;
   return lowering_of(*this).planar_kernel(
-      prefills(kind) ? lowering::Phase::kPrefill : lowering::Phase::kDecode, math);
+      prefill_phase ? lowering::Phase::kPrefill : lowering::Phase::kDecode, math);
 }
 
 const lowering::AttentionKernel* GraphOptions::attention_kernel() const {

@@ -23,6 +23,13 @@
 //                  dimension S (tokens i32[S, bucket], slot/start/valid_length i32[S],
 //                  next_token i32[S], logits f32[S, vocab]), and row s's results do not
 //                  depend on the other sequences.
+//   verify         as a prefill (one sequence or S), but returns next_tokens i32[bucket]
+//                  ([S, bucket]): the argmax after every row, valid or not (those past
+//                  valid_length are to be ignored). Speculative decoding feeds a sequence's newest
+//                  token and the tokens drafted after it, and keeps the drafts up to the first
+//                  that differs from the argmax before it (engine/scheduler.h); rows past that
+//                  stay written, beyond the sequence's length, rewritten before any query reads
+//                  them (not in a ring: the caller keeps a ring's rows from wrapping).
 //   decode         one token for each of slots 0 .. bucket-1 (ragged): tokens i32[bucket],
 //                  positions i32[bucket]  ->  next_tokens i32[bucket] (argmax, ties to the
 //                  lower id), caches...  Row b writes its K/V at positions[b] of slot b and
@@ -70,8 +77,9 @@ enum class GraphKind {
   kSaveSlot,      // one slot's rows of every cache out to the host (no weights)
   kRestoreSlot,   // one slot's rows of every cache in from the host (no weights)
   kEmbed,         // a prefill chunk whose result is its rows' final hidden states (embeddings)
+  kVerify,        // a prefill chunk whose result is every row's argmax (speculative decoding)
 };
-// The graphs that run a chunk of one slot's prompt tokens into its caches: prefill and embed.
+// The graphs that run a chunk of one slot's tokens into its caches: prefill, embed and verify.
 bool prefills(GraphKind kind);
 // The graphs that move whole slots, which read the caches only (slot_copy_graph.h).
 bool moves_slots(GraphKind kind);
@@ -91,8 +99,8 @@ struct GraphOptions {
   // are read whole. A prefill chunk's rows must lie below its window. save-slot and
   // restore-slot: the rows they move of each full-length KV cache.
   int64_t window = 0;
-  // Prefill and embed: sequences per call, each with its own slot and chunk (see above); 1 for
-  // the others.
+  // Prefill, embed and verify: sequences per call, each with its own slot and chunk (see above); 1
+  // for the others.
   int64_t sequences = 1;
   // The runtime's lowering (lowering/lowering.h), asked which product and attention the graph
   // runs and whether 4-bit codes come in row pairs (below); nullptr: the portable one. With

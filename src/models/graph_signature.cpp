@@ -44,6 +44,8 @@ std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelCo
       return {{"next_tokens", ElementType::kI32, {options.bucket}}};
     case GraphKind::kDecodeLogits:
       return {{"logits", ElementType::kF32, {options.bucket, vocab_size}}};
+    case GraphKind::kVerify:
+      return {{"next_tokens", ElementType::kI32, per_sequence(options, {options.bucket})}};
     case GraphKind::kEmbed:
       return {{"hidden", ElementType::kF32,
                per_sequence(options, {options.bucket, config.hidden_size})}};
@@ -68,7 +70,8 @@ void check_graph_options(const ModelConfig& config, const GraphOptions& options)
          options.capacity, config.exact_positions());
   }
   if (options.sequences < 1 || (!prefills(options.kind) && options.sequences != 1)) {
-    fail(where, "sequences must be 1, or more for a prefill or embed (got {})", options.sequences);
+    fail(where, "sequences must be 1, or more for a prefill, embed or verify (got {})",
+         options.sequences);
   }
   if (options.sequences > options.slots) {
     fail(where, "{} sequences do not fit the {} slots", options.sequences, options.slots);
