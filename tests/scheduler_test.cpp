@@ -1555,20 +1555,27 @@ TEST(Speculation, PromptLookupTakesTheLongestSuffixAtItsLatestOccurrence) {
   EXPECT_EQ(parse_speculation("off"), Speculation::kOff);
   EXPECT_FALSE(parse_speculation("eagle"));
 
-  // A miss waits one step, the next two, then four; a draft that stands resets the wait.
-  DraftPacing pacing;
-  EXPECT_TRUE(pacing.draft_now());
-  pacing.verified(3, 0);
-  EXPECT_FALSE(pacing.draft_now());
-  EXPECT_TRUE(pacing.draft_now());
-  pacing.verified(3, 0);
-  EXPECT_FALSE(pacing.draft_now());
-  EXPECT_FALSE(pacing.draft_now());
-  EXPECT_TRUE(pacing.draft_now());
-  pacing.verified(2, 1);
-  pacing.verified(3, 0);
-  EXPECT_FALSE(pacing.draft_now());
-  EXPECT_TRUE(pacing.draft_now());
+  // Each drafted token stands with odds from the recent runs, fading to the prior (2 in 3).
+  AcceptanceEstimate estimate;
+  EXPECT_DOUBLE_EQ(estimate.odds(), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(estimate.expected(2), 2.0 / 3 + 4.0 / 9);
+  estimate.verified(4, 0);
+  EXPECT_DOUBLE_EQ(estimate.odds(), 2.0 / 4);
+  estimate.verified(4, 4);
+  EXPECT_GT(estimate.odds(), 0.7);
+  for (int i = 0; i < 100; ++i) estimate.decoded();
+  EXPECT_NEAR(estimate.odds(), 2.0 / 3, 1e-3);
+
+  // A verify call runs where its expected tokens come sooner than decode steps give them; an
+  // untried verify call is tried, and until a decode step ran nothing is known to beat.
+  StepCosts costs;
+  EXPECT_TRUE(costs.verify_pays(1, 1.5, 1));
+  costs.verify_took(1, 0.030);
+  EXPECT_FALSE(costs.verify_pays(1, 5, 1));
+  costs.decode_took(1, 0.010);
+  EXPECT_TRUE(costs.verify_pays(1, 3.5, 1));
+  EXPECT_FALSE(costs.verify_pays(1, 2.5, 1));
+  EXPECT_TRUE(costs.verify_pays(2, 1, 1)) << "untried over 2 sequences";
 }
 
 struct SpeculativeRun {
@@ -1589,6 +1596,7 @@ SpeculativeRun run_speculative(Speculation speculation,
   SchedulerOptions options;
   options.speculation = speculation;
   options.draft_max = 4;
+  options.verify_when_it_pays = false;  // the fake takes no time to weigh
   Scheduler scheduler(runner, nullptr, options);
   SpeculativeRun run;
   run.streams.resize(prompts.size());

@@ -430,7 +430,12 @@ void add_bench_command(CLI::App& app) {
                     "skip the cold compile (into an empty temporary cache)");
   command->add_option("--output-format", options->output_format, "text or json")
       ->capture_default_str();
-  command->callback([options] { run_bench(*options); });
+  command->callback([options, command] {
+    // Its prompt repeats one text, which prompt lookup would guess from the start: the figures
+    // are of plain decode steps (as llama-bench's) unless speculation is asked for by name.
+    if (command->get_option("--speculative")->count() == 0) options->runtime.speculative = "off";
+    run_bench(*options);
+  });
 }
 
 }  // namespace xlacel::cli

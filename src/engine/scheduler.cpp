@@ -111,7 +111,7 @@ struct Scheduler::Sequence {
   bool finished = false;
   std::optional<StreamDecoder> text;
   std::optional<EmbeddingPool> pool;  // an embedding request's, once admitted
-  DraftPacing pacing;                 // speculative decoding: when it drafts
+  AcceptanceEstimate acceptance;      // speculative decoding: how its drafts fare
   StopStrings stops;
   Clock::time_point submitted;
   Clock::time_point prefill_started;
@@ -734,6 +734,10 @@ void Scheduler::decode_all() {
   last_step_.decode_sequences = sequences;
   last_step_.decode_rows = rows;
   last_step_.decode_seconds = seconds_between(start, Clock::now());
+  costs_.decode_took(rows, last_step_.decode_seconds);
+  for (const auto& sequence : slots_) {
+    if (sequence) sequence->acceptance.decoded();
+  }
 }
 
 std::vector<int32_t> Scheduler::draft_for(Sequence& sequence) {
@@ -745,7 +749,7 @@ std::vector<int32_t> Scheduler::draft_for(Sequence& sequence) {
   // A rejected draft's row replaces a ring's row of an older position that later tokens still
   // attend to (a window, a convolution's inputs, a scan's state): no drafts once a ring wraps.
   if (caps_.ring_rows > 0) most = std::min(most, caps_.ring_rows - sequence.cached - 1);
-  if (most < 1 || !sequence.pacing.draft_now()) return {};
+  if (most < 1) return {};
   std::vector<int32_t> context = sequence.tokens;
   context.push_back(*sequence.pending);
   return ngram_draft(context, most);
@@ -770,6 +774,16 @@ bool Scheduler::verify_drafts() {
     drafted = drafted || !drafts[n].empty();
   }
   if (!drafted) return false;
+  // Only where the tokens it should give come sooner than decode steps would give them.
+  double expected = 0;
+  for (std::size_t n = 0; n < fed.size(); ++n) {
+    expected += 1 + slots_[fed[n]]->acceptance.expected(static_cast<int64_t>(drafts[n].size()));
+  }
+  const int64_t rows = runner_.decode_rows(static_cast<int64_t>(fed.back()) + 1);
+  if (options_.verify_when_it_pays &&
+      !costs_.verify_pays(static_cast<int64_t>(fed.size()), expected, rows)) {
+    return false;
+  }
 
   const Clock::time_point start = Clock::now();
   std::vector<std::vector<int32_t>> buckets(fed.size());
@@ -803,12 +817,13 @@ bool Scheduler::verify_drafts() {
     const int64_t before = last_step_.accepted_tokens;
     accept_verified(sequence, drafts[n], next[n]);
     last_step_.drafted_tokens += static_cast<int64_t>(drafts[n].size());
-    sequence.pacing.verified(static_cast<int64_t>(drafts[n].size()),
-                             last_step_.accepted_tokens - before);
+    sequence.acceptance.verified(static_cast<int64_t>(drafts[n].size()),
+                                 last_step_.accepted_tokens - before);
   }
   last_step_.decode_sequences = static_cast<int64_t>(fed.size());
   last_step_.decode_rows = static_cast<int64_t>(fed.size()) * caps_.verify_tokens;
   last_step_.decode_seconds = seconds_between(start, Clock::now());
+  costs_.verify_took(static_cast<int64_t>(fed.size()), last_step_.decode_seconds);
   return true;
 }
 

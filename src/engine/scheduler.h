@@ -12,9 +12,11 @@
 //      tokens early (where that fills the call, or some prompt is a small chunk from its first
 //      token: a few long prompts take full chunks in turn);
 //   3. with speculative decoding (SchedulerOptions::speculation), where some greedy sequence
-//      (device argmax, no logits on the host) has drafted tokens and every sequence with a
-//      token to feed is such a one and fits one verify call (Capabilities::verify_sequences),
-//      runs one verify call instead of the decode step: each sequence's newest token and its
+//      (device argmax, no logits on the host) has drafted tokens, every sequence with a token
+//      to feed is such a one and fits one verify call (Capabilities::verify_sequences), and the
+//      tokens the call is expected to give (each sequence's recent acceptance) come sooner than
+//      decode steps would give them (the recent times of both: speculation.h), runs one verify
+//      call instead of the decode step: each sequence's newest token and its
 //      drafts (none for the others), keeping the drafts up to the first that differs from the
 //      argmax before it and one token more, the same tokens decode would give (speculation.h);
 //      else
@@ -99,6 +101,9 @@ struct SchedulerOptions {
   // gives; only their speed changes.
   Speculation speculation = Speculation::kOff;
   int64_t draft_max = 7;
+  // Verify drafts only where that is expected to pay (step 3). Off: whenever a draft comes (for
+  // tests, whose fake runners take no time, and measurements).
+  bool verify_when_it_pays = true;
   // Error naming the field when invalid.
   void validate() const;
 };
@@ -225,6 +230,7 @@ class Scheduler {
   std::atomic<std::size_t> prompt_cache_entries_ = 0;
   std::atomic<std::size_t> prompt_cache_bytes_ = 0;
   executor::DecodeOutput decode_out_;
+  StepCosts costs_;  // speculative decoding: what decode steps and verify calls take
 };
 
 }  // namespace xlacel::engine

@@ -30,20 +30,61 @@ int64_t accepted_drafts(std::span<const int32_t> draft, std::span<const int32_t>
   return accepted;
 }
 
-bool DraftPacing::draft_now() {
-  if (wait_ == 0) return true;
-  --wait_;
-  return false;
+double AcceptanceEstimate::odds() const {
+  return (stood_ + kPriorStood) / (stood_ + missed_ + kPriorStood + kPriorMissed);
 }
 
-void DraftPacing::verified(int64_t drafted, int64_t accepted) {
-  if (drafted == 0) return;
-  if (accepted > 0) {
-    backoff_ = 1;
-    return;
-  }
-  wait_ = backoff_;
-  backoff_ = std::min(backoff_ * 2, kMaxWait);
+double AcceptanceEstimate::expected(int64_t drafted) const {
+  const double p = odds();
+  double run = 1, total = 0;
+  for (int64_t i = 0; i < drafted; ++i) total += run *= p;
+  return total;
+}
+
+void AcceptanceEstimate::decoded() {
+  stood_ *= kFade;
+  missed_ *= kFade;
+}
+
+void AcceptanceEstimate::verified(int64_t drafted, int64_t accepted) {
+  decoded();
+  stood_ += static_cast<double>(accepted);
+  if (accepted < drafted) missed_ += 1;
+}
+
+void StepCosts::add(std::vector<double>& costs, int64_t index, double seconds) {
+  if (index < 0) return;
+  const auto i = static_cast<std::size_t>(index);
+  if (costs.size() <= i) costs.resize(i + 1, 0);
+  // A quarter of each new time: steps vary, and a slow one (a compile, a busy machine) fades.
+  costs[i] = costs[i] == 0 ? seconds : 0.75 * costs[i] + 0.25 * seconds;
+}
+
+void StepCosts::decode_took(int64_t rows, double seconds) {
+  add(decode_, rows, seconds);
+}
+
+void StepCosts::verify_took(int64_t sequences, double seconds) {
+  add(verify_, sequences, seconds);
+}
+
+double StepCosts::decode(int64_t rows) const {
+  return rows >= 0 && static_cast<std::size_t>(rows) < decode_.size()
+             ? decode_[static_cast<std::size_t>(rows)]
+             : 0;
+}
+
+double StepCosts::verify(int64_t sequences) const {
+  return sequences >= 0 && static_cast<std::size_t>(sequences) < verify_.size()
+             ? verify_[static_cast<std::size_t>(sequences)]
+             : 0;
+}
+
+bool StepCosts::verify_pays(int64_t sequences, double tokens, int64_t rows) const {
+  const double verify_seconds = verify(sequences), decode_seconds = decode(rows);
+  if (verify_seconds == 0) return true;
+  if (decode_seconds == 0) return false;
+  return tokens / verify_seconds > static_cast<double>(sequences) / decode_seconds;
 }
 
 }  // namespace xlacel::engine

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace xlacel::engine {
 
@@ -23,20 +24,43 @@ std::optional<Speculation> parse_speculation(std::string_view name);
 // one kept comes from it too).
 int64_t accepted_drafts(std::span<const int32_t> draft, std::span<const int32_t> next);
 
-// When a sequence drafts: after a verify that kept none of its guesses it waits a step, then
-// twice as long after each further miss (up to kMaxWait), so text that does not repeat itself
-// costs few verify calls; a kept guess resets the wait. A verify call costs more than a decode
-// step (its rows), which only kept guesses repay.
-class DraftPacing {
+// What a sequence's drafts are worth: how likely each drafted token is to stand, from the ones
+// that stood and the verify calls that ended at one that did not (the estimate of a geometric
+// run's odds), both fading by kFade per step, so that text which stopped repeating itself stops
+// drafting and old evidence gives way to the prior (which tries again).
+class AcceptanceEstimate {
  public:
-  static constexpr int64_t kMaxWait = 16;
-  // Whether to draft this step (counts a waiting step down).
-  bool draft_now();
+  static constexpr double kFade = 0.9;
+  static constexpr double kPriorStood = 2, kPriorMissed = 1;
+  // The chance a drafted token stands, given that those before it did.
+  double odds() const;
+  // Drafted tokens expected to stand out of `drafted`: p + p^2 + ... + p^drafted.
+  double expected(int64_t drafted) const;
+  // A step passed: a decode step (nothing verified), or a verify call.
+  void decoded();
   void verified(int64_t drafted, int64_t accepted);
 
  private:
-  int64_t wait_ = 0;     // steps left before the next draft
-  int64_t backoff_ = 1;  // the wait after the next miss
+  double stood_ = 0, missed_ = 0;
+};
+
+// Seconds a decode step over `rows` and a verify call over `sequences` took lately (a moving
+// average of each; 0 until one ran), so that a verify call runs only where the tokens it is
+// expected to give come faster than decode steps would give them: a verify call costs its whole
+// bucket of rows, on a CPU several decode steps of a small model.
+class StepCosts {
+ public:
+  void decode_took(int64_t rows, double seconds);
+  void verify_took(int64_t sequences, double seconds);
+  double decode(int64_t rows) const;
+  double verify(int64_t sequences) const;
+  // Whether a verify call over `sequences` expected to give `tokens` beats decode steps of
+  // `rows` giving one token per sequence; untried calls are tried.
+  bool verify_pays(int64_t sequences, double tokens, int64_t rows) const;
+
+ private:
+  static void add(std::vector<double>& costs, int64_t index, double seconds);
+  std::vector<double> decode_, verify_;  // by rows, by sequences
 };
 
 }  // namespace xlacel::engine

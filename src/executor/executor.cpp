@@ -598,8 +598,16 @@ void Executor::decode(std::span<const int32_t> tokens, std::span<const int32_t> 
   if (decode_rows(rows) != rows) {
     fail("decode", "{} rows is not a compiled batch size (next: {})", rows, decode_rows(rows));
   }
-  Graph& step =
-      graph(decode_graph(rows, want_logits, *std::max_element(positions.begin(), positions.end())));
+  const int32_t last_position = *std::max_element(positions.begin(), positions.end());
+  const models::GraphOptions step_options = decode_graph(rows, want_logits, last_position);
+  if (capabilities_.verify_tokens > 0 && graphs_.count(models::graph_name(step_options)) == 0) {
+    // A longer attention window: verify calls will want theirs too. Both load now, side by
+    // side, rather than the verify graph's first call stalling a later step (1B: seconds).
+    const std::vector<models::GraphOptions> both = {
+        step_options, verify_graph(capabilities_.verify_tokens, last_position)};
+    prepare(both);
+  }
+  Graph& step = graph(step_options);
   std::vector<device::BufferPtr> outputs =
       run(step, {{"tokens", bytes_of(tokens)}, {"positions", bytes_of(positions)}});
   const auto vocab = static_cast<std::size_t>(capabilities_.vocab_size);

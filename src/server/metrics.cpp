@@ -43,6 +43,11 @@ void Metrics::step(const engine::StepReport& report) {
     last_batch_ = report.decode_sequences;
     last_step_seconds_ = report.decode_seconds;
   }
+  if (report.verified) {
+    ++verify_calls_;
+    drafted_tokens_ += static_cast<uint64_t>(report.drafted_tokens);
+    accepted_tokens_ += static_cast<uint64_t>(report.accepted_tokens);
+  }
 }
 
 std::string Metrics::prometheus_text(const QueueState& queue) const {
@@ -64,10 +69,18 @@ std::string Metrics::prometheus_text(const QueueState& queue) const {
         static_cast<double>(prefill_tokens_.load()));
   write(out, "xlacel_prefill_seconds_total", "counter", "Time in prefill calls.",
         prefill_seconds_.load());
-  write(out, "xlacel_decode_steps_total", "counter", "Decode steps run.",
+  write(out, "xlacel_decode_steps_total", "counter", "Decode steps run (verify calls included).",
         static_cast<double>(decode_steps_.load()));
-  write(out, "xlacel_decode_seconds_total", "counter", "Time in decode steps.",
-        decode_seconds_.load());
+  write(out, "xlacel_decode_seconds_total", "counter",
+        "Time in decode steps (and the verify calls that replaced them).", decode_seconds_.load());
+  write(out, "xlacel_verify_calls_total", "counter",
+        "Decode steps that were speculative decoding's verify calls (--speculative).",
+        static_cast<double>(verify_calls_.load()));
+  write(out, "xlacel_drafted_tokens_total", "counter", "Tokens drafted and verified.",
+        static_cast<double>(drafted_tokens_.load()));
+  write(out, "xlacel_accepted_tokens_total", "counter",
+        "Drafted tokens that stood (tokens without a decode step of their own).",
+        static_cast<double>(accepted_tokens_.load()));
   write(out, "xlacel_queue_depth", "gauge", "Requests waiting for a slot.",
         static_cast<double>(queue.waiting));
   write(out, "xlacel_running_requests", "gauge", "Requests holding a slot.",

@@ -38,6 +38,9 @@ class Metrics {
   std::atomic<double> prefill_seconds_ = 0;
   std::atomic<uint64_t> decode_steps_ = 0;
   std::atomic<double> decode_seconds_ = 0;
+  std::atomic<uint64_t> verify_calls_ = 0;  // speculative decoding
+  std::atomic<uint64_t> drafted_tokens_ = 0;
+  std::atomic<uint64_t> accepted_tokens_ = 0;
   std::atomic<int64_t> last_batch_ = 0;
   std::atomic<double> last_step_seconds_ = 0;
 };
