@@ -1568,14 +1568,23 @@ TEST(Speculation, PromptLookupTakesTheLongestSuffixAtItsLatestOccurrence) {
 
   // A verify call runs where its expected tokens come sooner than decode steps give them; an
   // untried verify call is tried, and until a decode step ran nothing is known to beat.
+  // The first call of each is left out (one-time costs).
   StepCosts costs;
   EXPECT_TRUE(costs.verify_pays(1, 1.5, 1));
+  costs.verify_took(1, 5.0);
+  EXPECT_TRUE(costs.verify_pays(1, 1.5, 1)) << "the first call's time is not its cost";
   costs.verify_took(1, 0.030);
   EXPECT_FALSE(costs.verify_pays(1, 5, 1));
+  costs.decode_took(1, 1.0);
   costs.decode_took(1, 0.010);
   EXPECT_TRUE(costs.verify_pays(1, 3.5, 1));
   EXPECT_FALSE(costs.verify_pays(1, 2.5, 1));
   EXPECT_TRUE(costs.verify_pays(2, 1, 1)) << "untried over 2 sequences";
+  // Not tried lately: tried again.
+  for (int64_t i = 0; i < StepCosts::kRetryAfter; ++i) costs.decode_took(1, 0.010);
+  EXPECT_TRUE(costs.verify_pays(1, 1.1, 1));
+  costs.verify_took(1, 0.030);
+  EXPECT_FALSE(costs.verify_pays(1, 1.1, 1));
 }
 
 struct SpeculativeRun {

@@ -52,37 +52,44 @@ void AcceptanceEstimate::verified(int64_t drafted, int64_t accepted) {
   if (accepted < drafted) missed_ += 1;
 }
 
-void StepCosts::add(std::vector<double>& costs, int64_t index, double seconds) {
+void StepCosts::add(std::vector<Cost>& costs, int64_t index, double seconds) {
   if (index < 0) return;
   const auto i = static_cast<std::size_t>(index);
-  if (costs.size() <= i) costs.resize(i + 1, 0);
-  // A quarter of each new time: steps vary, and a slow one (a compile, a busy machine) fades.
-  costs[i] = costs[i] == 0 ? seconds : 0.75 * costs[i] + 0.25 * seconds;
+  if (costs.size() <= i) costs.resize(i + 1);
+  Cost& cost = costs[i];
+  // A quarter of each new time: steps vary, and a slow one (a busy machine) fades.
+  if (++cost.calls > 1) {
+    cost.seconds = cost.calls == 2 ? seconds : 0.75 * cost.seconds + 0.25 * seconds;
+  }
+}
+
+double StepCosts::seconds_of(const std::vector<Cost>& costs, int64_t index) {
+  return index >= 0 && static_cast<std::size_t>(index) < costs.size()
+             ? costs[static_cast<std::size_t>(index)].seconds
+             : 0;
 }
 
 void StepCosts::decode_took(int64_t rows, double seconds) {
   add(decode_, rows, seconds);
+  ++decodes_since_verify_;
 }
 
 void StepCosts::verify_took(int64_t sequences, double seconds) {
   add(verify_, sequences, seconds);
+  decodes_since_verify_ = 0;
 }
 
 double StepCosts::decode(int64_t rows) const {
-  return rows >= 0 && static_cast<std::size_t>(rows) < decode_.size()
-             ? decode_[static_cast<std::size_t>(rows)]
-             : 0;
+  return seconds_of(decode_, rows);
 }
 
 double StepCosts::verify(int64_t sequences) const {
-  return sequences >= 0 && static_cast<std::size_t>(sequences) < verify_.size()
-             ? verify_[static_cast<std::size_t>(sequences)]
-             : 0;
+  return seconds_of(verify_, sequences);
 }
 
 bool StepCosts::verify_pays(int64_t sequences, double tokens, int64_t rows) const {
   const double verify_seconds = verify(sequences), decode_seconds = decode(rows);
-  if (verify_seconds == 0) return true;
+  if (verify_seconds == 0 || decodes_since_verify_ >= kRetryAfter) return true;
   if (decode_seconds == 0) return false;
   return tokens / verify_seconds > static_cast<double>(sequences) / decode_seconds;
 }

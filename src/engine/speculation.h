@@ -45,22 +45,31 @@ class AcceptanceEstimate {
 };
 
 // Seconds a decode step over `rows` and a verify call over `sequences` took lately (a moving
-// average of each; 0 until one ran), so that a verify call runs only where the tokens it is
-// expected to give come faster than decode steps would give them: a verify call costs its whole
-// bucket of rows, on a CPU several decode steps of a small model.
+// average of each, the first call of each left out: it pays one-time costs; 0 until measured),
+// so that a verify call runs only where the tokens it is expected to give come faster than
+// decode steps would give them: a verify call costs its whole bucket of rows, on a CPU several
+// decode steps of a small model. A verify call is tried again after kRetryAfter decode steps, so
+// that one slow call (a busy machine) does not end speculation for good.
 class StepCosts {
  public:
+  static constexpr int64_t kRetryAfter = 64;
   void decode_took(int64_t rows, double seconds);
   void verify_took(int64_t sequences, double seconds);
   double decode(int64_t rows) const;
   double verify(int64_t sequences) const;
   // Whether a verify call over `sequences` expected to give `tokens` beats decode steps of
-  // `rows` giving one token per sequence; untried calls are tried.
+  // `rows` giving one token per sequence; calls not measured yet, or not lately, are tried.
   bool verify_pays(int64_t sequences, double tokens, int64_t rows) const;
 
  private:
-  static void add(std::vector<double>& costs, int64_t index, double seconds);
-  std::vector<double> decode_, verify_;  // by rows, by sequences
+  struct Cost {
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  static void add(std::vector<Cost>& costs, int64_t index, double seconds);
+  static double seconds_of(const std::vector<Cost>& costs, int64_t index);
+  std::vector<Cost> decode_, verify_;  // by rows, by sequences
+  int64_t decodes_since_verify_ = 0;
 };
 
 }  // namespace xlacel::engine

@@ -2391,59 +2391,78 @@ INLINE __m256i column_dots(__m256i u, __m256i q, enum CodeForm form) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
 }
 
-// One weight row (codes from its start, planes from the row on, its factors expanded: scales
-// s and zero terms z = offset - scale * bias per group) times one row of x quantized.
-INLINE float int8_row_times_one(const uint8_t* codes, const uint8_t* highs, const float* sd,
-                                const float* z, const int8_t* qx, const float* xs, size_t k,
-                                enum CodeForm form, size_t ahead) {
+// Most x rows one pass over a weight row's codes takes (int8_row_times_few): each block's codes
+// are unpacked once for all of them, so a few rows (a verify call's drafted tokens, a small
+// decode batch) cost little more than one.
+#define INT8_FEW_ROWS 4
+
+// One weight row (codes from its start, planes from the row on, its factors expanded: scales s
+// and zero terms z = offset - scale * bias per group) times `rows` (at most INT8_FEW_ROWS) rows
+// of x quantized (x row t: qx + t * k, its dx at xd + t * k / 32 and code sums at xs + t * k /
+// 16), into out[t * out_stride]. Each row's arithmetic is the same whatever rows go with it.
+INLINE void int8_row_times_few(const uint8_t* codes, const uint8_t* highs, const float* s,
+                               const float* z, const int8_t* qx, const float* xd, const float* xs,
+                               size_t k, enum CodeForm form, size_t ahead, size_t rows, float* out,
+                               size_t out_stride) {
   const size_t blocks = k / 32;
   const int sixteen = form_group(form) == 16;
-  // Two accumulators, two blocks a pass (a constant index, so that both stay in registers); block
-  // b's scale: sd[b] in every lane, or for groups of 16 sd[2b] in lanes 0-3 and sd[2b + 1] in 4-7.
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  // Two accumulators per row, two blocks a pass (a constant index, so that they stay in
+  // registers); block b's scale: s[b] dx[b] in every lane, or for groups of 16 s[2b] dx[b] in
+  // lanes 0-3 and s[2b + 1] dx[b] in 4-7.
+  __m256 acc[INT8_FEW_ROWS][2];
+  for (size_t t = 0; t < rows; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-#define INT8_ROW_BLOCK(B, ACC)                                                               \
-  do {                                                                                       \
-    const __m256i u = column_codes(codes, highs, (B), form);                                 \
-    const __m256 dots = _mm256_cvtepi32_ps(                                                  \
-        column_dots(u, _mm256_loadu_si256((const __m256i*)(qx + (B)*32)), form));            \
-    const __m256 scale =                                                                     \
-        sixteen ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(             \
-                                               _mm_load_sd((const double*)(sd + 2 * (B))))), \
-                                           halves)                                           \
-                : _mm256_broadcast_ss(sd + (B));                                             \
-    ACC = _mm256_fmadd_ps(dots, scale, ACC);                                                 \
+#define INT8_ROW_BLOCK(B, A)                                                                \
+  do {                                                                                      \
+    const __m256i u = column_codes(codes, highs, (B), form);                                \
+    const __m256 group_scales =                                                             \
+        sixteen ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(            \
+                                               _mm_load_sd((const double*)(s + 2 * (B))))), \
+                                           halves)                                          \
+                : _mm256_broadcast_ss(s + (B));                                             \
+    for (size_t t = 0; t < rows; ++t) {                                                     \
+      const __m256 dots = _mm256_cvtepi32_ps(                                               \
+          column_dots(u, _mm256_loadu_si256((const __m256i*)(qx + t * k + (B)*32)), form)); \
+      const __m256 scale =                                                                  \
+          _mm256_mul_ps(group_scales, _mm256_broadcast_ss(xd + t * blocks + (B)));          \
+      acc[t][A] = _mm256_fmadd_ps(dots, scale, acc[t][A]);                                  \
+    }                                                                                       \
   } while (0)
   size_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
     stream_prefetch(codes + code_byte(b * 16, pairs_rows(form)) + ahead);
-    INT8_ROW_BLOCK(b, acc[0]);
-    INT8_ROW_BLOCK(b + 1, acc[1]);
+    INT8_ROW_BLOCK(b, 0);
+    INT8_ROW_BLOCK(b + 1, 1);
   }
-  if (b < blocks) INT8_ROW_BLOCK(b, acc[0]);
+  if (b < blocks) INT8_ROW_BLOCK(b, 0);
 #undef INT8_ROW_BLOCK
   // Zero terms: z per group times dx times its columns' code sum.
   const size_t groups = sixteen ? k / 16 : k / 32;
-  __m256 zeros = _mm256_setzero_ps();
-  size_t g = 0;
-  for (; g + 8 <= groups; g += 8) {
-    __m256 sums;
-    if (sixteen) {
-      sums = _mm256_loadu_ps(xs + g);
-    } else {
-      // Per 32 columns: pairs of xs added, hadd's lane order put back.
-      const __m256 pairs =
-          _mm256_hadd_ps(_mm256_loadu_ps(xs + 2 * g), _mm256_loadu_ps(xs + 2 * g + 8));
-      sums = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+  for (size_t t = 0; t < rows; ++t) {
+    const float* sums_of = xs + t * (k / 16);
+    __m256 zeros = _mm256_setzero_ps();
+    size_t g = 0;
+    for (; g + 8 <= groups; g += 8) {
+      __m256 sums;
+      if (sixteen) {
+        sums = _mm256_loadu_ps(sums_of + g);
+      } else {
+        // Per 32 columns: pairs of xs added, hadd's lane order put back.
+        const __m256 pairs =
+            _mm256_hadd_ps(_mm256_loadu_ps(sums_of + 2 * g), _mm256_loadu_ps(sums_of + 2 * g + 8));
+        sums = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+      }
+      zeros = _mm256_fmadd_ps(_mm256_loadu_ps(z + g), sums, zeros);
     }
-    zeros = _mm256_fmadd_ps(_mm256_loadu_ps(z + g), sums, zeros);
+    const __m256 total = _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), zeros);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+    for (; g < groups; ++g) {
+      sum += z[g] * (sixteen ? sums_of[g] : sums_of[2 * g] + sums_of[2 * g + 1]);
+    }
+    out[t * out_stride] = sum;
   }
-  const __m256 total = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), zeros);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-  for (; g < groups; ++g) sum += z[g] * (sixteen ? xs[g] : xs[2 * g] + xs[2 * g + 1]);
-  return sum;
 }
 
 // Most groups per weight row the one-row int8 product takes (its factors expanded on the stack).
@@ -2453,36 +2472,38 @@ INLINE float int8_row_times_one(const uint8_t* codes, const uint8_t* highs, cons
 INLINE void int8_rows(const uint8_t* codes, struct Planes planes, const int8_t* qx, const float* xd,
                       const float* xs, float* y, size_t rows, size_t n, size_t k, int has_offsets,
                       enum CodeForm form, enum ScaleForm scale_form, size_t first, size_t last) {
-  // The form's, a constant here: each group's dx one contiguous multiply below.
+  // The form's, a constant here.
   const size_t group = form_group(form), groups = k / group;
   const size_t row_bytes = code_row_bytes(form, k), high_bytes = high_row_bytes(form, k);
   const size_t ahead = prefetch_rows(1, 1, row_bytes, pairs_rows(form)) * row_bytes;
   const float bias = column_bias(form);
-  float s[INT8_ROW_MAX_GROUPS], z[INT8_ROW_MAX_GROUPS], sd[INT8_ROW_MAX_GROUPS];
+  float s[INT8_ROW_MAX_GROUPS], z[INT8_ROW_MAX_GROUPS];
   for (size_t row = first; row < last; ++row) {
     const struct Planes p = planes_row(planes, row, groups, group, scale_form, high_bytes);
     expand_row_factors(p.scales, p.super_scales, groups, group, scale_form, s);
     if (has_offsets) expand_row_factors(p.offsets, p.super_offsets, groups, group, scale_form, z);
     for (size_t g = 0; g < groups; ++g) z[g] = (has_offsets ? z[g] : 0) - s[g] * bias;
     const uint8_t* c = code_row(codes, row, row_bytes, pairs_rows(form));
-    for (size_t t = 0; t < rows; ++t) {
-      // Each group's scale times its block's dx, once per (weight row, x row).
-      const float* d = xd + t * (k / 32);
-      if (group == 32) {
-        for (size_t g = 0; g < groups; ++g) sd[g] = s[g] * d[g];
-      } else {
-        // Each dx twice, by a permute (left to the compiler, a gather: ~20% slower on Zen 4).
-        const __m256i twice = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-        size_t g = 0;
-        for (; g + 8 <= groups; g += 8) {
-          const __m256 dx =
-              _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(d + g / 2)), twice);
-          _mm256_storeu_ps(sd + g, _mm256_mul_ps(_mm256_loadu_ps(s + g), dx));
-        }
-        for (; g < groups; ++g) sd[g] = s[g] * d[g / 2];
+    for (size_t t = 0; t < rows; t += INT8_FEW_ROWS) {
+      const size_t few = rows - t < INT8_FEW_ROWS ? rows - t : INT8_FEW_ROWS;
+      const int8_t* q = qx + t * k;
+      const float *d = xd + t * (k / 32), *sums = xs + t * (k / 16);
+      float* out = y + t * n + row;
+      // Each count apart, a constant in its loop.
+      switch (few) {
+        case 1:
+          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 1, out, n);
+          break;
+        case 2:
+          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 2, out, n);
+          break;
+        case 3:
+          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 3, out, n);
+          break;
+        default:
+          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 4, out, n);
+          break;
       }
-      y[t * n + row] =
-          int8_row_times_one(c, p.high_bits, sd, z, qx + t * k, xs + t * (k / 16), k, form, ahead);
     }
   }
 }
