@@ -1580,6 +1580,16 @@ TEST(Speculation, PromptLookupTakesTheLongestSuffixAtItsLatestOccurrence) {
   EXPECT_TRUE(costs.verify_pays(1, 3.5, 1));
   EXPECT_FALSE(costs.verify_pays(1, 2.5, 1));
   EXPECT_TRUE(costs.verify_pays(2, 1, 1)) << "untried over 2 sequences";
+  // A call far slower than the average (a new graph's first) is left out, unless they keep
+  // coming.
+  costs.verify_took(1, 3.0);
+  EXPECT_NEAR(costs.verify(1), 0.030, 1e-9);
+  costs.verify_took(1, 3.0);
+  costs.verify_took(1, 3.0);
+  EXPECT_GT(costs.verify(1), 0.5);
+  costs.verify_took(1, 0.030);
+  for (int i = 0; i < 40; ++i) costs.verify_took(1, 0.030);
+  EXPECT_NEAR(costs.verify(1), 0.030, 1e-3);
   // Not tried lately: tried again.
   for (int64_t i = 0; i < StepCosts::kRetryAfter; ++i) costs.decode_took(1, 0.010);
   EXPECT_TRUE(costs.verify_pays(1, 1.1, 1));

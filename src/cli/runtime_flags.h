@@ -31,7 +31,7 @@ struct RuntimeFlags {
   std::string cuda_sm;            // IREE CUDA target (--backend iree --device cuda)
   std::vector<std::string> compiler_flags;  // extra iree-compile flags, for tuning
   std::string speculative = "auto";         // speculative decoding: auto, ngram or off
-  int64_t draft_max = 7;                    // drafted tokens per verify call, at most
+  int64_t draft_max = 3;                    // drafted tokens per verify call, at most
 };
 
 void add_runtime_flags(CLI::App* command, RuntimeFlags& flags);

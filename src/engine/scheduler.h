@@ -100,7 +100,7 @@ struct SchedulerOptions {
   // take: Capabilities::verify_tokens, which must be 2 or more). The tokens are those decode
   // gives; only their speed changes.
   Speculation speculation = Speculation::kOff;
-  int64_t draft_max = 7;
+  int64_t draft_max = 3;
   // Verify drafts only where that is expected to pay (step 3). Off: whenever a draft comes (for
   // tests, whose fake runners take no time, and measurements).
   bool verify_when_it_pays = true;

@@ -57,10 +57,11 @@ void StepCosts::add(std::vector<Cost>& costs, int64_t index, double seconds) {
   const auto i = static_cast<std::size_t>(index);
   if (costs.size() <= i) costs.resize(i + 1);
   Cost& cost = costs[i];
+  if (++cost.calls == 1) return;
+  if (cost.seconds > 0 && seconds > 3 * cost.seconds && ++cost.slow < 3) return;
+  cost.slow = 0;
   // A quarter of each new time: steps vary, and a slow one (a busy machine) fades.
-  if (++cost.calls > 1) {
-    cost.seconds = cost.calls == 2 ? seconds : 0.75 * cost.seconds + 0.25 * seconds;
-  }
+  cost.seconds = cost.seconds == 0 ? seconds : 0.75 * cost.seconds + 0.25 * seconds;
 }
 
 double StepCosts::seconds_of(const std::vector<Cost>& costs, int64_t index) {

@@ -45,7 +45,9 @@ class AcceptanceEstimate {
 };
 
 // Seconds a decode step over `rows` and a verify call over `sequences` took lately (a moving
-// average of each, the first call of each left out: it pays one-time costs; 0 until measured),
+// average of each, without the first call of each and calls over 3 times the average unless 3
+// come in a row: a graph's first call, as a longer attention window's, pays one-time costs; 0
+// until measured),
 // so that a verify call runs only where the tokens it is expected to give come faster than
 // decode steps would give them: a verify call costs its whole bucket of rows, on a CPU several
 // decode steps of a small model. A verify call is tried again after kRetryAfter decode steps, so
@@ -65,6 +67,7 @@ class StepCosts {
   struct Cost {
     int64_t calls = 0;
     double seconds = 0;
+    int64_t slow = 0;  // calls over 3 times the average in a row
   };
   static void add(std::vector<Cost>& costs, int64_t index, double seconds);
   static double seconds_of(const std::vector<Cost>& costs, int64_t index);

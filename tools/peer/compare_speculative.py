@@ -148,7 +148,7 @@ def main():
     parser.add_argument("--context", type=int, default=2048)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--draft-max", type=int, default=7, help="xlacel's --draft-max")
+    parser.add_argument("--draft-max", type=int, default=3, help="xlacel's --draft-max")
     parser.add_argument("--peer-spec-type", default="ngram-simple",
                         help="llama-server's --spec-type for its speculative run")
     parser.add_argument("--peer-draft-max", type=int, default=0,
