@@ -345,6 +345,13 @@ TEST_P(IreeFamiliesAtRealSize, PrefillAndDecodeCompile) {
       }
     }
   }
+  // Speculative decoding's verify call (the CLI's default draft of 3): every row's logits and
+  // their argmax, where the logit transforms of Gemma 2, Granite and Cohere come between.
+  models::GraphOptions verify = options.front();
+  verify.kind = GraphKind::kVerify;
+  verify.bucket = 4;
+  verify.sequences = 1;
+  options.push_back(verify);
   for (models::GraphOptions& graph : options) graph.lowering = lowering_;  // as the executor
   compile_all(*device_, config, options, c.config.stem().string(), c.form);
 }

@@ -12,7 +12,7 @@ std::vector<CLI::Option*> add_graph_flags(CLI::App* command, GraphFlags& flags) 
       command
           ->add_option(
               "--graph", flags.graph,
-              "prefill, decode, decode-logits, copy-slot, save-slot, restore-slot or embed")
+              "prefill, decode, decode-logits, copy-slot, save-slot, restore-slot, embed or verify")
           ->capture_default_str(),
       command->add_option("--bucket", flags.bucket,
                           "prefill: tokens per call (default 64); decode: rows, one per slot "
@@ -56,7 +56,7 @@ models::GraphOptions graph_options(const GraphFlags& flags) {
   if (flags.slots <= 0) fail("--slots", "must be positive, got {}", flags.slots);
   if (flags.sequences <= 0) fail("--sequences", "must be positive, got {}", flags.sequences);
   if (flags.sequences > 1 && !models::prefills(*kind)) {
-    fail("--sequences", "only a prefill or embed graph runs several sequences' chunks");
+    fail("--sequences", "only a prefill, embed or verify graph runs several sequences' chunks");
   }
   graph.bucket = flags.bucket > 0 ? flags.bucket : (models::prefills(*kind) ? 64 : 1);
   graph.capacity = flags.capacity;

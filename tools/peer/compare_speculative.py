@@ -4,8 +4,8 @@ rename, a summary quoting its text, fields extracted to JSON) and on open chat, 
 rounds, each request alone (one slot) and greedy.
 
   .venv/bin/python tools/peer/compare_speculative.py [--model GGUF] [--threads 2] [--rounds 3]
-      [--max-tokens 256] [--draft-max 7] [--peer-spec-type ngram-simple] [--tasks rename,chat]
-      [-- extra xlacel serve flags]
+      [--max-tokens 256] [--draft-max 3] [--peer-spec-type ngram-simple] [--tasks rename,chat]
+      [--template TEXT] [-- extra xlacel serve flags]
 
 Decode tok/s is measured by the client on the streamed chunks: (completion tokens - 1) / (last
 chunk - first chunk), for both servers alike. Acceptance: xlacel's /metrics (accepted / drafted),
@@ -92,15 +92,20 @@ TASKS = {
 }
 
 
-def stream_chat(base_url, model, prompt, max_tokens):
+def stream_chat(base_url, model, prompt, max_tokens, template=None):
     """One greedy streamed request: its text, completion tokens, decode tok/s and the last
-    chunk's `timings` (llama.cpp)."""
+    chunk's `timings` (llama.cpp). With a `template` (its {prompt} replaced), a completion of
+    that text instead of a chat (a model file without a chat template)."""
     url = urllib.parse.urlparse(base_url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens, "temperature": 0, "stream": True,
+    body = {"model": model, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "stream_options": {"include_usage": True}}
-    connection.request("POST", url.path + "/chat/completions", json.dumps(body),
+    if template:
+        body["prompt"] = template.replace("{prompt}", prompt)
+    else:
+        body["messages"] = [{"role": "user", "content": prompt}]
+    connection.request("POST", url.path + ("/completions" if template else "/chat/completions"),
+                       json.dumps(body),
                        {"Content-Type": "application/json", "Authorization": "Bearer unused"})
     response = connection.getresponse()
     if response.status != 200:
@@ -113,7 +118,7 @@ def stream_chat(base_url, model, prompt, max_tokens):
         chunk = json.loads(line[len("data: "):])
         now = time.perf_counter()
         for choice in chunk.get("choices", []):
-            content = choice.get("delta", {}).get("content")
+            content = choice.get("delta", {}).get("content") or choice.get("text")
             if content:
                 text += content
                 first = first or now
@@ -155,9 +160,13 @@ def main():
                         help="llama-server's --spec-draft-n-max (0: its default)")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated: " +
                         ", ".join(TASKS))
+    parser.add_argument("--template", help="a model file without a chat template: each task as "
+                        "a completion of this text, {prompt} replaced by the task, e.g. Gemma 3's "
+                        "'<start_of_turn>user\\n{prompt}<end_of_turn>\\n<start_of_turn>model\\n'")
     parser.add_argument("serve_args", nargs="*")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
+    template = args.template.encode().decode("unicode_escape") if args.template else None
 
     bin_dir = subprocess.run([os.path.join(here, "build_llama_cpp")], check=True,
                              capture_output=True, text=True).stdout.strip()
@@ -188,7 +197,7 @@ def main():
             servers[name] = (server.base_url, model, server)
         for name, (url, model, _) in servers.items():  # warm-up: graphs, windows, caches
             for task in tasks:
-                stream_chat(url, model, TASKS[task], args.max_tokens)
+                stream_chat(url, model, TASKS[task], args.max_tokens, template)
 
         rates = {(task, name): [] for task in tasks for name in servers}
         accepted = {(task, name): [0.0, 0.0] for task in tasks for name in servers}
@@ -198,7 +207,7 @@ def main():
                 for name, (url, model, server) in servers.items():
                     before = xlacel_counters(server) if server else None
                     text, tokens, rate, timings = stream_chat(url, model, TASKS[task],
-                                                              args.max_tokens)
+                                                              args.max_tokens, template)
                     rates[(task, name)].append(rate)
                     texts.setdefault((task, name), text)
                     if server:
