@@ -46,9 +46,8 @@ struct ExecutorOptions {
   // batched with.
   lowering::Math math = lowering::Math::kExact;
   // Tokens per sequence of the verify graph (speculative decoding: a sequence's newest token
-  // and up to verify_tokens - 1 drafted after it; ModelRunner::verify), loaded up front for one
-  // sequence (calls over several, up to prefill_sequences and the slots, load on first use);
-  // 0: none.
+  // and up to verify_tokens - 1 drafted after it; ModelRunner::verify), loaded up front for 1,
+  // 2, 4, ... sequences up to prefill_sequences and the slots; 0: none.
   int64_t verify_tokens = 0;
   // One line of progress, for stderr; may be empty.
   std::function<void(std::string_view)> progress;

@@ -6,6 +6,7 @@ rounds, each request alone (one slot) and greedy.
   .venv/bin/python tools/peer/compare_speculative.py [--model GGUF] [--threads 2] [--rounds 3]
       [--max-tokens 256] [--draft-max 3] [--peer-spec-type ngram-simple] [--tasks rename,chat]
       [--template TEXT] [-- extra xlacel serve flags]
+  .venv/bin/python tools/peer/compare_speculative.py --streams 8 [--rounds 3] [--max-tokens 128]
 
 Decode tok/s is measured by the client on the streamed chunks: (completion tokens - 1) / (last
 chunk - first chunk), for both servers alike. Acceptance: xlacel's /metrics (accepted / drafted),
@@ -145,6 +146,40 @@ def xlacel_counters(server):
     return counters
 
 
+def streams_mode(args):
+    """--streams P: xlacel serve with speculation off and on, P slots each, P concurrent clients
+    (tools/serving/load.py: open-chat prompts), aggregate tok/s in alternating rounds."""
+    sys.path.insert(0, os.path.join(here, "../serving"))
+    from load import run_load  # noqa: E402
+    servers = {}
+    try:
+        for name, spec in (("xlacel", ["--speculative", "off"]),
+                           ("xlacel+spec", ["--speculative", "ngram", "--draft-max",
+                                            str(args.draft_max)])):
+            server = ServerProcess(xlacel_path(), "-m", args.model, "--parallel",
+                                   str(args.streams), "--threads", str(args.threads),
+                                   "--context", str(args.context), *spec, *args.serve_args)
+            servers[name] = server
+        models = {name: server.request("GET", "/v1/models")[1]["data"][0]["id"]
+                  for name, server in servers.items()}
+        for name, server in servers.items():  # warm-up
+            run_load(server.base_url, models[name], clients=args.streams,
+                     max_tokens=args.max_tokens, requests_per_client=2)
+        rates = {name: [] for name in servers}
+        for round_index in range(args.rounds):
+            for name, server in servers.items():
+                result = run_load(server.base_url, models[name], clients=args.streams,
+                                  max_tokens=args.max_tokens, requests_per_client=2)
+                rates[name].append(result.tokens_per_second())
+                print(f"round {round_index + 1} {name:12s} {result.summary()}", flush=True)
+        off, on = (statistics.median(rates[name]) for name in servers)
+        print(f"\n{args.streams} streams, {os.path.basename(args.model)}: aggregate tok/s "
+              f"(median of {args.rounds}) off {off:.1f}, speculative {on:.1f} ({on / off:.2f}x)")
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.path.expanduser(
@@ -163,8 +198,14 @@ def main():
     parser.add_argument("--template", help="a model file without a chat template: each task as "
                         "a completion of this text, {prompt} replaced by the task, e.g. Gemma 3's "
                         "'<start_of_turn>user\\n{prompt}<end_of_turn>\\n<start_of_turn>model\\n'")
+    parser.add_argument("--streams", type=int, default=0,
+                        help="instead: xlacel's aggregate tok/s over this many concurrent open-chat "
+                             "streams, speculation off against on")
     parser.add_argument("serve_args", nargs="*")
     args = parser.parse_args()
+    if args.streams > 0:
+        streams_mode(args)
+        return
     tasks = args.tasks.split(",")
     template = args.template.encode().decode("unicode_escape") if args.template else None
 
