@@ -662,7 +662,7 @@ void Scheduler::decode_all() {
   std::vector<bool> fed(slots_.size(), false);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const Sequence* sequence = slots_[i].get();
-    if (sequence && (sequence->decoding() || rides_decode(*sequence))) {
+    if (sequence && feeds_token(*sequence)) {
       fed[i] = true;
       highest = static_cast<int64_t>(i);
       ++sequences;
@@ -688,11 +688,7 @@ void Scheduler::decode_all() {
     }
     // A sequence still prefilling gets its next unwritten row, which its next chunk rewrites.
     positions[b] = static_cast<int32_t>(sequence->cached);
-    if (sequence->decoding()) {
-      tokens[b] = *sequence->pending;
-    } else if (fed[b]) {
-      tokens[b] = sequence->tokens[static_cast<std::size_t>(sequence->cached)];
-    }
+    if (fed[b]) tokens[b] = token_to_feed(*sequence);
   }
   // Each grammar's next mask is computed while the device runs the step: it depends only on
   // the tokens drawn so far.
@@ -701,7 +697,7 @@ void Scheduler::decode_all() {
                   [](const auto& sequence) { return sequence && sequence->grammar; })) {
     masks = std::async(std::launch::async, [this] {
       for (auto& sequence : slots_) {
-        if (sequence && (sequence->decoding() || rides_decode(*sequence)) && sequence->grammar)
+        if (sequence && feeds_token(*sequence) && sequence->grammar)
           sequence->grammar->compute_mask();
       }
     });
@@ -718,13 +714,7 @@ void Scheduler::decode_all() {
   for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
     Sequence* sequence = slots_[b].get();
     if (!fed[b]) continue;
-    if (sequence->decoding()) {
-      sequence->tokens.push_back(*sequence->pending);
-      sequence->pending.reset();
-    } else {
-      begin_prefill(*sequence, start);  // its prompt's last token: the first output comes next
-    }
-    ++sequence->cached;
+    token_fed(*sequence, start);
     if (sequence->needs_logits()) {
       sample_and_accept(*sequence, std::span<float>(decode_out_.logits).subspan(b * vocab, vocab));
     } else {
@@ -762,7 +752,7 @@ bool Scheduler::verify_drafts() {
   std::vector<std::size_t> fed;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const Sequence* sequence = slots_[i].get();
-    if (!sequence || !(sequence->decoding() || rides_decode(*sequence))) continue;
+    if (!sequence || !feeds_token(*sequence)) continue;
     if (sequence->needs_logits()) return false;
     fed.push_back(i);
   }
@@ -792,8 +782,7 @@ bool Scheduler::verify_drafts() {
     const Sequence& sequence = *slots_[fed[n]];
     std::vector<int32_t>& bucket = buckets[n];
     bucket.assign(static_cast<std::size_t>(caps_.verify_tokens), 0);
-    bucket[0] = sequence.decoding() ? *sequence.pending
-                                    : sequence.tokens[static_cast<std::size_t>(sequence.cached)];
+    bucket[0] = token_to_feed(sequence);
     std::copy(drafts[n].begin(), drafts[n].end(), bucket.begin() + 1);
     inputs[n] = {static_cast<int32_t>(fed[n]), bucket, static_cast<int32_t>(sequence.cached),
                  static_cast<int32_t>(drafts[n].size() + 1)};
@@ -805,20 +794,13 @@ bool Scheduler::verify_drafts() {
     forget_resident();
     throw;
   }
-  last_step_.verified = true;
   for (std::size_t n = 0; n < fed.size(); ++n) {
     Sequence& sequence = *slots_[fed[n]];
-    if (!sequence.decoding()) {
-      begin_prefill(sequence, start);  // its prompt's last token: the first output comes next
-      ++sequence.cached;
-      accept_token(sequence, next[n][0]);
-      continue;
-    }
-    const int64_t before = last_step_.accepted_tokens;
-    accept_verified(sequence, drafts[n], next[n]);
-    last_step_.drafted_tokens += static_cast<int64_t>(drafts[n].size());
-    sequence.acceptance.verified(static_cast<int64_t>(drafts[n].size()),
-                                 last_step_.accepted_tokens - before);
+    const auto guessed = static_cast<int64_t>(drafts[n].size());
+    const int64_t stood = accept_verified(sequence, drafts[n], next[n], start);
+    sequence.acceptance.verified(guessed, stood);
+    last_step_.drafted_tokens += guessed;
+    last_step_.accepted_tokens += stood;
   }
   last_step_.decode_sequences = static_cast<int64_t>(fed.size());
   last_step_.decode_rows = static_cast<int64_t>(fed.size()) * caps_.verify_tokens;
@@ -827,22 +809,39 @@ bool Scheduler::verify_drafts() {
   return true;
 }
 
-void Scheduler::accept_verified(Sequence& sequence, std::span<const int32_t> draft,
-                                std::span<const int32_t> next) {
+int64_t Scheduler::accept_verified(Sequence& sequence, std::span<const int32_t> draft,
+                                   std::span<const int32_t> next, Clock::time_point start) {
   const int64_t stand = accepted_drafts(draft, next);
   sequence.stats.drafted_tokens += static_cast<int64_t>(draft.size());
-  // Token i of the call (the newest, then the drafts that stand) has its rows written; the
+  // Token i of the call (the one fed, then the drafts that stand) has its rows written; the
   // argmax after it is the next output, as a decode step feeding it would give.
-  for (int64_t i = 0; i <= stand && !sequence.finished; ++i) {
-    sequence.tokens.push_back(*sequence.pending);
-    sequence.pending.reset();
-    ++sequence.cached;
-    if (i > 0) {
-      ++sequence.stats.accepted_tokens;
-      ++last_step_.accepted_tokens;
-    }
+  // Counted before each token goes out: the last one's event carries the stats.
+  int64_t i = 0;
+  for (; i <= stand && !sequence.finished; ++i) {
+    token_fed(sequence, start);
+    if (i > 0) ++sequence.stats.accepted_tokens;
     accept_token(sequence, next[static_cast<std::size_t>(i)]);
   }
+  return i - 1;  // the drafts fed after the first token
+}
+
+bool Scheduler::feeds_token(const Sequence& sequence) const {
+  return sequence.decoding() || rides_decode(sequence);
+}
+
+int32_t Scheduler::token_to_feed(const Sequence& sequence) const {
+  return sequence.decoding() ? *sequence.pending
+                             : sequence.tokens[static_cast<std::size_t>(sequence.cached)];
+}
+
+void Scheduler::token_fed(Sequence& sequence, Clock::time_point start) {
+  if (sequence.decoding()) {
+    sequence.tokens.push_back(*sequence.pending);
+    sequence.pending.reset();
+  } else {
+    begin_prefill(sequence, start);  // its prompt's last token: the first output comes next
+  }
+  ++sequence.cached;
 }
 
 bool Scheduler::step() {

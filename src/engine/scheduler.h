@@ -72,8 +72,8 @@ struct StepReport {
   int64_t decode_sequences = 0;  // sequences advanced by the decode step or verify call (0: none)
   int64_t decode_rows = 0;       // rows of the graph that ran (its batch size; verify: tokens)
   double decode_seconds = 0;
-  // A verify call ran instead of the decode step: the tokens drafted, and those that stood.
-  bool verified = false;
+  // A verify call ran instead of the decode step (drafted_tokens > 0): the tokens drafted, and
+  // those that stood.
   int64_t drafted_tokens = 0;
   int64_t accepted_tokens = 0;
 };
@@ -187,10 +187,17 @@ class Scheduler {
   bool verify_drafts();
   // The tokens `sequence` guesses come after its newest one (none: it feeds that one alone).
   std::vector<int32_t> draft_for(Sequence& sequence);
-  // After a verify call: `sequence` fed its newest token and `draft`, and `next` is the argmax
-  // after each; keeps the drafts that stand and emits the tokens they give.
-  void accept_verified(Sequence& sequence, std::span<const int32_t> draft,
-                       std::span<const int32_t> next);
+  // After a verify call that began at `start`: `sequence` fed its token and `draft`, and `next`
+  // is the argmax after each; keeps the drafts that stand, emits the tokens they give and
+  // returns how many drafts stood (were fed before the sequence ended).
+  int64_t accept_verified(Sequence& sequence, std::span<const int32_t> draft,
+                          std::span<const int32_t> next, Clock::time_point start);
+  // Whether a decode step or verify call feeds the sequence a token (its newest output, or its
+  // prompt's last token: rides_decode), and which.
+  bool feeds_token(const Sequence& sequence) const;
+  int32_t token_to_feed(const Sequence& sequence) const;
+  // After a call that began at `start` wrote the rows of the token it fed the sequence.
+  void token_fed(Sequence& sequence, Clock::time_point start);
   // After a new token: emits it and finishes the sequence when a stop condition holds.
   void accept_token(Sequence& sequence, int32_t token,
                     std::optional<TokenLogprobs> logprobs = std::nullopt);

@@ -148,10 +148,12 @@ Executor::Executor(std::unique_ptr<device::Device> device,
   }
   // Verify calls of every size, as prefill's over several sequences: a first use mid-serving
   // would stall every stream while it compiles.
-  for (int64_t sequences : decode_buckets(capabilities_.verify_sequences)) {
-    if (capabilities_.verify_tokens == 0) break;
-    first.push_back(verify_graph(capabilities_.verify_tokens,
-                                 static_cast<int32_t>(capabilities_.verify_tokens - 1), sequences));
+  if (capabilities_.verify_tokens > 0) {
+    for (int64_t sequences : decode_buckets(capabilities_.verify_sequences)) {
+      first.push_back(verify_graph(capabilities_.verify_tokens,
+                                   static_cast<int32_t>(capabilities_.verify_tokens - 1),
+                                   sequences));
+    }
   }
   for (int64_t rows : options_.preload_decode_rows) {
     // The shortest window: where every sequence's decoding starts (others load on first use).

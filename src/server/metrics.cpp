@@ -43,7 +43,7 @@ void Metrics::step(const engine::StepReport& report) {
     last_batch_ = report.decode_sequences;
     last_step_seconds_ = report.decode_seconds;
   }
-  if (report.verified) {
+  if (report.drafted_tokens > 0) {
     ++verify_calls_;
     drafted_tokens_ += static_cast<uint64_t>(report.drafted_tokens);
     accepted_tokens_ += static_cast<uint64_t>(report.accepted_tokens);
