@@ -25,6 +25,10 @@ struct RequestOptions {
   // are pooled so (engine/embedding.h); no token is generated, and the one event carries the
   // pooled vector. The other options are not used.
   std::optional<Pooling> embed;
+  // A vision-language model's images (executor::ModelRunner::encode_images): their pixel values
+  // as its image processor gives them, whole images (Capabilities::image_pixels floats each) in
+  // the order of the prompt's image tokens, image_tokens of them per image. Null: none.
+  std::shared_ptr<const std::vector<float>> image_pixels;
 };
 
 enum class FinishReason {

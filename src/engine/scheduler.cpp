@@ -91,7 +91,8 @@ struct Scheduler::Sequence {
   // row the slot gets anyway) instead of a prefill call. Not for the choices of one request,
   // whose shared prompt is copied after a prefill.
   bool one_prompt_token_left() const {
-    return prefilling() && cached == prompt_tokens - 1 && !share && !embeds();
+    return prefilling() && cached == prompt_tokens - 1 && !share && !embeds() &&
+           !options.image_pixels;
   }
 
   uint64_t id;
@@ -111,7 +112,9 @@ struct Scheduler::Sequence {
   bool finished = false;
   std::optional<StreamDecoder> text;
   std::optional<EmbeddingPool> pool;  // an embedding request's, once admitted
-  AcceptanceEstimate acceptance;      // speculative decoding: how its drafts fare
+  // The image tokens' rows, in order (RequestOptions::image_pixels encoded at its first chunk).
+  std::vector<float> image_features;
+  AcceptanceEstimate acceptance;  // speculative decoding: how its drafts fare
   StopStrings stops;
   Clock::time_point submitted;
   Clock::time_point prefill_started;
@@ -155,6 +158,7 @@ void Scheduler::check_request(const std::vector<int32_t>& prompt,
       fail("prompt", "token id {} is outside the vocabulary [0, {})", id, caps_.vocab_size);
     }
   }
+  check_images(prompt, options);
   if (options.embed) {
     if (caps_.hidden_size < 1) fail("embed", "the {} runner gives no hidden states", caps_.runtime);
     return;
@@ -164,6 +168,35 @@ void Scheduler::check_request(const std::vector<int32_t>& prompt,
     fail("stop", "stop strings need a tokenizer");
   }
   if (std::string problem = options.sampling.validate(); !problem.empty()) throw Error(problem);
+}
+
+void Scheduler::check_images(const std::vector<int32_t>& prompt,
+                             const RequestOptions& options) const {
+  const int64_t image_tokens = prompt_image_tokens(prompt);
+  if (!options.image_pixels) {
+    if (image_tokens > 0) {
+      fail("prompt", "has {} image tokens (id {}) but the request has no images", image_tokens,
+           caps_.image_token_id);
+    }
+    return;
+  }
+  if (caps_.image_token_id < 0) fail("images", "the model has no vision tower: it reads text only");
+  if (options.embed) fail("images", "an embedding request takes text only");
+  const auto pixels = static_cast<int64_t>(options.image_pixels->size());
+  if (pixels == 0 || pixels % caps_.image_pixels != 0) {
+    fail("images", "{} pixel values are not a whole number of images of {}", pixels,
+         caps_.image_pixels);
+  }
+  const int64_t images = pixels / caps_.image_pixels;
+  if (image_tokens != images * caps_.image_tokens) {
+    fail("images", "{} images need {} image tokens in the prompt, which has {}", images,
+         images * caps_.image_tokens, image_tokens);
+  }
+}
+
+int64_t Scheduler::prompt_image_tokens(std::span<const int32_t> tokens) const {
+  if (caps_.image_token_id < 0) return 0;
+  return std::count(tokens.begin(), tokens.end(), caps_.image_token_id);
 }
 
 uint64_t Scheduler::submit(std::vector<int32_t> prompt, const RequestOptions& options,
@@ -279,7 +312,12 @@ void Scheduler::admit() {
     auto [slot, common] = choose_slot(next->tokens);
     // An embedding needs every row's hidden state, so its prompt runs from the first.
     if (next->embeds()) common = 0;
-    if (!next->share) common = use_prompt_cache(slot, next->tokens, common, !next->embeds());
+    // The slots and the prompt cache know tokens, not the images behind image tokens: a prompt
+    // with images restores nothing (its own prefix reuse stops at its first image token).
+    if (!next->share) {
+      common = use_prompt_cache(slot, next->tokens, common,
+                                !next->embeds() && !next->options.image_pixels);
+    }
     std::lock_guard lock(mutex_);
     Sequence& sequence = *(slots_[slot] = std::move(waiting_.front()));
     waiting_.pop_front();
@@ -303,7 +341,10 @@ std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t
     if (options_.prefix_reuse) {
       const std::vector<int32_t>& resident = resident_[slot];
       // The last prompt token is always run: its logits give the first new token.
-      const std::size_t limit = std::min(resident.size(), prompt.size() - 1);
+      // Rows from its first image token on hold its own images, which no slot holds yet.
+      const auto first_image = static_cast<std::size_t>(
+          std::find(prompt.begin(), prompt.end(), caps_.image_token_id) - prompt.begin());
+      const std::size_t limit = std::min({resident.size(), prompt.size() - 1, first_image});
       const auto differ = std::mismatch(prompt.begin(), prompt.begin() + limit, resident.begin());
       common = reusable_prefix(differ.first - prompt.begin(), static_cast<int64_t>(resident.size()),
                                caps_.ring_rows);
@@ -511,6 +552,7 @@ void Scheduler::prefill_some() {
     bool last = false;
     // The slots of the choices that take this prompt's rows once its last chunk has run.
     std::vector<std::size_t> sharing;
+    std::vector<float> images;  // the chunk's image embeddings (empty: no image token)
   };
   const Clock::time_point start = Clock::now();
   std::vector<Planned> plans(batch.size());
@@ -524,12 +566,14 @@ void Scheduler::prefill_some() {
     plan.bucket.assign(
         static_cast<std::size_t>(prefill_bucket_for(plan.chunk.valid, caps_.prefill_buckets)), 0);
     std::copy_n(sequence.tokens.begin() + plan.chunk.start, plan.chunk.valid, plan.bucket.begin());
+    plan.images = chunk_image_embeddings(sequence, plan.chunk, plan.bucket.size());
     plan.last = plan.chunk.chunk_end == sequence.prompt_tokens;
     want_logits = want_logits || (plan.last && sequence.needs_logits());
     if (plan.last && sequence.leads_share()) plan.sharing = waiting_on(sequence);
     for (std::size_t i : plan.sharing) want_logits = want_logits || slots_[i]->needs_logits();
     inputs[n] = {static_cast<int32_t>(batch[n]), plan.bucket,
-                 static_cast<int32_t>(plan.chunk.start), static_cast<int32_t>(plan.chunk.valid)};
+                 static_cast<int32_t>(plan.chunk.start), static_cast<int32_t>(plan.chunk.valid),
+                 plan.images};
   }
   prefill_outs_.resize(batch.size());
   try {
@@ -573,8 +617,11 @@ void Scheduler::embed_some(std::span<const std::size_t> batch, int64_t chunk_tok
     buckets[n].assign(
         static_cast<std::size_t>(prefill_bucket_for(chunk.valid, caps_.prefill_buckets)), 0);
     std::copy_n(sequence.tokens.begin() + chunk.start, chunk.valid, buckets[n].begin());
-    inputs[n] = {static_cast<int32_t>(batch[n]), buckets[n], static_cast<int32_t>(chunk.start),
-                 static_cast<int32_t>(chunk.valid)};
+    inputs[n] = {static_cast<int32_t>(batch[n]),
+                 buckets[n],
+                 static_cast<int32_t>(chunk.start),
+                 static_cast<int32_t>(chunk.valid),
+                 {}};
   }
   hidden_.resize(batch.size());
   try {
@@ -614,6 +661,33 @@ void Scheduler::begin_prefill(Sequence& sequence, Clock::time_point now) {
   sequence.prefill_begun = true;
   sequence.prefill_started = now;
   sequence.stats.queued_seconds = seconds_between(sequence.submitted, now);
+  // Its images count in its prefill time: the vision tower runs before its first chunk.
+  if (sequence.options.image_pixels) {
+    sequence.image_features = runner_.encode_images(*sequence.options.image_pixels);
+  }
+}
+
+std::vector<float> Scheduler::chunk_image_embeddings(const Sequence& sequence,
+                                                     const PrefillChunk& chunk,
+                                                     std::size_t bucket) const {
+  const auto first = sequence.tokens.begin() + chunk.start;
+  const auto last = first + chunk.valid;
+  if (sequence.image_features.empty() || std::find(first, last, caps_.image_token_id) == last) {
+    return {};
+  }
+  // transformers fills the image tokens with the features in order: the chunk's first image
+  // token takes the row after those of the image tokens before it.
+  const auto hidden = static_cast<std::size_t>(caps_.hidden_size);
+  auto row = static_cast<std::size_t>(
+      prompt_image_tokens({sequence.tokens.data(), static_cast<std::size_t>(chunk.start)}));
+  std::vector<float> images(bucket * hidden, 0.0f);
+  for (auto token = first; token != last; ++token) {
+    if (*token != caps_.image_token_id) continue;
+    const auto from = sequence.image_features.begin() + static_cast<std::ptrdiff_t>(row++ * hidden);
+    std::copy(from, from + static_cast<std::ptrdiff_t>(hidden),
+              images.begin() + (token - first) * static_cast<std::ptrdiff_t>(hidden));
+  }
+  return images;
 }
 
 std::vector<std::size_t> Scheduler::waiting_on(const Sequence& leader) const {
@@ -784,8 +858,11 @@ bool Scheduler::verify_drafts() {
     bucket.assign(static_cast<std::size_t>(caps_.verify_tokens), 0);
     bucket[0] = token_to_feed(sequence);
     std::copy(drafts[n].begin(), drafts[n].end(), bucket.begin() + 1);
-    inputs[n] = {static_cast<int32_t>(fed[n]), bucket, static_cast<int32_t>(sequence.cached),
-                 static_cast<int32_t>(drafts[n].size() + 1)};
+    inputs[n] = {static_cast<int32_t>(fed[n]),
+                 bucket,
+                 static_cast<int32_t>(sequence.cached),
+                 static_cast<int32_t>(drafts[n].size() + 1),
+                 {}};
   }
   std::vector<std::vector<int32_t>> next(fed.size());
   try {

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "engine/embedding.h"
+#include "engine/prefill_plan.h"
 #include "engine/prompt_cache.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -156,6 +157,15 @@ class Scheduler {
   struct Sequence;
   struct SharedPrompt;
 
+  // Error naming the field unless a request's images and its prompt's image tokens agree: as
+  // many image tokens as its images' features have rows, and no image token without images.
+  void check_images(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
+  // How many of `tokens` are the image token.
+  int64_t prompt_image_tokens(std::span<const int32_t> tokens) const;
+  // A prefill chunk's image embeddings (executor::PrefillInput::image_embeddings): `bucket` rows,
+  // the sequence's image features at its image tokens; empty where it has none.
+  std::vector<float> chunk_image_embeddings(const Sequence& sequence, const PrefillChunk& chunk,
+                                            std::size_t bucket) const;
   // Error naming the field unless the request can be queued (see submit()).
   void check_request(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
 

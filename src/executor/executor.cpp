@@ -130,6 +130,12 @@ Executor::Executor(std::unique_ptr<device::Device> device,
   }
   capabilities_.vocab_size = config.vocab_size;
   capabilities_.hidden_size = config.hidden_size;
+  if (config.vision) {
+    capabilities_.image_token_id = static_cast<int32_t>(config.vision->image_token_id);
+    capabilities_.image_tokens = config.vision->tokens_per_image();
+    capabilities_.image_pixels =
+        config.vision->num_channels * config.vision->image_size * config.vision->image_size;
+  }
   if (options_.verify_tokens > 0) {
     capabilities_.verify_tokens = options_.verify_tokens;
     capabilities_.verify_sequences = std::min(options_.prefill_sequences, options_.slots);
@@ -190,6 +196,8 @@ Executor::Executor(std::unique_ptr<device::Device> device,
       report_.weight_bytes_per_device += models::device_bytes(tensor.bytes.size(), sharding, parts);
     });
   }
+  if (config.vision)
+    vision_ = std::make_unique<VisionEncoder>(*device_, model_, *config.vision, options_.progress);
   report_.weights_seconds = seconds_since(weights_start);
   for (const models::TensorSpec& spec :
        architecture_.cache_specs(config, options_.weights, options_.slots, options_.capacity)) {
@@ -436,15 +444,41 @@ void Executor::check_prefill_bucket(int64_t bucket) const {
   }
 }
 
+std::vector<float> Executor::image_embeddings(std::span<const PrefillInput> chunks, int64_t bucket,
+                                              int64_t sequences) const {
+  const auto rows = static_cast<std::size_t>(bucket * capabilities_.hidden_size);
+  std::vector<float> images(static_cast<std::size_t>(sequences) * rows, 0.0f);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const std::span<const float> chunk = chunks[i].image_embeddings;
+    if (chunk.empty()) continue;
+    if (chunk.size() != rows) {
+      fail("prefill", "a chunk's image embeddings are {} floats, expected {} ({} x {})",
+           chunk.size(), rows, bucket, capabilities_.hidden_size);
+    }
+    std::copy(chunk.begin(), chunk.end(), images.begin() + static_cast<std::ptrdiff_t>(i * rows));
+  }
+  return images;
+}
+
 std::vector<device::BufferPtr> Executor::run_chunk(const models::GraphOptions& options,
-                                                   std::span<const int32_t> bucket_tokens,
-                                                   int32_t slot, int32_t start, int32_t valid) {
+                                                   const PrefillInput& chunk) {
   check_prefill_bucket(options.bucket);
-  check_prefill_chunk(slot, options.bucket, start, valid);
-  return run(graph(options), {{"tokens", bytes_of(bucket_tokens)},
-                              {"slot", bytes_of(slot)},
-                              {"start", bytes_of(start)},
-                              {"valid_length", bytes_of(valid)}});
+  check_prefill_chunk(chunk.slot, options.bucket, chunk.start, chunk.valid);
+  std::vector<Input> inputs = {{"tokens", bytes_of(chunk.bucket_tokens)},
+                               {"slot", bytes_of(chunk.slot)},
+                               {"start", bytes_of(chunk.start)},
+                               {"valid_length", bytes_of(chunk.valid)}};
+  std::vector<float> images;
+  if (models::takes_image_embeddings(options, model_.config())) {
+    images = image_embeddings(std::span<const PrefillInput>(&chunk, 1), options.bucket, 1);
+    inputs.push_back({"image_embeddings", bytes_of(std::span<const float>(images))});
+  }
+  return run(graph(options), inputs);
+}
+
+std::vector<float> Executor::encode_images(std::span<const float> pixel_values) {
+  if (!vision_) return ModelRunner::encode_images(pixel_values);
+  return vision_->encode(pixel_values);
 }
 
 void Executor::embed_chunks(std::span<const PrefillInput> chunks,
@@ -460,8 +494,7 @@ void Executor::embed_chunks(std::span<const PrefillInput> chunks,
   if (chunks.size() == 1) {
     const PrefillInput& only = chunks[0];
     bucket = static_cast<int64_t>(only.bucket_tokens.size());
-    outputs = run_chunk(embed_graph(bucket, static_cast<int32_t>(only.start + bucket - 1)),
-                        only.bucket_tokens, only.slot, only.start, only.valid);
+    outputs = run_chunk(embed_graph(bucket, static_cast<int32_t>(only.start + bucket - 1)), only);
     rows.resize(static_cast<std::size_t>(bucket) * width);
   } else {
     const ChunksCall call =
@@ -479,10 +512,13 @@ void Executor::embed_chunks(std::span<const PrefillInput> chunks,
 
 void Executor::prefill_chunk(int32_t slot, std::span<const int32_t> bucket_tokens, int32_t start,
                              int32_t valid, bool want_logits, PrefillOutput& out) {
-  const auto bucket = static_cast<int64_t>(bucket_tokens.size());
+  prefill_one({slot, bucket_tokens, start, valid, {}}, want_logits, out);
+}
+
+void Executor::prefill_one(const PrefillInput& chunk, bool want_logits, PrefillOutput& out) {
+  const auto bucket = static_cast<int64_t>(chunk.bucket_tokens.size());
   std::vector<device::BufferPtr> outputs =
-      run_chunk(prefill_graph(bucket, static_cast<int32_t>(start + bucket - 1)), bucket_tokens,
-                slot, start, valid);
+      run_chunk(prefill_graph(bucket, static_cast<int32_t>(chunk.start + bucket - 1)), chunk);
   device_->read(*outputs[0], std::as_writable_bytes(std::span<int32_t>(&out.token, 1)));
   if (want_logits) {
     out.logits.resize(static_cast<std::size_t>(capabilities_.vocab_size));
@@ -524,15 +560,26 @@ Executor::ChunksCall Executor::chunks_call(std::span<const PrefillInput> chunks,
     call.starts.push_back(chunk.start);
     call.valids.push_back(s < n ? chunk.valid : 0);
   }
+  if (std::any_of(chunks.begin(), chunks.end(),
+                  [](const PrefillInput& chunk) { return !chunk.image_embeddings.empty(); })) {
+    call.images = image_embeddings(chunks, call.bucket, call.sequences);
+  }
   return call;
 }
 
 std::vector<device::BufferPtr> Executor::run_chunks(const models::GraphOptions& options,
                                                     const ChunksCall& call) {
-  return run(graph(options), {{"tokens", bytes_of(std::span<const int32_t>(call.tokens))},
-                              {"slot", bytes_of(std::span<const int32_t>(call.slots))},
-                              {"start", bytes_of(std::span<const int32_t>(call.starts))},
-                              {"valid_length", bytes_of(std::span<const int32_t>(call.valids))}});
+  std::vector<Input> inputs = {{"tokens", bytes_of(std::span<const int32_t>(call.tokens))},
+                               {"slot", bytes_of(std::span<const int32_t>(call.slots))},
+                               {"start", bytes_of(std::span<const int32_t>(call.starts))},
+                               {"valid_length", bytes_of(std::span<const int32_t>(call.valids))}};
+  std::vector<float> zeros;
+  if (models::takes_image_embeddings(options, model_.config())) {
+    if (call.images.empty()) zeros = image_embeddings({}, call.bucket, call.sequences);
+    const std::vector<float>& images = call.images.empty() ? zeros : call.images;
+    inputs.push_back({"image_embeddings", bytes_of(std::span<const float>(images))});
+  }
+  return run(graph(options), inputs);
 }
 
 void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_logits,
@@ -543,8 +590,7 @@ void Executor::prefill_chunks(std::span<const PrefillInput> chunks, bool want_lo
          capabilities_.prefill_sequences);
   }
   if (n == 1) {
-    const PrefillInput& only = chunks[0];
-    prefill_chunk(only.slot, only.bucket_tokens, only.start, only.valid, want_logits, outs[0]);
+    prefill_one(chunks[0], want_logits, outs[0]);
     return;
   }
   const ChunksCall call =

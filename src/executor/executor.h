@@ -16,6 +16,7 @@
 
 #include "device/device.h"
 #include "executor/model_runner.h"
+#include "executor/vision_encoder.h"
 #include "lowering/lowering.h"
 #include "model_files/model_files.h"
 #include "models/architecture.h"
@@ -145,6 +146,7 @@ class Executor final : public ModelRunner {
   void embed_chunks(std::span<const PrefillInput> chunks,
                     std::span<std::vector<float>> hidden) override;
   void verify(std::span<const PrefillInput> chunks, std::span<std::vector<int32_t>> next) override;
+  std::vector<float> encode_images(std::span<const float> pixel_values) override;
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, bool want_logits,
               DecodeOutput& out) override;
   // Run the copy-slot, save-slot and restore-slot graphs (each loaded on first use; prepare()
@@ -182,8 +184,11 @@ class Executor final : public ModelRunner {
   // Runs one sequence's chunk through the prefill or embed graph of `options` (checked as
   // prefill_chunk documents); returns its outputs.
   std::vector<device::BufferPtr> run_chunk(const models::GraphOptions& options,
-                                           std::span<const int32_t> bucket_tokens, int32_t slot,
-                                           int32_t start, int32_t valid);
+                                           const PrefillInput& chunk);
+  // The image_embeddings input of a call over chunks of `bucket` tokens (a graph that takes them,
+  // models::takes_image_embeddings): each chunk's, or zeros for a chunk without any.
+  std::vector<float> image_embeddings(std::span<const PrefillInput> chunks, int64_t bucket,
+                                      int64_t sequences) const;
   // Several sequences' chunks of one `bucket` in one call (checked as prefill_chunks documents;
   // errors name `what`), padded to the smallest of the graphs over `sizes` sequences that holds
   // them: its sequence count, the last position any chunk reaches, and its inputs.
@@ -192,7 +197,10 @@ class Executor final : public ModelRunner {
     int64_t sequences = 0;
     int32_t last_position = 0;
     std::vector<int32_t> tokens, slots, starts, valids;
+    std::vector<float> images;  // image_embeddings, where the graph takes them
   };
+  // One chunk through the prefill graph of its bucket.
+  void prefill_one(const PrefillInput& chunk, bool want_logits, PrefillOutput& out);
   ChunksCall chunks_call(std::span<const PrefillInput> chunks, int64_t bucket,
                          std::span<const int64_t> sizes, const char* what) const;
   std::vector<device::BufferPtr> run_chunks(const models::GraphOptions& options,
@@ -205,6 +213,7 @@ class Executor final : public ModelRunner {
   }
 
   std::unique_ptr<device::Device> device_;
+  std::unique_ptr<VisionEncoder> vision_;  // a vision-language model's (on device_)
   std::unique_ptr<const lowering::Lowering> lowering_;
   const ModelFiles& model_;
   const models::Architecture& architecture_;

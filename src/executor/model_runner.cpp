@@ -12,6 +12,10 @@ void ModelRunner::verify(std::span<const PrefillInput>, std::span<std::vector<in
   fail("verify", "the {} runner has no verify graph", capabilities().runtime);
 }
 
+std::vector<float> ModelRunner::encode_images(std::span<const float>) {
+  fail("images", "the model has no vision tower: it reads text only");
+}
+
 std::size_t SlotRows::bytes() const {
   std::size_t total = 0;
   for (const auto& cache : caches) total += cache.size();

@@ -35,6 +35,12 @@ struct Capabilities {
   // most (its bucket; 0: the runner has no verify graph), and sequences per call at most.
   int64_t verify_tokens = 0;
   int64_t verify_sequences = 0;
+  // A vision-language model (ModelRunner::encode_images): the id of the image token, whose rows
+  // a prefill chunk takes from the image features (PrefillInput::image_embeddings), and the
+  // feature rows of one image; -1 and 0 for a text-only model.
+  int32_t image_token_id = -1;
+  int64_t image_tokens = 0;
+  int64_t image_pixels = 0;  // floats of one image's pixel values (encode_images)
 };
 
 // One slot's rows of every cache, as host bytes (ModelRunner::save_slot): of each cache that
@@ -58,6 +64,10 @@ struct PrefillInput {
   std::span<const int32_t> bucket_tokens;  // padded to the bucket
   int32_t start = 0;
   int32_t valid = 0;
+  // A vision-language model's image features, bucket x hidden_size floats: row i is taken where
+  // bucket_tokens[i] is the image token (Capabilities::image_token_id), ignored elsewhere.
+  // Empty: the chunk has no image tokens.
+  std::span<const float> image_embeddings;
 };
 
 // What a decode step reads back, one entry per row.
@@ -115,6 +125,12 @@ class ModelRunner {
   // sequence's length, where the next tokens' rows replace them before any query reads them.
   // This default: Error (a runner without the verify graph).
   virtual void verify(std::span<const PrefillInput> chunks, std::span<std::vector<int32_t>> next);
+
+  // A vision-language model's image features: `pixel_values` holds whole images as its image
+  // processor gives them (each channels x size x size), and the result image_tokens rows of
+  // hidden_size floats per image, in order, for the image tokens of a prompt
+  // (PrefillInput::image_embeddings). This default: Error (a text-only model).
+  virtual std::vector<float> encode_images(std::span<const float> pixel_values);
 
   // Slot `to` takes every KV-cache row of slot `from` (from != to), so it holds the positions
   // `from` has written; no other slot changes. One prefill then serves several sequences.

@@ -502,6 +502,21 @@ const char* rope_scaling_name(RopeScaling::Type type) {
 ModelConfig config_from_hf(const Json& config, const Json* generation_config,
                            const std::string& path) {
   if (!config.is_object()) fail(path, "config is not a JSON object");
+  // A vision-language model (Idefics3, SmolVLM, Gemma 3) nests its decoder's config under
+  // text_config; the ids generation stops at and whether the head is tied are the outer
+  // config's where it gives them (transformers reads them there).
+  if (config.contains("text_config")) {
+    if (!config["text_config"].is_object() || !config["text_config"].contains("model_type")) {
+      fail(path, "text_config must be an object with a 'model_type'");
+    }
+    Json text = config["text_config"];
+    for (const char* key : {"tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
+      if (config.contains(key)) text[key] = config[key];
+    }
+    ModelConfig result = config_from_hf(text, generation_config, path + ": text_config");
+    result.vision = read_vision_config(config, path);
+    return result;
+  }
   ModelConfig result;
   if (!config.contains("model_type") || !config["model_type"].is_string()) {
     fail(path, "missing field 'model_type'");

@@ -10,6 +10,7 @@
 
 #include "common/json_file.h"
 #include "model_files/tensor.h"
+#include "model_files/vision_config.h"
 
 namespace xlacel {
 
@@ -153,6 +154,11 @@ struct ModelConfig {
     return layer < static_cast<int64_t>(layer_types.size()) &&
            layer_types[static_cast<size_t>(layer)] == "mamba";
   }
+  // A vision-language model's image encoder and projector (config.json's vision_config;
+  // models/vision_tower.h); absent for text-only models. The decoder fields above are its
+  // text_config's.
+  std::optional<VisionConfig> vision;
+
   int64_t ssm_inner() const { return ssm_heads * ssm_head_dim; }
   bool is_sliding_layer(int64_t layer) const {
     return sliding_window.has_value() && layer < static_cast<int64_t>(layer_types.size()) &&

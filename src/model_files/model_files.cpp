@@ -118,6 +118,16 @@ std::optional<Pooling> sentence_transformers_pooling(const fs::path& dir) {
   return std::nullopt;
 }
 
+// A vision-language model keeps its decoder under model.text_model. (Idefics3, SmolVLM) or
+// model.language_model. (Gemma 3); named as a text-only model's (model.layers.N...), the
+// decoder's weights are found as every family's are. The vision tower keeps its own names.
+std::string decoder_tensor_name(const std::string& name) {
+  for (std::string_view prefix : {"model.text_model.", "model.language_model."}) {
+    if (name.starts_with(prefix)) return "model." + name.substr(prefix.size());
+  }
+  return name;
+}
+
 }  // namespace
 
 ModelFiles ModelFiles::open(const std::string& path) {
@@ -197,7 +207,8 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
   std::set<std::string> seen;
   for (const fs::path& shard_path : safetensors_shards(dir)) {
     auto shard = std::make_shared<SafetensorsFile>(shard_path.string());
-    for (const TensorView& tensor : shard->tensors()) {
+    for (TensorView tensor : shard->tensors()) {
+      tensor.name = decoder_tensor_name(tensor.name);
       if (!seen.insert(tensor.name).second) {
         fail(shard_path.string(), "tensor '{}' also appears in another shard", tensor.name);
       }

@@ -43,7 +43,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
   if (moves_slots(options.kind)) {
     std::vector<TensorSpec> caches =
         cache_specs(config, options.weights, options.slots, options.capacity);
-    std::vector<TensorSpec> inputs = graph_inputs(options);
+    std::vector<TensorSpec> inputs = graph_inputs(options, config);
     std::vector<TensorSpec> outputs;
     std::vector<TensorSpec> rows = slot_rows_specs(caches, options.window, options.capacity);
     if (options.kind == GraphKind::kSaveSlot) outputs = rows;
@@ -51,7 +51,7 @@ GraphSignature DecoderArchitecture::signature(const ModelConfig& config,
       inputs.insert(inputs.end(), rows.begin(), rows.end());
     return {std::move(inputs), {}, std::move(caches), std::move(outputs)};
   }
-  return {graph_inputs(options),
+  return {graph_inputs(options, config),
           weight_arguments(config, options.weights, options.paired_nibbles()),
           cache_specs(config, options.weights, options.slots, options.capacity),
           graph_outputs(options, config)};

@@ -178,7 +178,17 @@ Value DecoderGraph::by_sequence(Value x) {
 
 Value DecoderGraph::embed() {
   Value h = take_rows(matrix("embed_tokens"), token_ids_);  // f32 [T, hidden]
-  return scaled(h, family_.embedding_scale);
+  h = scaled(h, family_.embedding_scale);
+  if (!takes_image_embeddings(options_, config_)) return h;
+  // The image tokens' rows are the vision tower's features, unscaled (transformers scatters
+  // them into the scaled embeddings).
+  Value images = inputs_.at("image_embeddings");
+  if (sequences_ > 1) images = reshape(images, {tokens_, config_.hidden_size});
+  const TensorType ids = token_ids_.type();
+  Value is_image = compare(
+      token_ids_, constant(block(), ids, static_cast<double>(config_.vision->image_token_id)),
+      Direction::kEQ);
+  return select(broadcast_in_dim(is_image, {tokens_, config_.hidden_size}, {0}), images, h);
 }
 
 EmittedGraph DecoderGraph::finish(Value h) {

@@ -16,14 +16,24 @@ std::vector<int64_t> per_sequence(const GraphOptions& options, std::vector<int64
 
 }  // namespace
 
-std::vector<TensorSpec> graph_inputs(const GraphOptions& options) {
+bool takes_image_embeddings(const GraphOptions& options, const ModelConfig& config) {
+  return options.kind == GraphKind::kPrefill && config.vision.has_value();
+}
+
+std::vector<TensorSpec> graph_inputs(const GraphOptions& options, const ModelConfig& config) {
   const int64_t bucket = options.bucket;
   if (prefills(options.kind)) {
     const std::vector<int64_t> each = per_sequence(options);
-    return {{"tokens", ElementType::kI32, per_sequence(options, {bucket})},
-            {"slot", ElementType::kI32, each},
-            {"start", ElementType::kI32, each},
-            {"valid_length", ElementType::kI32, each}};
+    std::vector<TensorSpec> inputs = {
+        {"tokens", ElementType::kI32, per_sequence(options, {bucket})},
+        {"slot", ElementType::kI32, each},
+        {"start", ElementType::kI32, each},
+        {"valid_length", ElementType::kI32, each}};
+    if (takes_image_embeddings(options, config)) {
+      inputs.push_back({"image_embeddings", ElementType::kF32,
+                        per_sequence(options, {bucket, config.hidden_size})});
+    }
+    return inputs;
   }
   if (options.kind == GraphKind::kCopySlot) {
     return {{"from", ElementType::kI32, {}}, {"to", ElementType::kI32, {}}};

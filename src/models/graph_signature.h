@@ -31,9 +31,10 @@ struct GraphSignature {
 
 // The inputs and outputs of a graph of `options`, the same for every architecture
 // (graph_options.h):
-//   prefill        inputs tokens i32[bucket], slot i32[], start i32[], valid_length i32[];
-//                  outputs next_token i32[], logits f32[vocab]; over S sequences each
-//                  with a leading dimension S
+//   prefill        inputs tokens i32[bucket], slot i32[], start i32[], valid_length i32[],
+//                  and for a vision-language model image_embeddings f32[bucket, hidden]
+//                  (takes_image_embeddings); outputs next_token i32[], logits f32[vocab]; over
+//                  S sequences each with a leading dimension S
 //   decode         inputs tokens i32[bucket], positions i32[bucket]; outputs next_tokens
 //                  i32[bucket]
 //   decode-logits  as decode; outputs logits f32[bucket, vocab]
@@ -42,7 +43,12 @@ struct GraphSignature {
 //   copy-slot      inputs from i32[], to i32[]; no outputs (and no weights: only the caches)
 //   save-slot      input slot i32[]; outputs <cache>_rows (slot_rows_specs)
 //   restore-slot   inputs slot i32[] and <cache>_rows; no outputs
-std::vector<TensorSpec> graph_inputs(const GraphOptions& options);
+std::vector<TensorSpec> graph_inputs(const GraphOptions& options, const ModelConfig& config);
+// Whether a graph takes image_embeddings: the prefill graphs of a model with a vision tower
+// (ModelConfig::vision). A row whose token is the image token takes its row of them in place of
+// the token's embedding (transformers' masked_scatter of the image features); the other rows'
+// are ignored (zeros for a chunk without images).
+bool takes_image_embeddings(const GraphOptions& options, const ModelConfig& config);
 std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelConfig& config);
 
 // Throws Error "<graph name>: <problem>" for options no graph can honour (bucket, slots or
