@@ -1,0 +1,71 @@
+// The vision graph: its weights and signature, and main() from the encoder and the projector.
+#include "models/vision_tower.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace xlacel::models {
+
+using namespace stablehlo;
+
+namespace {
+
+ElementType vision_element(WeightType weights) {
+  return weights == WeightType::kAuto ? ElementType::kF32 : element_of(weights);
+}
+
+void check_images(int64_t images) {
+  if (images < 1)
+    throw Error(fmt::format("vision graph: images must be at least 1 (got {})", images));
+}
+
+}  // namespace
+
+WeightSpec vision_weight(std::string name, std::string hf_name, std::string gguf_name,
+                         std::vector<int64_t> shape, ElementType element) {
+  WeightSpec spec;
+  spec.name = std::move(name);
+  spec.hf_name = std::move(hf_name);
+  spec.gguf_name = std::move(gguf_name);
+  spec.shape = std::move(shape);
+  spec.element = element;
+  return spec;
+}
+
+std::vector<WeightSpec> vision_weight_specs(const VisionConfig& config, WeightType weights) {
+  std::vector<WeightSpec> specs;
+  add_encoder_weights(specs, config, vision_element(weights));
+  add_projector_weights(specs, config, vision_element(weights));
+  return specs;
+}
+
+GraphSignature vision_signature(const VisionConfig& config, int64_t images) {
+  check_images(images);
+  GraphSignature signature;
+  signature.inputs.push_back({"pixel_values",
+                              ElementType::kF32,
+                              {images, config.num_channels, config.image_size, config.image_size}});
+  signature.weights = vision_weight_specs(config, WeightType::kF32);
+  signature.outputs.push_back({"image_features",
+                               ElementType::kF32,
+                               {images, config.tokens_per_image(), config.text_hidden_size}});
+  return signature;
+}
+
+EmittedGraph emit_vision_graph(const VisionConfig& config, int64_t images, WeightType weights) {
+  check_images(images);
+  const TensorSpec input = vision_signature(config, images).inputs.at(0);
+  Module module("xlacel_vision");
+  Function& main = module.add_function("main");
+  Value pixels = main.argument(input.name, TensorType(input.element, input.shape));
+  VisionWeights arguments;
+  for (const WeightSpec& spec : vision_weight_specs(config, weights)) {
+    arguments[spec.name] = main.argument(spec.name, TensorType(spec.element, spec.shape));
+  }
+  Value encoded = emit_encoder(config, arguments, pixels);
+  main.finish({emit_projector(config, arguments, encoded, images)});
+  return emitted_graph(module);
+}
+
+}  // namespace xlacel::models
