@@ -24,6 +24,7 @@
 #include "model_files/model_files.h"
 #include "model_files/safetensors_file.h"
 #include "model_files/vision_config.h"
+#include "models/test_support.h"
 #include "models/vision_tower.h"
 #include "models/weight_loader.h"
 #include "runtime_availability.h"
@@ -251,6 +252,14 @@ Features run_tower(device::Device& device, const std::string& name, const Json& 
   return out;
 }
 
+// The runtime's CPU device with one worker, compiling into `cache` (empty: the program's cache).
+std::unique_ptr<device::Device> cpu_device(const std::string& runtime, const fs::path& cache = {}) {
+  device::DeviceOptions options;
+  options.threads = 1;
+  options.compile_cache_dir = cache;
+  return backends::open_device(runtime, options, {});
+}
+
 struct TowerCase {
   std::string runtime;
   std::string model;
@@ -264,9 +273,7 @@ class VisionTowerOnRuntime : public ::testing::TestWithParam<TowerCase> {};
 TEST_P(VisionTowerOnRuntime, MatchesHfImageFeatures) {
   const TowerCase& c = GetParam();
   if (auto missing = testing::missing_runtime(c.runtime, 1)) GTEST_SKIP() << *missing;
-  device::DeviceOptions options;
-  options.threads = 1;
-  std::unique_ptr<device::Device> device = backends::open_device(c.runtime, options, {});
+  std::unique_ptr<device::Device> device = cpu_device(c.runtime);
   const Json ref = reference(c.model);
   const Features got = run_tower(*device, c.model, ref);
   const std::vector<float> expected = values_of<float>(ref["image_features"]["values"]);
@@ -334,16 +341,19 @@ TEST_P(VisionTowerAtRealSize, Compiles) {
   const VisionConfig config = *read_vision_config(Json::parse(c.config), c.name);
   const fs::path cache = testing::scratch_dir("vision_tower") / std::to_string(::getpid());
   fs::remove_all(cache);
-  device::DeviceOptions options;
-  options.threads = 1;
-  options.compile_cache_dir = cache;
-  std::unique_ptr<device::Device> device = backends::open_device(c.runtime, options, {});
+  std::unique_ptr<device::Device> device = cpu_device(c.runtime, cache);
   const device::GraphSource source{"vision-i1-f32",
                                    models::emit_vision_graph(config, 1, WeightType::kF32).mlir,
                                    "xlacel_vision", c.name + ".vision-i1-f32.mlir"};
   std::vector<device::GraphLoad> loads;
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_NO_THROW(device->load(std::span(&source, 1), loads));
+  try {
+    device->load(std::span(&source, 1), loads);
+  } catch (const Error& e) {
+    const fs::path kept = testing::scratch_dir("vision_tower") / source.source;
+    testing::write_text(kept, source.mlir);
+    FAIL() << e.what() << " (the graph: " << kept.string() << ")";
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(loads.size(), 1u);

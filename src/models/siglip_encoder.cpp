@@ -44,8 +44,11 @@ void add_linear(std::vector<WeightSpec>& specs, const std::string& name, const s
       vision_weight(name + "_bias", hf_name + ".bias", gguf_name + ".bias", {out}, element));
 }
 
+// The residual stream x is materialised first (an optimization barrier): IREE 3.13 otherwise fuses
+// what computes it into the norm's reductions and, over a whole image's rows (1024 at SmolVLM's
+// size), holds 120 KiB of that dispatch on the stack, over its 32 KiB limit.
 Value layer_norm_of(const VisionWeights& w, const std::string& name, Value x, double eps) {
-  return layer_norm(x, w.at(name), w.at(name + "_bias"), eps);
+  return layer_norm(optimization_barrier(x), w.at(name), w.at(name + "_bias"), eps);
 }
 
 Value linear_of(const VisionWeights& w, const std::string& name, Value x) {
