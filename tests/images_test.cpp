@@ -1,7 +1,9 @@
 // Image decoding and the image processors against transformers + Pillow
 // (tools/reference/images.py): every test image's RGB bytes as load_image gives them, and every
 // image x processor config's pixel_values bit for bit (xxh64 of the float32 bytes), with the
-// family's fields; malformed files and bad configs raise Errors naming the input.
+// family's fields; malformed files and bad configs raise Errors naming the input. Resizing alone
+// is swept over several hundred random sizes and filters against Pillow
+// (tools/reference/pillow_resize_sweep.py).
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -114,6 +116,41 @@ INSTANTIATE_TEST_SUITE_P(Configs, ProcessorCases,
                          [](const auto& param_info) {
                            return param_info.param.substr(0, param_info.param.find('.'));
                          });
+
+// tools/reference/pillow_resize_sweep.py's source pixels: byte k of case c is the top byte of
+// splitmix64's finaliser over ((c << 32) + k) * golden ratio.
+std::vector<uint8_t> sweep_source_bytes(uint64_t case_index, size_t count) {
+  std::vector<uint8_t> bytes(count);
+  for (size_t k = 0; k < count; ++k) {
+    uint64_t z = ((case_index << 32) + k) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    bytes[k] = uint8_t((z ^ (z >> 31)) >> 56);
+  }
+  return bytes;
+}
+
+TEST(Images, ResizeIsBitEqualToPillowOnARandomSweep) {
+  const Json sweep = read_json_file(test_data("images/resize_sweep.json").string());
+  int checked = 0;
+  int both_shrink = 0;
+  for (const Json& c : sweep["cases"]) {
+    const int source_width = c[0], source_height = c[1], width = c[2], height = c[3];
+    SCOPED_TRACE(fmt::format("case {}: {}x{} -> {}x{}, resample {}", checked, source_width,
+                             source_height, width, height, c[4].get<int>()));
+    const Image source{source_width, source_height,
+                       sweep_source_bytes(checked, size_t(source_width) * source_height * 3),
+                       std::nullopt};
+    const Image out = resize(source, width, height, resample_from_int(c[4], "resample"));
+    EXPECT_EQ(out.width, width);
+    EXPECT_EQ(out.height, height);
+    EXPECT_EQ(xxh64_hex(out.rgb.data(), out.rgb.size()), c[5]);
+    both_shrink += width < source_width && height < source_height;
+    ++checked;
+  }
+  EXPECT_GE(checked, 500);
+  EXPECT_GE(both_shrink, 150);
+}
 
 TEST(Images, MalformedFilesRaiseErrorsNamingTheFile) {
   int checked = 0;

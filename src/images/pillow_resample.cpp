@@ -184,9 +184,12 @@ Image resize(const Image& image, int width, int height, Resample resample) {
   const bool horizontal = width != image.width;
   const bool vertical = height != image.height;
   AxisWeights rows = axis_weights(image.height, height, filter);
-  // Pillow (since 12.2) runs the vertical pass first when the height shrinks and the width does
-  // not: the passes round to 8 bits in between, so the order shows in the result.
-  if (width >= image.width && height < image.height) {
+  // Pillow 13 (libImaging/Resample.c, ImagingResampleInner) runs the vertical pass first when the
+  // height shrinks by more than twice as many pixels as the width does (a width that grows counts
+  // as a negative shrink). The passes round to 8 bits in between, so the order shows.
+  const int64_t height_shrink = int64_t(image.height) - height;
+  const int64_t width_shrink = int64_t(image.width) - width;
+  if (height_shrink > 0 && height_shrink > width_shrink * 2) {
     Image shrunk = vertical_pass(image, 0, height, rows);
     if (!horizontal) return shrunk;
     return horizontal_pass(shrunk, 0, height, width, axis_weights(image.width, width, filter));

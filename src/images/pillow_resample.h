@@ -1,9 +1,10 @@
 #pragma once
 // Pillow's Image.resize on 8-bit images, bit for bit (libImaging/Resample.c): per axis, filter
 // weights computed in double, normalised to sum 1, converted to 22-bit fixed point; two passes
-// (horizontal then vertical, or vertical first when only the height shrinks, as Pillow 13
-// orders them), each output rounded and clipped to 0..255. transformers' PIL backend resizes
-// through it with reducing_gap=None (no Image.reduce step) and the whole image as the box.
+// (horizontal then vertical, or vertical first when the height shrinks by more than twice as
+// many pixels as the width, as Pillow 13 orders them), each output rounded and clipped to 0..255.
+// transformers' PIL backend resizes through it with reducing_gap=None (no Image.reduce step) and
+// the whole image as the box.
 #include <string_view>
 
 #include "images/image.h"
