@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/base64.h"
 #include "models/test_support.h"
 #include "run_xlacel.h"
 #include "test_paths.h"
@@ -180,6 +182,77 @@ TEST(GenerateCli, IreeOnCudaMatchesHfWhereAGpuExists) {
   EXPECT_EQ(ids(out["output_ids"]), ids(prompt["output_ids"]));
   std::printf("iree cuda: %s, decode %.1f tok/s\n", out["device"].get<std::string>().c_str(),
               out["timings"]["generation_tokens_per_second"].get<double>());
+}
+
+// A vision-language model with images, as a user runs it: image files through the model's own
+// image processor and chat template into HF's prompt ids (the image tokens of every tile and the
+// whole image), and HF's greedy tokens after them (tests/data/models/smolvlm_tiny, written by
+// tools/reference/vision_chat.py from Idefics3Processor and model.generate). Each case with
+// --chat and --image; one on XLA too; one as a messages file whose image parts are a local path
+// and a data: URL. Then what a user can get wrong, each a one-line error.
+TEST(GenerateCli, ImagesGiveHfPromptAndTokens) {
+  XLACEL_REQUIRE_IREE_PYTHON();
+  const auto model = test_data("models/smolvlm_tiny");
+  const json reference = read_json(model / "reference.json");
+  const auto scratch = scratch_dir("generate_images");
+  auto image = [](const std::string& name) { return test_data("images/" + name).string(); };
+  auto run_case = [&](const json& test, const std::vector<std::string>& input,
+                      const std::string& backend) {
+    std::vector<std::string> args = {"generate", "-m", model.string(),    "--backend", backend,
+                                     "-n",       "12", "--output-format", "json"};
+    args.insert(args.end(), input.begin(), input.end());
+    const auto run = run_xlacel(scratch, args);
+    if (backend == "xla" && run.exit_code != 0 &&
+        run.err.find("no PJRT CPU plugin") != std::string::npos) {
+      return;
+    }
+    ASSERT_EQ(run.exit_code, 0) << test["name"] << " " << backend << ": " << run.err;
+    const json out = json::parse(run.out);
+    EXPECT_EQ(ids(out["prompt_ids"]), ids(test["prompt_ids"])) << test["name"] << " " << backend;
+    EXPECT_EQ(ids(out["output_ids"]), ids(test["output_ids"])) << test["name"] << " " << backend;
+  };
+  for (const json& test : reference["cases"]) {
+    std::vector<std::string> input = {
+        "--chat", test["messages"][0]["content"].back()["text"].get<std::string>()};
+    for (const json& file : test["images"]) input.insert(input.end(), {"--image", image(file)});
+    run_case(test, input, "iree");
+    if (test["name"] == "one_image") run_case(test, input, "xla");
+  }
+
+  const json& two = reference["cases"][1];
+  const std::string second = testing::read_file(image(two["images"][1]));
+  json messages = two["messages"];
+  messages[0]["content"][0] = {{"type", "image_url"},
+                               {"image_url", {{"url", image(two["images"][0])}}}};
+  messages[0]["content"][1] = {
+      {"type", "image_url"},
+      {"image_url",
+       {{"url", "data:image/png;base64," + base64_encode(std::as_bytes(std::span(second)))}}}};
+  std::ofstream(scratch / "messages.json") << messages.dump();
+  run_case(two, {"--messages", (scratch / "messages.json").string()}, "iree");
+
+  auto expect_error = [&](const std::vector<std::string>& args, const std::string& message) {
+    const auto run = run_xlacel(scratch, args);
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_TRUE(one_line(run.err)) << run.err;
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  };
+  expect_error(
+      {"generate", "-m", model.string(), "--chat", "Hi", "--image", image("truncated.png")},
+      image("truncated.png") + ":");
+  expect_error({"generate", "-m", model.string(), "--chat", "Hi", "--image",
+                (scratch / "absent.png").string()},
+               "cannot open the image");
+  expect_error({"generate", "-m", test_data("models/tiny_llama3").string(), "--prompt-ids", "1 2",
+                "--image", image("rgb_1x1.png")},
+               "--prompt-ids");
+  expect_error({"generate", "-m", test_data("models/tiny_llama3").string(), "-p", "Hi", "--image",
+                image("rgb_1x1.png")},
+               "--image: the model reads text only");
+  messages[0]["content"][0]["image_url"]["url"] = "https://example.com/cat.png";
+  std::ofstream(scratch / "remote.json") << messages.dump();
+  expect_error({"generate", "-m", model.string(), "--messages", (scratch / "remote.json").string()},
+               "messages[0].content[0]: images are not fetched from URLs");
 }
 
 TEST(GenerateCli, PromptBeyondTheContextIsAnError) {

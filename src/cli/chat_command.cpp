@@ -1,8 +1,9 @@
 // `xlacel chat [-m MODEL] [--system TEXT] [-n N] [--temp T ...] [--json-schema FILE |
-//  --grammar-json] [--no-prefix-reuse]
+//  --grammar-json] [--no-prefix-reuse] [--image FILE...]
 //  [--backend iree|xla] [--threads N] [--context N] ... [--output-format text|json]`: a
 // conversation in the terminal. Each line of stdin is a user turn (a pipe works the same way;
-// EOF ends); `/reset` forgets the conversation, `/exit` ends it. The reply streams to stdout and
+// EOF ends); `/reset` forgets the conversation, `/exit` ends it, `/image FILE` adds an image to
+// the next message (as --image does to the first). The reply streams to stdout and
 // a stats line per turn goes to stderr; json: one object per turn instead. The conversation
 // lives in engine::Conversation; the scheduler's prefix reuse keeps earlier turns' KV cache.
 #include <fmt/format.h>
@@ -12,7 +13,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/grammar_flags.h"
@@ -21,6 +25,7 @@
 #include "cli/runtime_flags.h"
 #include "cli/sampling_flags.h"
 #include "common/error.h"
+#include "engine/chat_images.h"
 #include "engine/conversation.h"
 #include "engine/engine.h"
 
@@ -39,6 +44,7 @@ struct ChatCommandOptions {
   GrammarFlags grammar;  // every reply
   bool no_prefix_reuse = false;
   std::string output_format = "text";
+  std::vector<std::string> images;  // --image: for the first turn
 };
 
 void print_text(std::string_view text) {
@@ -65,6 +71,23 @@ void run_chat(const ChatCommandOptions& options) {
   request.sampling = options.sampling;
   request.grammar = grammar_from_flags(engine, options.grammar);
   engine::Conversation conversation(engine.text(), options.system);
+  // Images wait for the next turn: --image's for the first, then each `/image FILE` line's.
+  std::optional<engine::ModelImages> model_images;
+  std::vector<float> next_pixels;
+  std::vector<engine::ImageLayout> next_layouts;
+  auto take_image = [&](const std::string& path) {
+    if (!model_images) {
+      if (!engine::has_vision(engine.model())) {
+        fail("--image", "the model reads text only (no vision tower): it takes no images");
+      }
+      model_images.emplace(engine.model());
+    }
+    const engine::ImageFile file = engine::read_image_file(path);
+    const engine::PreparedImages image = model_images->prepare(std::span(&file, 1));
+    next_pixels.insert(next_pixels.end(), image.pixels->begin(), image.pixels->end());
+    next_layouts.push_back(image.layouts.at(0));
+  };
+  for (const std::string& path : options.images) take_image(path);
 
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   int turns = 0;
@@ -77,13 +100,29 @@ void run_chat(const ChatCommandOptions& options) {
     if (line == "/exit") break;
     if (line == "/reset") {
       conversation.reset();
+      next_pixels.clear();
+      next_layouts.clear();
       if (interactive) fmt::print(stderr, "xlacel: the conversation is cleared\n");
+      continue;
+    }
+    if (line.starts_with("/image ")) {
+      try {
+        take_image(line.substr(7));
+        if (interactive) fmt::print(stderr, "xlacel: the image goes with your next message\n");
+      } catch (const Error& e) {
+        fmt::print(stderr, "xlacel: {}\n", e.what());
+      }
       continue;
     }
     engine::ChatTurn turn;
     try {
-      turn = conversation.reply(engine.scheduler(), line, request,
-                                json ? std::function<void(std::string_view)>() : print_text);
+      const engine::PreparedImages images{std::make_shared<const std::vector<float>>(next_pixels),
+                                          next_layouts};
+      turn =
+          conversation.reply(engine.scheduler(), line, request,
+                             json ? std::function<void(std::string_view)>() : print_text, images);
+      next_pixels.clear();
+      next_layouts.clear();
     } catch (const Error& e) {
       // The turn is dropped and the conversation goes on as it was.
       fmt::print(stderr, "xlacel: {} (/reset starts over; --context sets the room)\n", e.what());
@@ -124,6 +163,9 @@ void add_chat_command(CLI::App& app) {
       ->capture_default_str();
   add_sampling_flags(command, options->sampling);
   add_grammar_flags(command, options->grammar);
+  command->add_option("--image", options->images,
+                      "an image file for a vision-language model, with the first message; "
+                      "repeat for several (later: a line '/image FILE' adds one to the next)");
   command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
                     "prefill the whole conversation every turn (for comparisons)");
   command

@@ -1,4 +1,5 @@
-// `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE | --prompt-ids IDS) [-n N]
+// `xlacel generate [-m MODEL] (-p TEXT | --chat TEXT | --messages FILE | --prompt-ids IDS)
+// [--image FILE...] [-n N]
 // [--temp T
 //  --top-k K --top-p P --min-p P --repeat-penalty R --repeat-last-n N --seed S] [--stop STR]
 //  [--ignore-eos] [--json-schema FILE | --grammar-json] [--backend iree|xla] [--device cpu|cuda]
@@ -86,16 +87,19 @@ void run_generate(const GenerateCommandOptions& options) {
   ModelFiles model = open_model(options.runtime.model);
   std::optional<engine::ModelText> text;
   std::vector<int32_t> prompt;
+  std::shared_ptr<const std::vector<float>> image_pixels;
   if (!options.prompt_ids.empty()) {
     if (!options.prompt.text.empty() || !options.prompt.chat.empty() ||
-        !options.prompt.messages_path.empty()) {
-      fail("--prompt-ids", "give either token ids or -p/--chat/--messages, not both");
+        !options.prompt.messages_path.empty() || !options.prompt.images.empty()) {
+      fail("--prompt-ids", "give either token ids or -p/--chat/--messages/--image, not both");
     }
     prompt = parse_token_ids(options.prompt_ids, model.config().vocab_size);
     if (engine::has_tokenizer(model)) text.emplace(model);
   } else {
     text.emplace(model);
-    prompt = prompt_ids(*text, options.prompt);
+    Prompt given = cli::prompt(*text, model, options.prompt);
+    prompt = std::move(given.ids);
+    image_pixels = std::move(given.image_pixels);
   }
   engine::EngineOptions engine_options =
       cli::engine_options(options.runtime, model,
@@ -119,6 +123,7 @@ void run_generate(const GenerateCommandOptions& options) {
   request.stop = options.stop;
   if (options.ignore_eos) request.eos_ids.clear();
   request.grammar = grammar_from_flags(engine, options.grammar);
+  request.image_pixels = image_pixels;
 
   std::vector<int32_t> output_ids;
   std::string output_text;
@@ -170,6 +175,9 @@ void add_generate_command(CLI::App& app) {
                       "one user message, through the model's chat template");
   command->add_option("--messages", options->prompt.messages_path,
                       "JSON file of {role, content} messages, through the chat template");
+  command->add_option("--image", options->prompt.images,
+                      "an image file (PNG, JPEG, WebP, GIF) for a vision-language model, before "
+                      "the text; repeat for several");
   command->add_option(
       "--prompt-ids", options->prompt_ids,
       "the prompt as token ids (\"1 2 3\" or \"1,2,3\"); works without a tokenizer");

@@ -18,15 +18,31 @@ Conversation::Conversation(const ModelText& text, std::string system)
 void Conversation::reset() {
   messages_ = Json::array();
   if (!system_.empty()) messages_.push_back(message("system", system_));
+  image_pixels_.clear();
+  image_layouts_.clear();
 }
 
 ChatTurn Conversation::reply(Scheduler& scheduler, std::string user, const RequestOptions& request,
-                             const std::function<void(std::string_view)>& on_text) {
+                             const std::function<void(std::string_view)>& on_text,
+                             const PreparedImages& images) {
   Json messages = messages_;
-  messages.push_back(message("user", std::move(user)));
+  std::vector<ImageLayout> layouts = image_layouts_;
+  RequestOptions options = request;
+  if (images.layouts.empty()) {
+    messages.push_back(message("user", std::move(user)));
+  } else {
+    Json content = Json::array();
+    for (std::size_t i = 0; i < images.layouts.size(); ++i) content.push_back({{"type", "image"}});
+    content.push_back({{"type", "text"}, {"text", std::move(user)}});
+    messages.push_back(Json{{"role", "user"}, {"content", std::move(content)}});
+    layouts.insert(layouts.end(), images.layouts.begin(), images.layouts.end());
+  }
+  auto pixels = std::make_shared<std::vector<float>>(image_pixels_);
+  if (images.pixels) pixels->insert(pixels->end(), images.pixels->begin(), images.pixels->end());
+  if (!pixels->empty()) options.image_pixels = pixels;
   ChatTurn turn;
-  turn.prompt_ids = text_.encode_chat(messages, Json::object());
-  scheduler.submit(turn.prompt_ids, request, [&](const TokenEvent& event) {
+  turn.prompt_ids = text_.encode_chat(messages, Json::object(), nullptr, layouts);
+  scheduler.submit(turn.prompt_ids, options, [&](const TokenEvent& event) {
     if (event.token >= 0) turn.output_ids.push_back(event.token);
     turn.reply += event.text;
     if (on_text && !event.text.empty()) on_text(event.text);
@@ -39,6 +55,8 @@ ChatTurn Conversation::reply(Scheduler& scheduler, std::string user, const Reque
   scheduler.run_until_idle();
   messages.push_back(message("assistant", turn.reply));
   messages_ = std::move(messages);
+  image_layouts_ = std::move(layouts);
+  image_pixels_ = std::move(*pixels);
   return turn;
 }
 

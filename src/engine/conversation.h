@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/json_file.h"
+#include "engine/model_images.h"
 #include "engine/model_text.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -40,14 +41,18 @@ class Conversation {
   // Adds the user's message, runs the conversation on `scheduler` until the reply is done
   // (`on_text` gets each piece of its text as it comes) and keeps the reply. Error, with the
   // conversation unchanged, when the prompt cannot be submitted (e.g. it does not fit the
-  // context).
+  // context). `images` (a vision-language model's, prepared by ModelImages) go before the
+  // message's text; every turn's prompt holds the images of all turns so far.
   ChatTurn reply(Scheduler& scheduler, std::string user, const RequestOptions& request,
-                 const std::function<void(std::string_view)>& on_text);
+                 const std::function<void(std::string_view)>& on_text,
+                 const PreparedImages& images = {});
 
  private:
   const ModelText& text_;
   std::string system_;
   Json messages_;
+  std::vector<float> image_pixels_;  // every image of the messages, in order
+  std::vector<ImageLayout> image_layouts_;
 };
 
 }  // namespace xlacel::engine

@@ -40,7 +40,8 @@ ChatTemplateOptions chat_template_options(const ModelFiles& model, bool add_gene
 ModelText::ModelText(const ModelFiles& model)
     : model_path_(model.path()),
       tokenizer_(load_tokenizer(model)),
-      template_options_(chat_template_options(model, false)) {
+      template_options_(chat_template_options(model, false)),
+      vision_(model.config().vision) {
   if (model.chat_template()) chat_template_.emplace(load_chat_template(model));
 }
 
@@ -69,9 +70,22 @@ std::vector<int32_t> ModelText::encode_text(std::string_view text) const {
   return ids;
 }
 
+std::string ModelText::with_images(std::string_view text,
+                                   std::span<const ImageLayout> images) const {
+  if (images.empty()) return std::string(text);
+  if (!vision_) fail("images", "the model reads text only: it takes no images");
+  return expand_image_placeholders(text, *vision_, images);
+}
+
+std::vector<int32_t> ModelText::encode_text_with_images(std::string_view text,
+                                                        std::span<const ImageLayout> images) const {
+  return encode_text(with_images(text, images));
+}
+
 std::vector<int32_t> ModelText::encode_chat(const Json& messages, const Json& extra_context,
-                                            std::string* rendered) const {
-  std::string text = render_chat(messages, extra_context, true);
+                                            std::string* rendered,
+                                            std::span<const ImageLayout> images) const {
+  std::string text = with_images(render_chat(messages, extra_context, true), images);
   std::vector<int32_t> ids = tokenizer_->encode(text, false);
   if (rendered != nullptr) *rendered = std::move(text);
   if (ids.empty()) fail("messages", "the rendered conversation has no tokens");

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/chat_template.h"
 #include "common/json_file.h"
+#include "engine/image_prompt.h"
 #include "model_files/model_files.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,15 +46,25 @@ class ModelText {
   std::vector<int32_t> encode_text(std::string_view text) const;
   // The conversation rendered with the assistant's turn opened, tokenized as transformers'
   // apply_chat_template does: without adding special tokens again. `rendered`, when given,
-  // receives the text.
+  // receives the text. With `images` (a vision-language model's, in order), each image
+  // placeholder the template wrote is replaced as its processor does (image_prompt.h) first.
   std::vector<int32_t> encode_chat(const Json& messages, const Json& extra_context,
-                                   std::string* rendered = nullptr) const;
+                                   std::string* rendered = nullptr,
+                                   std::span<const ImageLayout> images = {}) const;
+  // Raw text with its image placeholders expanded for `images` (as encode_chat), then encoded as
+  // encode_text does.
+  std::vector<int32_t> encode_text_with_images(std::string_view text,
+                                               std::span<const ImageLayout> images) const;
 
  private:
   std::string model_path_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::optional<ChatTemplate> chat_template_;
   ChatTemplateOptions template_options_;  // special tokens; per call: generation prompt, extras
+  std::optional<VisionConfig> vision_;    // a vision-language model's: its image placeholders
+  // `text` with its image placeholders expanded (unchanged without images); Error naming
+  // `images` when the model takes none.
+  std::string with_images(std::string_view text, std::span<const ImageLayout> images) const;
 };
 
 }  // namespace xlacel::engine

@@ -61,6 +61,13 @@ FAMILY_TEXT = {
                                 dict(bos_token="<|end_of_text|>", eos_token="<|end_of_text|>", pad_token="<|pad|>",
                                      unk_token="<|end_of_text|>"),
                                 unspecial=["<tool_call>", "</tool_call>"], merges=[("\u0120", "t")]),
+    # SmolVLM's turns and image tokens (the Idefics3 processor's), byte-level, with SmolVLM's template.
+    "smolvlm": _family("byte_level", ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>",
+                                      "<fake_token_around_image>", "<global-img>", "<image>"] +
+                       [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)],
+                       TEMPLATES / "smolvlm.jinja", "GPT2Tokenizer",
+                       dict(bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>",
+                            unk_token="<|endoftext|>")),
     "olmo2": _family("byte_level", ["<|pad|>", "<|startoftext|>", "<|endoftext|>"], TEMPLATES / "olmo2.jinja",
                      "GPT2Tokenizer", _OLMO),
     "olmoe": _family("byte_level", ["<|pad|>", "<|startoftext|>", "<|endoftext|>"], TEMPLATES / "olmo2.jinja",
