@@ -1,12 +1,14 @@
-// GIF through giflib: the first frame, as Pillow opens it (mode P, or L without a colour table)
-// and convert("RGB") maps it: the canvas (grown to hold the frame) starts as the frame's
-// transparent index if it has one, else index 0; indices past the colour table are black.
+// GIF through giflib: the first frame, as Pillow opens it (mode P, or L when its colour tables
+// are absent or the gray ramp) and convert("RGB") maps it: the canvas (grown to hold the frame)
+// starts as the frame's transparent index if it has one, else index 0; in mode P, indices past
+// the colour table are black (the transparent index's colour too); in mode L each is its gray.
 // giflib returns errors; it never jumps.
 #include <gif_lib.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 
 #include "common/error.h"
@@ -26,6 +28,14 @@ int gif_read_from_memory(GifFileType* gif, GifByteType* out, int length) {
   std::memcpy(out, source->bytes.data() + source->position, n);
   source->position += n;
   return int(n);
+}
+
+bool is_gray_ramp(const ColorMapObject& table) {
+  for (int i = 0; i < table.ColorCount; ++i) {
+    const GifColorType& c = table.Colors[i];
+    if (c.Red != i || c.Green != i || c.Blue != i) return false;
+  }
+  return true;
 }
 
 struct GifCloser {
@@ -87,7 +97,15 @@ DecodedImage decode_gif(std::span<const uint8_t> bytes, std::string_view name) {
   } else {
     for (int row = 0; row < desc.Height; ++row) store_row(row);
   }
-  const ColorMapObject* map = desc.ColorMap ? desc.ColorMap : gif->SColorMap;
+  // Pillow keeps a colour table only if it is not the gray ramp (entry i = (i, i, i)), the frame's
+  // own before the global one; with neither, the frame is mode L: each index its own gray level.
+  const ColorMapObject* map = nullptr;
+  for (const ColorMapObject* table : {desc.ColorMap, gif->SColorMap}) {
+    if (table != nullptr && !is_gray_ramp(*table)) {
+      map = table;
+      break;
+    }
+  }
   std::array<std::array<uint8_t, 3>, 256> palette{};
   for (int i = 0; i < 256; ++i) {
     if (map == nullptr) {

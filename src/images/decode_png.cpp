@@ -3,6 +3,8 @@
 // and the Error is thrown only after they return.
 #include <png.h>
 
+#include <algorithm>
+#include <array>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -21,7 +23,7 @@ struct PngSource {
   char message[160];
   // The single transparent colour Pillow keeps in info["transparency"], read before the
   // transforms drop the tRNS chunk: a palette whose tRNS makes exactly one entry transparent and
-  // the rest opaque, or an 8-bit gray or RGB tRNS colour.
+  // the rest opaque, or a gray or RGB tRNS colour.
   bool has_transparent;
   uint8_t transparent[3];
 };
@@ -71,24 +73,39 @@ void record_transparent_colour(png_structp png, png_infop info) {
     source->transparent[0] = c.red, source->transparent[1] = c.green,
     source->transparent[2] = c.blue;
     source->has_transparent = true;
-  } else if (png_get_bit_depth(png, info) == 8 && colour != nullptr) {
-    const bool gray = color_type == PNG_COLOR_TYPE_GRAY;
-    const png_uint_16 values[3] = {gray ? colour->gray : colour->red,
-                                   gray ? colour->gray : colour->green,
-                                   gray ? colour->gray : colour->blue};
-    if (values[0] > 255 || values[1] > 255 || values[2] > 255) return;
-    for (int c = 0; c < 3; ++c) source->transparent[c] = uint8_t(values[c]);
+  } else if (colour != nullptr) {
+    // Pillow keeps the tRNS samples as read, and transformers' convert("RGBA") compares pixels
+    // with their low bytes. A tuple in RGB (8- or 16-bit); in L (gray of 2, 4 or 8 bits) an
+    // integer that convert("RGB") turns into the gray clipped to 255; in "1" (1-bit gray) 255 or 0
+    // and in I;16 (16-bit gray) the sample, integers that the RGBA conversion takes as red alone.
+    const int depth = png_get_bit_depth(png, info);
+    std::array<png_uint_16, 3> values{colour->red, colour->green, colour->blue};
+    if (color_type == PNG_COLOR_TYPE_GRAY && depth == 1) {
+      values = {png_uint_16(colour->gray != 0 ? 255 : 0), 0, 0};
+    } else if (color_type == PNG_COLOR_TYPE_GRAY && depth == 16) {
+      values = {colour->gray, 0, 0};
+    } else if (color_type == PNG_COLOR_TYPE_GRAY) {
+      const auto gray = std::min<png_uint_16>(colour->gray, 255);
+      values = {gray, gray, gray};
+    }
+    for (int c = 0; c < 3; ++c) source->transparent[c] = uint8_t(values[c] & 0xff);
     source->has_transparent = true;
   }
 }
 
-// Reads the header and sets the transforms to 8-bit RGB: palettes expanded, gray replicated,
-// 16-bit samples cut to their high byte, alpha dropped. 0 on error.
+// Reads the header (chunks before the image data). 0 on error.
 int png_read_header(png_structp png, png_infop info) {
   if (setjmp(png_jmpbuf(png))) return 0;
   png_read_info(png, info);
-  int color_type = png_get_color_type(png, info);
   record_transparent_colour(png, info);
+  return 1;
+}
+
+// Sets the transforms to 8-bit RGB: palettes expanded, gray replicated, 16-bit samples cut to
+// their high byte, alpha dropped; libpng allocates its row buffers here. 0 on error.
+int png_set_transforms(png_structp png, png_infop info) {
+  if (setjmp(png_jmpbuf(png))) return 0;
+  const int color_type = png_get_color_type(png, info);
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (is_gray16(png, info)) {
     png_set_swap(png);  // native-endian 16-bit gray, converted by the caller
@@ -132,6 +149,7 @@ DecodedImage decode_png(std::span<const uint8_t> bytes, std::string_view name) {
   const int64_t width = png_get_image_width(handles.png, handles.info);
   const int64_t height = png_get_image_height(handles.png, handles.info);
   check_image_size(width, height, name);
+  if (!png_set_transforms(handles.png, handles.info)) fail(name, "PNG: {}", source.message);
   const bool gray16 = is_gray16(handles.png, handles.info);
   const size_t row_bytes = png_get_rowbytes(handles.png, handles.info);
   if (row_bytes != size_t(width) * (gray16 ? 2 : 3)) fail(name, "PNG: unexpected row layout");

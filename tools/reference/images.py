@@ -80,6 +80,37 @@ def png_bytes(width, height, color_type, bit_depth, rows, interlace=False, chunk
             chunk(b"IEND", b""))
 
 
+def gif_bytes(width, height, indices, global_table=None, local_table=None, transparency=None):
+    """A one-frame GIF whose indices may lie past its colour tables (which Pillow's writer never
+    makes): tables of RGB tuples (padded with black to a power of two), LZW with 8-bit codes."""
+    def table(colours):
+        bits = max(1, (len(colours) - 1).bit_length())
+        return bits - 1, b"".join(bytes(c) for c in list(colours) + [(0, 0, 0)] * ((1 << bits) - len(colours)))
+
+    out = b"GIF89a" + struct.pack("<HH", width, height)
+    if global_table is None:
+        out += bytes([0, 0, 0])
+    else:
+        size, data = table(global_table)
+        out += bytes([0x80 | size, 0, 0]) + data
+    if transparency is not None:
+        out += b"\x21\xf9\x04" + bytes([1, 0, 0, transparency, 0])
+    out += b"\x2c" + struct.pack("<HHHH", 0, 0, width, height)
+    if local_table is None:
+        out += b"\x00"
+    else:
+        size, data = table(local_table)
+        out += bytes([0x80 | size]) + data
+    # Every index a literal 9-bit code, a clear code (256) often enough that the width never grows.
+    codes = [256]
+    for i, value in enumerate(indices.reshape(-1)):
+        codes += [256, int(value)] if i and i % 200 == 0 else [int(value)]
+    packed = sum(code << (9 * i) for i, code in enumerate(codes + [257]))
+    stream = packed.to_bytes((9 * (len(codes) + 1) + 7) // 8, "little")
+    blocks = b"".join(bytes([len(stream[i:i + 255])]) + stream[i:i + 255] for i in range(0, len(stream), 255))
+    return out + b"\x08" + blocks + b"\x00\x3b"
+
+
 def saved(image, fmt, **options):
     buffer = io.BytesIO()
     image.save(buffer, fmt, **options)
@@ -94,6 +125,7 @@ def exif_orientation(value):
 
 def good_images():
     rng = np.random.default_rng(49)
+    extra = np.random.default_rng(50)  # for images added later, leaving the others as they were
     rgb = lambda w, h, noise=24: Image.fromarray(pixels(rng, w, h, 3, noise), "RGB")  # noqa: E731
     files = {}
     # Sizes and aspect ratios (PNG: lossless, so only the resampling is under test).
@@ -142,6 +174,28 @@ def good_images():
     frames = [rgb(24, 16).quantize(colors=16) for _ in range(2)]
     files["animated_trns_24x16.gif"] = saved(frames[0], "GIF", save_all=True, append_images=frames[1:],
                                              transparency=3, duration=50)
+    # tRNS as Pillow keeps it: the gray of 1/2/4 bits as read (in "1", 255 or 0), the 16-bit gray
+    # and the RGB colour (8 or 16 bits) compared with the pixels by their low bytes.
+    files["gray1_trns0_13x5.png"] = png_bytes(13, 5, 0, 1, pixels(extra, 13, 5, 1) >> 7, chunks=[(b"tRNS", b"\0\0")])
+    files["gray2_trns0_7x5.png"] = png_bytes(7, 5, 0, 2, pixels(extra, 7, 5, 1) >> 6, chunks=[(b"tRNS", b"\0\0")])
+    gray16 = pixels(extra, 30, 20, 1).astype(np.uint16) * 3
+    gray16[0, :7] = 0
+    files["l16_trns256_30x20.png"] = png_bytes(30, 20, 0, 16, gray16, chunks=[(b"tRNS", struct.pack(">H", 256))])
+    rgb16 = pixels(extra, 20, 12, 3).astype(np.uint16) * 257
+    rgb16[3, 4:9] = (0x1234, 0x5678, 0x9ABC)  # the key's low bytes as high bytes
+    files["rgb16_trns_20x12.png"] = png_bytes(20, 12, 2, 16, rgb16.reshape(12, -1),
+                                              chunks=[(b"tRNS", struct.pack(">HHH", 0x3412, 0x7856, 0xBC9A))])
+    rgb8 = pixels(extra, 12, 8, 3)
+    rgb8[2, 3:6] = (44, 5, 7)
+    files["rgb_trns300_12x8.png"] = png_bytes(12, 8, 2, 8, rgb8.reshape(8, -1),
+                                              chunks=[(b"tRNS", struct.pack(">HHH", 300, 5, 7))])
+    # Indices past the colour table: black in mode P; a gray-ramp table makes the frame mode L.
+    indices = extra.integers(0, 256, size=(10, 12), dtype=np.uint8)
+    indices[0, :4] = range(4)
+    colours, ramp = [(200, 10, 30), (0, 0, 0), (5, 250, 7), (9, 9, 200)], [(i, i, i) for i in range(4)]
+    files["p_beyond_trns_12x10.gif"] = gif_bytes(12, 10, indices, colours, transparency=200)
+    files["ramp_beyond_12x10.gif"] = gif_bytes(12, 10, indices, ramp, transparency=int(indices[1, 1]))
+    files["local_ramp_12x10.gif"] = gif_bytes(12, 10, indices, colours, local_table=ramp, transparency=77)
     return files
 
 
