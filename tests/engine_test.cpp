@@ -800,65 +800,71 @@ TEST_P(EngineOnRuntime, ChunksPrefilledTogetherGiveWhatTheyGiveAlone) {
 }
 
 // A vision-language model's greedy tokens with an image in the prompt are HF's: the vision tower
-// runs before the prompt's first chunk and its features take the image tokens' rows, here split
-// over two chunks (8-token buckets), alone and with both prompts batched. A request whose images
-// and image tokens disagree is refused by name, as are images for a text-only model.
-TEST_P(EngineOnRuntime, VisionLanguageModelWithAnImageMatchesHf) {
-  const fs::path model = testing::test_data("models/idefics3_tiny");
-  const json reference = read_json(model / "vision_reference.json");
-  const json& images = reference["images"];
-  const auto pixels_per_image = static_cast<std::size_t>(images["shape"][1].get<int64_t>() *
-                                                         images["shape"][2].get<int64_t>() *
-                                                         images["shape"][3].get<int64_t>());
-  const std::vector<float> all_pixels = images["pixel_values"].get<std::vector<float>>();
-  auto image = [&](std::size_t index) {
-    const auto first = all_pixels.begin() + static_cast<std::ptrdiff_t>(index * pixels_per_image);
-    return std::make_shared<const std::vector<float>>(
-        first, first + static_cast<std::ptrdiff_t>(pixels_per_image));
-  };
-  auto engine = open(model.string(), {2, 64, 8, 8, 1});
-  Scheduler& scheduler = engine->scheduler();
-  for (int batched = 0; batched < 2; ++batched) {
-    std::vector<Stream> streams(reference["generation"].size());
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      const json& generation = reference["generation"][i];
-      RequestOptions options = greedy(static_cast<int64_t>(generation["output_ids"].size()));
-      options.image_pixels = image(generation["image"].get<std::size_t>());
-      scheduler.submit(ids(generation["prompt_ids"]), options, streams[i].callback());
-      if (batched == 0) scheduler.run_until_idle();
+// runs before the prompt's first chunk and its features take the image tokens' rows, alone and
+// with both prompts batched. Idefics3's image tokens are split over two chunks (8-token buckets);
+// Gemma 3's attend to each other (HF's token_type_ids mask), so each image's 16 go in one chunk
+// of 16, the chunk before ending where they start. A request whose images and image tokens
+// disagree is refused by name, as are images for a text-only model.
+TEST_P(EngineOnRuntime, VisionLanguageModelsWithAnImageMatchHf) {
+  for (const auto& [name, bucket] : {std::pair<std::string, int64_t>{"idefics3_tiny", 8},
+                                     std::pair<std::string, int64_t>{"gemma3_vision_tiny", 16}}) {
+    const fs::path model = testing::test_data("models/" + name);
+    const json reference = read_json(model / "vision_reference.json");
+    const json& images = reference["images"];
+    const auto pixels_per_image = static_cast<std::size_t>(images["shape"][1].get<int64_t>() *
+                                                           images["shape"][2].get<int64_t>() *
+                                                           images["shape"][3].get<int64_t>());
+    const std::vector<float> all_pixels = images["pixel_values"].get<std::vector<float>>();
+    auto image = [&](std::size_t index) {
+      const auto first = all_pixels.begin() + static_cast<std::ptrdiff_t>(index * pixels_per_image);
+      return std::make_shared<const std::vector<float>>(
+          first, first + static_cast<std::ptrdiff_t>(pixels_per_image));
+    };
+    auto engine = open(model.string(), {2, 64, bucket, bucket, 1});
+    Scheduler& scheduler = engine->scheduler();
+    for (int batched = 0; batched < 2; ++batched) {
+      std::vector<Stream> streams(reference["generation"].size());
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        const json& generation = reference["generation"][i];
+        RequestOptions options = greedy(static_cast<int64_t>(generation["output_ids"].size()));
+        options.image_pixels = image(generation["image"].get<std::size_t>());
+        scheduler.submit(ids(generation["prompt_ids"]), options, streams[i].callback());
+        if (batched == 0) scheduler.run_until_idle();
+      }
+      scheduler.run_until_idle();
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        const json& generation = reference["generation"][i];
+        const auto want = ids(generation["output_ids"]);
+        EXPECT_EQ(streams[i].tokens, want)
+            << GetParam() << " " << name << (batched ? " batched " : " alone ")
+            << generation["name"] << ": differs at token " << matched(streams[i].tokens, want);
+      }
     }
-    scheduler.run_until_idle();
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      const json& generation = reference["generation"][i];
-      const auto want = ids(generation["output_ids"]);
-      EXPECT_EQ(streams[i].tokens, want)
-          << GetParam() << (batched ? " batched " : " alone ") << generation["name"]
-          << ": differs at token " << matched(streams[i].tokens, want);
-    }
+    if (name != "idefics3_tiny") continue;
+
+    const std::vector<int32_t> prompt = ids(reference["generation"][0]["prompt_ids"]);
+    testing::expect_error([&] { scheduler.submit(prompt, greedy(4), [](const TokenEvent&) {}); },
+                          "prompt: has 4 image tokens (id 299) but the request has no images");
+    RequestOptions two_images = greedy(4);
+    two_images.image_pixels = std::make_shared<const std::vector<float>>(2 * pixels_per_image);
+    testing::expect_error([&] { scheduler.submit(prompt, two_images, [](const TokenEvent&) {}); },
+                          "images: 2 images need 8 image tokens in the prompt, which has 4");
+    RequestOptions ragged = greedy(4);
+    ragged.image_pixels = std::make_shared<const std::vector<float>>(pixels_per_image + 1);
+    testing::expect_error(
+        [&] { scheduler.submit(prompt, ragged, [](const TokenEvent&) {}); },
+        fmt::format("images: {} pixel values are not a whole number of images of {}",
+                    pixels_per_image + 1, pixels_per_image));
+
+    auto text_only = open(tiny(), {1, 64, 8});
+    RequestOptions with_image = greedy(4);
+    with_image.image_pixels = image(0);
+    testing::expect_error(
+        [&] {
+          text_only->scheduler().submit({1, 2, 3}, with_image, [](const TokenEvent&) {});
+        },
+        "images: the model has no vision tower: it reads text only");
   }
-
-  const std::vector<int32_t> prompt = ids(reference["generation"][0]["prompt_ids"]);
-  testing::expect_error([&] { scheduler.submit(prompt, greedy(4), [](const TokenEvent&) {}); },
-                        "prompt: has 4 image tokens (id 299) but the request has no images");
-  RequestOptions two_images = greedy(4);
-  two_images.image_pixels = std::make_shared<const std::vector<float>>(2 * pixels_per_image);
-  testing::expect_error([&] { scheduler.submit(prompt, two_images, [](const TokenEvent&) {}); },
-                        "images: 2 images need 8 image tokens in the prompt, which has 4");
-  RequestOptions ragged = greedy(4);
-  ragged.image_pixels = std::make_shared<const std::vector<float>>(pixels_per_image + 1);
-  testing::expect_error(
-      [&] { scheduler.submit(prompt, ragged, [](const TokenEvent&) {}); },
-      fmt::format("images: {} pixel values are not a whole number of images of {}",
-                  pixels_per_image + 1, pixels_per_image));
-
-  auto text_only = open(tiny(), {1, 64, 8});
-  RequestOptions with_image = greedy(4);
-  with_image.image_pixels = image(0);
-  testing::expect_error(
-      [&] {
-        text_only->scheduler().submit({1, 2, 3}, with_image, [](const TokenEvent&) {});
-      },
-      "images: the model has no vision tower: it reads text only");
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),

@@ -104,6 +104,13 @@ engine::EngineOptions engine_options(const RuntimeFlags& flags, const ModelFiles
   // refuse (validate, below), under the flags' names (cli/field_flags.h).
   options.executor.prefill_bucket =
       flags.prefill_bucket > 0 ? std::min(flags.prefill_bucket, capacity) : flags.prefill_bucket;
+  // Gemma 3's image tokens attend to each other and so prefill in one chunk: a bucket that holds
+  // an image's (256).
+  if (const auto& vision = model.config().vision;
+      vision && vision->projector == VisionProjector::kGemma3AvgPool) {
+    options.executor.prefill_bucket =
+        std::min(std::max(options.executor.prefill_bucket, vision->tokens_per_image()), capacity);
+  }
   options.executor.small_prefill_bucket = flags.small_prefill_bucket;
   options.executor.prefill_sequences = flags.prefill_sequences;
   const std::optional<engine::Speculation> speculation =

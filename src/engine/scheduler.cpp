@@ -192,6 +192,18 @@ void Scheduler::check_images(const std::vector<int32_t>& prompt,
     fail("images", "{} images need {} image tokens in the prompt, which has {}", images,
          images * caps_.image_tokens, image_tokens);
   }
+  if (caps_.image_runs_whole) {
+    int64_t run = 0;
+    for (int32_t token : prompt) {
+      run = token == caps_.image_token_id ? run + 1 : 0;
+      if (run > caps_.prefill_bucket) {
+        fail("prompt",
+             "has a run of more than {} image tokens, which must prefill in one chunk "
+             "(prefill_bucket {})",
+             caps_.prefill_bucket, caps_.prefill_bucket);
+      }
+    }
+  }
 }
 
 int64_t Scheduler::prompt_image_tokens(std::span<const int32_t> tokens) const {
@@ -527,19 +539,24 @@ void Scheduler::prefill_some() {
   const auto left = [&](std::size_t slot) {
     return slots_[slot]->prompt_tokens - slots_[slot]->cached;
   };
+  // A chunk of at most `tokens`; with no row (valid 0) where an image's tokens, which must go
+  // in one chunk (Capabilities::image_runs_whole), do not fit that many.
+  auto chunk_of = [&](std::size_t slot, int64_t tokens) {
+    const Sequence& sequence = *slots_[slot];
+    return whole_image_runs(sequence,
+                            next_prefill_chunk(sequence.cached, sequence.prompt_tokens, tokens));
+  };
   const bool together =
       caps_.prefill_sequences > 1 && ready.size() > 1 &&
       (static_cast<int64_t>(ready.size()) >= caps_.prefill_sequences ||
-       std::any_of(ready.begin(), ready.end(), [&](std::size_t i) { return left(i) <= small; }));
+       std::any_of(ready.begin(), ready.end(), [&](std::size_t i) { return left(i) <= small; })) &&
+      chunk_of(ready.front(), small).valid > 0;
   const int64_t chunk_tokens = together ? small : caps_.prefill_bucket;
-  auto next_chunk = [&](std::size_t slot) {
-    const Sequence& sequence = *slots_[slot];
-    return next_prefill_chunk(sequence.cached, sequence.prompt_tokens, chunk_tokens);
-  };
+  auto next_chunk = [&](std::size_t slot) { return chunk_of(slot, chunk_tokens); };
   std::vector<std::size_t> batch = {ready.front()};
   for (std::size_t i = 1; together && i < ready.size(); ++i) {
     if (static_cast<int64_t>(batch.size()) == caps_.prefill_sequences) break;
-    batch.push_back(ready[i]);
+    if (next_chunk(ready[i]).valid > 0) batch.push_back(ready[i]);
   }
   if (embedding) {
     embed_some(batch, chunk_tokens);
@@ -665,6 +682,20 @@ void Scheduler::begin_prefill(Sequence& sequence, Clock::time_point now) {
   if (sequence.options.image_pixels) {
     sequence.image_features = runner_.encode_images(*sequence.options.image_pixels);
   }
+}
+
+PrefillChunk Scheduler::whole_image_runs(const Sequence& sequence, PrefillChunk chunk) const {
+  if (!caps_.image_runs_whole || chunk.chunk_end >= sequence.prompt_tokens) return chunk;
+  const std::vector<int32_t>& tokens = sequence.tokens;
+  const auto is_image = [&](int64_t i) {
+    return tokens[static_cast<std::size_t>(i)] == caps_.image_token_id;
+  };
+  int64_t end = chunk.chunk_end;
+  if (!is_image(end) || !is_image(end - 1)) return chunk;
+  while (end > chunk.start && is_image(end - 1)) --end;  // back to the run's first token
+  chunk.chunk_end = end;
+  chunk.valid = end - chunk.start;
+  return chunk;
 }
 
 std::vector<float> Scheduler::chunk_image_embeddings(const Sequence& sequence,

@@ -162,6 +162,9 @@ class Scheduler {
   void check_images(const std::vector<int32_t>& prompt, const RequestOptions& options) const;
   // How many of `tokens` are the image token.
   int64_t prompt_image_tokens(std::span<const int32_t> tokens) const;
+  // `chunk` ended before a run of image tokens it would cut, where the runner needs each run in
+  // one chunk (Capabilities::image_runs_whole): no row at all when the run starts the chunk.
+  PrefillChunk whole_image_runs(const Sequence& sequence, PrefillChunk chunk) const;
   // A prefill chunk's image embeddings (executor::PrefillInput::image_embeddings): `bucket` rows,
   // the sequence's image features at its image tokens; empty where it has none.
   std::vector<float> chunk_image_embeddings(const Sequence& sequence, const PrefillChunk& chunk,

@@ -135,6 +135,13 @@ Executor::Executor(std::unique_ptr<device::Device> device,
     capabilities_.image_tokens = config.vision->tokens_per_image();
     capabilities_.image_pixels =
         config.vision->num_channels * config.vision->image_size * config.vision->image_size;
+    capabilities_.image_runs_whole =
+        models::attends_images_whole(prefill_graph(options_.prefill_bucket, 0), config);
+    if (capabilities_.image_runs_whole && options_.prefill_bucket < capabilities_.image_tokens) {
+      fail_field("prefill_bucket",
+                 "must be at least {}: each image's {} tokens attend to each other, in one chunk",
+                 capabilities_.image_tokens, capabilities_.image_tokens);
+    }
   }
   if (options_.verify_tokens > 0) {
     capabilities_.verify_tokens = options_.verify_tokens;

@@ -41,6 +41,9 @@ struct Capabilities {
   int32_t image_token_id = -1;
   int64_t image_tokens = 0;
   int64_t image_pixels = 0;  // floats of one image's pixel values (encode_images)
+  // Each run of image tokens attends to itself whole (Gemma 3: models::attends_images_whole),
+  // so a prefill chunk must hold whole runs: the prefill bucket holds an image's tokens.
+  bool image_runs_whole = false;
 };
 
 // One slot's rows of every cache, as host bytes (ModelRunner::save_slot): of each cache that

@@ -102,6 +102,7 @@ Value AttentionBlock::emit(DecoderGraph& graph, int64_t l, Value x) const {
       .positions = graph.query_positions(),
       .key_positions = cache.positions,
       .end = graph.key_end(),
+      .sees_through = graph.sees_through(),
       .scale = options_.scale,
       .softcap = options_.softcap,
       .sliding_window = sliding ? c.sliding_window : std::nullopt,

@@ -62,6 +62,7 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
     end_ = sequences_ == 1 ? ends[0] : concatenate(ends, 0);
     access_ = CacheAccess::prefill(std::move(chunks), per_sequence_, options.window);
     if (sequences_ > 1) token_ids_ = reshape(token_ids_, {tokens_});
+    if (attends_images_whole(options, config)) sees_through_ = image_runs_end();
   } else {
     positions_ = inputs_.at("positions");
     access_ = CacheAccess::decode(positions_, options.window);
@@ -76,6 +77,31 @@ DecoderGraph::DecoderGraph(const ModelConfig& config, const DecoderFamily& famil
   if (attention.local_rope) {
     local_rope_ = rotary(positions_, weights_.at("rope_local_inv_freq"), interleaved);
   }
+}
+
+// transformers' block mask of image tokens (Gemma 3's token_type_ids): a run of image tokens
+// is one block, and a query in it also sees the block's later keys. Each query sees through the
+// end of its run (the last j with as many text tokens at or before it: that count stays flat
+// over a run), a text query through itself. The scheduler keeps each run inside one chunk.
+Value DecoderGraph::image_runs_end() {
+  Block& b = block();
+  const TensorType rows(ElementType::kI32, {sequences_, per_sequence_});
+  const TensorType pairs(ElementType::kI32, {sequences_, per_sequence_, per_sequence_});
+  Value ids = reshape(token_ids_, rows.shape());
+  Value image = compare(ids, constant(b, rows, static_cast<double>(config_.vision->image_token_id)),
+                        Direction::kEQ);
+  // text[s, t]: text tokens among rows 0..t of sequence s.
+  Value is_text = convert(logical_not(image), ElementType::kI32);
+  Value upto = compare(iota(b, pairs, 2), iota(b, pairs, 1), Direction::kLE);  // [s, t, j]: j <= t
+  Value text = reduce_sum(
+      select(upto, broadcast_in_dim(is_text, pairs.shape(), {0, 2}), constant(b, pairs, 0.0)), {2});
+  Value same_or_less = compare(broadcast_in_dim(text, pairs.shape(), {0, 2}),
+                               broadcast_in_dim(text, pairs.shape(), {0, 1}), Direction::kLE);
+  Value run_end = reduce_sum(convert(same_or_less, ElementType::kI32), {2}) -
+                  constant(b, rows, 1.0);  // the index of the run's last row
+  Value positions = reshape(positions_, rows.shape());
+  Value first = positions - iota(b, rows, 1);  // each sequence's start
+  return select(image, first + run_end, positions);
 }
 
 // Sequence s's value of a prefill input (a scalar when the call has one sequence).

@@ -69,7 +69,10 @@ class DecoderGraph {
   std::optional<Value> valid_lengths();
   Value query_positions();                               // i32 [N, T per sequence]
   std::optional<Value> key_end() const { return end_; }  // prefill: start + valid_length
-  Value by_sequence(Value x);                            // [T, ...] -> [N, T per sequence, ...]
+  // i32 [N, T]: the last key position each query sees where a query sees past its own position
+  // (AttentionInputs::sees_through): Gemma 3's image tokens see their whole image in prefill.
+  std::optional<Value> sees_through() const { return sees_through_; }
+  Value by_sequence(Value x);  // [T, ...] -> [N, T per sequence, ...]
 
   Value embed();  // the rows' token embeddings, scaled: f32 [T, hidden]
   // Final norm, then logits and their argmax (or the normed hidden states: embed), and the
@@ -84,6 +87,7 @@ class DecoderGraph {
   // The function's results: `produced` by the signature's output names, then the caches.
   EmittedGraph finish_with(const std::map<std::string, Value>& produced);
   Value of_sequence(const char* name, int64_t s);
+  Value image_runs_end();  // sees_through_ of a prefill over whole image runs
 
   const ModelConfig& config_;
   const DecoderFamily& family_;
@@ -101,6 +105,7 @@ class DecoderGraph {
   int64_t sequences_ = 1, tokens_ = 1, per_sequence_ = 1;
   Value positions_, token_ids_;
   std::optional<Value> end_;
+  std::optional<Value> sees_through_;
   std::optional<CacheAccess> access_;
   Rotary rope_;
   std::optional<Rotary> local_rope_;

@@ -20,6 +20,11 @@ bool takes_image_embeddings(const GraphOptions& options, const ModelConfig& conf
   return options.kind == GraphKind::kPrefill && config.vision.has_value();
 }
 
+bool attends_images_whole(const GraphOptions& options, const ModelConfig& config) {
+  return takes_image_embeddings(options, config) &&
+         config.vision->projector == VisionProjector::kGemma3AvgPool;
+}
+
 std::vector<TensorSpec> graph_inputs(const GraphOptions& options, const ModelConfig& config) {
   const int64_t bucket = options.bucket;
   if (prefills(options.kind)) {

@@ -49,6 +49,10 @@ std::vector<TensorSpec> graph_inputs(const GraphOptions& options, const ModelCon
 // the token's embedding (transformers' masked_scatter of the image features); the other rows'
 // are ignored (zeros for a chunk without images).
 bool takes_image_embeddings(const GraphOptions& options, const ModelConfig& config);
+// Whether a graph's image tokens attend to their whole image (each run of image tokens as one
+// bidirectional block, as transformers masks Gemma 3's token_type_ids): Gemma 3's prefill graphs.
+// The caller then keeps every run of image tokens inside one chunk.
+bool attends_images_whole(const GraphOptions& options, const ModelConfig& config);
 std::vector<TensorSpec> graph_outputs(const GraphOptions& options, const ModelConfig& config);
 
 // Throws Error "<graph name>: <problem>" for options no graph can honour (bucket, slots or

@@ -167,7 +167,8 @@ std::optional<Value> kernel_attention(const AttentionInputs& in) {
   const int64_t kv_heads = k_shape[1], capacity = k_shape[2], group = heads / kv_heads;
   if (!in.kernel->handles(d, group, capacity)) return std::nullopt;
   // Key c is visible to the query at position p when c <= p (and c < end): keys [0, p + 1).
-  Value visible = in.positions + constant(in.positions.block(), in.positions.type(), 1.0);
+  const Value last = in.sees_through ? *in.sees_through : in.positions;
+  Value visible = last + constant(in.positions.block(), in.positions.type(), 1.0);
   if (in.end) visible = minimum(visible, broadcast_like(*in.end, {n, tokens}, {0}));
   const double scale = in.scale != 0 ? in.scale : 1.0 / std::sqrt(static_cast<double>(d));
   // [N, T, H, D] -> [N, Hkv, T, G, D]: head h = kv * G + g (repeat_kv's order), and back.
@@ -212,7 +213,9 @@ Value attention(const AttentionInputs& in) {
   Value key = in.key_positions ? broadcast_like(*in.key_positions, mask_type.shape(), {0, 2})
                                : iota(b, mask_type, 2);
   Value query = broadcast_like(in.positions, mask_type.shape(), {0, 1});
-  Value visible = compare(key, query, Direction::kLE);
+  Value last =
+      in.sees_through ? broadcast_like(*in.sees_through, mask_type.shape(), {0, 1}) : query;
+  Value visible = compare(key, last, Direction::kLE);
   if (in.key_positions) {
     visible = logical_and(visible, compare(key, constant(b, mask_type, 0.0), Direction::kGE));
   }

@@ -49,10 +49,13 @@ struct AttentionInputs {
   // i32 [N, keys]: the position each key holds, negative for none (a ring's, cache_access.h);
   // absent: key c holds position c.
   std::optional<Value> key_positions;
-  std::optional<Value> end;       // i32 [N]: keys at positions >= end are masked (prefill's
-                                  // start + valid_length); absent: only c <= position counts
-  double scale = 0;               // scores are multiplied by this; 0: 1/sqrt(head_dim)
-  std::optional<double> softcap;  // scores = cap * tanh(scores / cap) before the mask
+  std::optional<Value> end;  // i32 [N]: keys at positions >= end are masked (prefill's
+                             // start + valid_length); absent: only c <= position counts
+  // i32 [N, T]: the last key position each query sees, where some see past their own (Gemma 3's
+  // image tokens see their whole image); absent: each its own position.
+  std::optional<Value> sees_through;
+  double scale = 0;                       // scores are multiplied by this; 0: 1/sqrt(head_dim)
+  std::optional<double> softcap;          // scores = cap * tanh(scores / cap) before the mask
   std::optional<int64_t> sliding_window;  // keys c <= p - window are masked too
   // Learned per-head logits (gpt-oss's sinks, [heads]) that join each row's softmax as one more
   // key whose value is zero: they take weight from every key without adding to the output.
@@ -63,9 +66,9 @@ struct AttentionInputs {
 };
 // Causal GQA attention of each sequence over its own cache; head h reads kv head
 // h / (heads / kv_heads). A key at position c is visible to a query at position p when c <= p
-// (and c < end, and p - c < sliding_window). Scores scaled (1/sqrt(head_dim) unless `scale`),
-// optionally soft-capped, softmax in f32, as transformers' eager_attention_forward. Result f32 [N *
-// T, heads * head_dim].
+// (c <= sees_through where given; and c < end, and p - c < sliding_window). Scores scaled
+// (1/sqrt(head_dim) unless `scale`), optionally soft-capped, softmax in f32, as transformers'
+// eager_attention_forward. Result f32 [N * T, heads * head_dim].
 Value attention(const AttentionInputs& in);
 // The runtime's hand-written attention where it takes `in` (in.kernel; key c at position c: no
 // ring; no soft cap, sliding window or sinks; f32 throughout), else none: what attention() tries
