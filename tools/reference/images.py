@@ -6,7 +6,8 @@ processors).
 
 Images are written deterministically (gradients plus noise from a seeded generator) in many sizes,
 formats and modes, with Pillow's encoders except where Pillow cannot write the variant (interlaced,
-16-bit colour and low-bit-depth PNGs: a small PNG writer below). Each good image is read the way
+16-bit colour and low-bit-depth PNGs, tRNS chunks Pillow would not write, GIF indices past the colour
+table: a small PNG and GIF writer below). Each good image is read the way
 transformers reads an image file (`transformers.image_utils.load_image`: EXIF orientation applied,
 then `convert("RGB")`, which drops alpha), and its RGB bytes' xxh64 recorded; then each processor
 config under tests/data/images/configs/ processes it (return_tensors="np") and the float32
