@@ -479,6 +479,30 @@ void granite_hybrid_from_gguf(const GgufFile& gguf, ModelConfig& result) {
   }
 }
 
+// transformers saves a model's nested text_config as its difference from the config class's
+// defaults (Gemma 3 4B's names only 5 keys): the sizes it leaves out are the class's, filled in
+// here for the decoders of the vision-language models xlacel runs (Gemma3TextConfig and
+// LlamaConfig, transformers 5.23).
+void text_config_defaults(Json& text) {
+  using Defaults = std::initializer_list<std::pair<const char*, Json>>;
+  const std::string type =
+      text["model_type"].is_string() ? text["model_type"].get<std::string>() : "";
+  Defaults gemma3 = {{"vocab_size", 262208},      {"hidden_size", 2304},
+                     {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+                     {"num_attention_heads", 8},  {"num_key_value_heads", 4},
+                     {"head_dim", 256},           {"max_position_embeddings", 131072},
+                     {"rms_norm_eps", 1e-6}};
+  Defaults llama = {{"vocab_size", 32000},        {"hidden_size", 4096},
+                    {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+                    {"num_attention_heads", 32},  {"max_position_embeddings", 2048},
+                    {"rms_norm_eps", 1e-6}};
+  const Defaults* defaults = type == "gemma3_text" ? &gemma3 : type == "llama" ? &llama : nullptr;
+  if (defaults == nullptr) return;
+  for (const auto& [key, value] : *defaults) {
+    if (!text.contains(key) || text[key].is_null()) text[key] = value;
+  }
+}
+
 }  // namespace
 
 const char* rope_scaling_name(RopeScaling::Type type) {
@@ -513,6 +537,7 @@ ModelConfig config_from_hf(const Json& config, const Json* generation_config,
     for (const char* key : {"tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
       if (config.contains(key)) text[key] = config[key];
     }
+    text_config_defaults(text);
     ModelConfig result = config_from_hf(text, generation_config, path + ": text_config");
     result.vision = read_vision_config(config, path);
     return result;
