@@ -118,13 +118,16 @@ std::optional<Pooling> sentence_transformers_pooling(const fs::path& dir) {
   return std::nullopt;
 }
 
-// A vision-language model keeps its decoder under model.text_model. (Idefics3, SmolVLM) or
-// model.language_model. (Gemma 3); named as a text-only model's (model.layers.N...), the
-// decoder's weights are found as every family's are. The vision tower keeps its own names.
+// A vision-language model keeps its decoder under model.text_model. (Idefics3, SmolVLM),
+// language_model.model. (Gemma 3 as published) or model.language_model. (as transformers 5 saves
+// it); named as a text-only model's (model.layers.N..., lm_head.weight), the decoder's weights
+// are found as every family's are. The vision tower keeps its own names.
 std::string decoder_tensor_name(const std::string& name) {
-  for (std::string_view prefix : {"model.text_model.", "model.language_model."}) {
+  for (std::string_view prefix :
+       {"model.text_model.", "model.language_model.", "language_model.model."}) {
     if (name.starts_with(prefix)) return "model." + name.substr(prefix.size());
   }
+  if (name == "language_model.lm_head.weight") return "lm_head.weight";
   return name;
 }
 
@@ -135,6 +138,38 @@ ModelFiles ModelFiles::open(const std::string& path) {
   if (fs::is_directory(path, error)) return open_hf_directory(path);
   if (!fs::exists(path, error)) fail(path, "no such file or directory");
   return open_gguf(path);
+}
+
+ModelFiles ModelFiles::open(const std::string& path, const std::string& mmproj_path) {
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    fail(path,
+         "is an HF directory: an mmproj file goes with a GGUF text model (a directory holds "
+         "its vision tower itself)");
+  }
+  ModelFiles model = open(path);
+  if (!fs::exists(mmproj_path, error)) fail(mmproj_path, "no such file or directory");
+  model.attach_mmproj(mmproj_path);
+  return model;
+}
+
+void ModelFiles::attach_mmproj(const std::string& mmproj_path) {
+  mmproj_ = std::make_shared<GgufFile>(mmproj_path);
+  VisionConfig vision = read_vision_config_from_gguf(*mmproj_, *gguf_);
+  if (vision.text_hidden_size != config_.hidden_size) {
+    fail(mmproj_path, "projects to width {} (clip.vision.projection_dim), but {} is {} wide",
+         vision.text_hidden_size, path_, config_.hidden_size);
+  }
+  preprocessor_config_ = preprocessor_config_from_gguf(*mmproj_, vision);
+  config_.vision = std::move(vision);
+  for (const GgufTensorInfo& info : mmproj_->tensor_infos()) {
+    if (find_tensor(info.name)) {
+      fail(mmproj_path, "tensor '{}' is also in {}: the two files' tensors would be ambiguous",
+           info.name, path_);
+    }
+    tensors_.push_back(mmproj_->tensor(info));
+    config_.stored_types[info.name] = tensors_.back().dtype;
+  }
 }
 
 ModelFiles ModelFiles::open_gguf(const std::string& path) {
@@ -236,16 +271,22 @@ ModelFiles ModelFiles::open_hf_directory(const std::string& path) {
   }
   model.chat_template_ =
       find_hf_chat_template(dir, tokenizer_config ? &*tokenizer_config : nullptr);
+  const fs::path preprocessor_path = dir / "preprocessor_config.json";
+  if (fs::exists(preprocessor_path)) {
+    model.preprocessor_config_ = read_json_file(preprocessor_path.string());
+  }
   return model;
 }
 
 void ModelFiles::release(const TensorView& tensor) const {
   if (gguf_) gguf_->release(tensor);
+  if (mmproj_) mmproj_->release(tensor);
   for (const auto& shard : shards_) shard->release(tensor);
 }
 
 std::shared_ptr<const void> ModelFiles::holder(const TensorView& tensor) const {
   if (gguf_ && gguf_->holds(tensor)) return gguf_;
+  if (mmproj_ && mmproj_->holds(tensor)) return mmproj_;
   for (const auto& shard : shards_) {
     if (shard->holds(tensor)) return shard;
   }

@@ -1,5 +1,6 @@
 #include "model_files/vision_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -143,6 +144,140 @@ std::optional<VisionConfig> read_vision_config(const Json& config_json, std::str
     }
   }
   return c;
+}
+
+namespace {
+
+// An mmproj file's clip.* keys, errors naming the file and the key.
+class ClipKeys {
+ public:
+  explicit ClipKeys(const GgufFile& file) : file_(file) {}
+
+  int64_t positive(const std::string& key) const {
+    const int64_t value = file_.get_int(key);
+    if (value < 1) fail(file_.path(), "metadata '{}' must be at least 1 (got {})", key, value);
+    return value;
+  }
+  int64_t positive(const std::string& key, int64_t fallback) const {
+    return file_.has(key) ? positive(key) : fallback;
+  }
+  double positive_number(const std::string& key, double fallback) const {
+    if (!file_.has(key)) return fallback;
+    const double value = file_.get_float(key);
+    if (!(value > 0)) fail(file_.path(), "metadata '{}' must be positive (got {})", key, value);
+    return value;
+  }
+  template <typename... Args>
+  [[noreturn]] void fail_key(const std::string& key, fmt::format_string<Args...> format,
+                             Args&&... args) const {
+    fail(file_.path(), "metadata '{}' {}", key, fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  const GgufFile& file_;
+};
+
+// The text GGUF's id of the token `text`.
+int64_t token_id(const GgufFile& text, const std::string& token) {
+  const char* key = "tokenizer.ggml.tokens";
+  if (!text.has(key)) {
+    fail(text.path(), "has no vocabulary ({}), so no image token '{}' for the mmproj's images", key,
+         token);
+  }
+  const std::vector<std::string> tokens = text.get_string_array(key);
+  const auto found = std::find(tokens.begin(), tokens.end(), token);
+  if (found == tokens.end()) {
+    fail(text.path(), "the vocabulary has no image token '{}' (the mmproj's projector needs it)",
+         token);
+  }
+  return found - tokens.begin();
+}
+
+std::vector<double> triple(const GgufFile& file, const std::string& key) {
+  std::vector<double> values = file.get_float_array(key);
+  if (values.size() != 3) fail(file.path(), "metadata '{}' must hold 3 numbers", key);
+  return values;
+}
+
+}  // namespace
+
+VisionConfig read_vision_config_from_gguf(const GgufFile& mmproj, const GgufFile& text) {
+  const std::string architecture =
+      mmproj.has("general.architecture") ? mmproj.get_string("general.architecture") : "";
+  if (architecture != "clip") {
+    fail(mmproj.path(), "general.architecture is '{}': not llama.cpp's image encoder (mmproj) file",
+         architecture);
+  }
+  if (mmproj.has("clip.has_vision_encoder") && !mmproj.get_bool("clip.has_vision_encoder")) {
+    fail(mmproj.path(), "has no vision encoder (clip.has_vision_encoder false)");
+  }
+  const std::string type_key = mmproj.has("clip.vision.projector_type")
+                                   ? "clip.vision.projector_type"
+                                   : "clip.projector_type";
+  const std::string type = mmproj.get_string(type_key);
+  const bool gemma3 = type == "gemma3";
+  if (!gemma3 && type != "idefics3") {
+    fail(mmproj.path(),
+         "metadata '{}' is '{}': xlacel runs the projectors idefics3 and gemma3 only", type_key,
+         type);
+  }
+  const ClipKeys clip(mmproj);
+  VisionConfig c;
+  c.model_type = type;
+  c.projector = gemma3 ? VisionProjector::kGemma3AvgPool : VisionProjector::kIdefics3PixelShuffle;
+  c.hidden_size = clip.positive("clip.vision.embedding_length");
+  c.intermediate_size = clip.positive("clip.vision.feed_forward_length");
+  c.num_layers = clip.positive("clip.vision.block_count");
+  c.num_heads = clip.positive("clip.vision.attention.head_count");
+  c.image_size = clip.positive("clip.vision.image_size");
+  c.patch_size = clip.positive("clip.vision.patch_size");
+  c.layer_norm_eps = clip.positive_number("clip.vision.attention.layer_norm_epsilon", 1e-6);
+  c.text_hidden_size = clip.positive("clip.vision.projection_dim");
+  if (!mmproj.has("clip.use_gelu") || !mmproj.get_bool("clip.use_gelu")) {
+    clip.fail_key("clip.use_gelu", "must be true (the encoder xlacel runs is gelu's)");
+  }
+  if (auto patch = mmproj.find_tensor("v.patch_embd.weight"); patch && patch->shape.size() == 4) {
+    c.num_channels = patch->shape[1];
+  }
+  if (c.hidden_size % c.num_heads != 0) {
+    clip.fail_key("clip.vision.attention.head_count", "({}) must divide embedding_length ({})",
+                  c.num_heads, c.hidden_size);
+  }
+  if (c.image_size % c.patch_size != 0) {
+    clip.fail_key("clip.vision.patch_size", "({}) must divide image_size ({})", c.patch_size,
+                  c.image_size);
+  }
+  const char* scale_key = "clip.vision.projector.scale_factor";
+  const int64_t scale = clip.positive(scale_key, gemma3 ? 4 : 1);
+  const int64_t side = c.patches_per_side();
+  if (side % scale != 0) {
+    clip.fail_key(scale_key, "({}) must divide the {} patches per side", scale, side);
+  }
+  if (gemma3) {
+    c.mm_tokens_per_image = (side / scale) * (side / scale);
+    c.projector_norm_eps = c.layer_norm_eps;
+  } else {
+    c.scale_factor = scale;
+  }
+  c.image_token_id = token_id(text, gemma3 ? "<image_soft_token>" : "<image>");
+  return c;
+}
+
+Json preprocessor_config_from_gguf(const GgufFile& mmproj, const VisionConfig& vision) {
+  Json config = Json::object();
+  config["image_mean"] = triple(mmproj, "clip.vision.image_mean");
+  config["image_std"] = triple(mmproj, "clip.vision.image_std");
+  if (vision.projector == VisionProjector::kGemma3AvgPool) {
+    config["image_processor_type"] = "Gemma3ImageProcessor";
+    config["size"] = {{"height", vision.image_size}, {"width", vision.image_size}};
+    config["image_seq_length"] = vision.mm_tokens_per_image;
+    return config;
+  }
+  config["image_processor_type"] = "Idefics3ImageProcessor";
+  config["max_image_size"] = {{"longest_edge", vision.image_size}};
+  config["size"] = {{"longest_edge", ClipKeys(mmproj).positive("clip.vision.preproc_image_size",
+                                                               4 * vision.image_size)}};
+  return config;
 }
 
 }  // namespace xlacel

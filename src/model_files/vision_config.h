@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/json_file.h"
+#include "model_files/gguf_file.h"
 
 namespace xlacel {
 
@@ -57,5 +58,28 @@ struct VisionConfig {
 // domain, a model_type without a vision tower xlacel runs, or shapes that do not divide (patches
 // per side by scale_factor, heads into hidden_size, the pooled grid).
 std::optional<VisionConfig> read_vision_config(const Json& config_json, std::string_view where);
+
+// The vision tower of llama.cpp's image encoder file (mmproj; convert_hf_to_gguf.py --mmproj) for
+// the text GGUF `text`: general.architecture "clip", clip.projector_type "idefics3" or "gemma3",
+// the encoder's shape from clip.vision.* (image_size, patch_size, embedding_length,
+// feed_forward_length, block_count, attention.head_count, attention.layer_norm_epsilon,
+// projection_dim: the decoder's width), channels from v.patch_embd.weight [D, C, p, p]; the
+// projector's pooling from clip.vision.projector.scale_factor with llama.cpp's defaults where it
+// is absent (Idefics3: 1; Gemma 3: 4, so mm_tokens_per_image = (patches per side / 4)^2), and the
+// image token from the text GGUF's vocabulary (tokenizer.ggml.tokens): "<image>" (Idefics3 /
+// SmolVLM) or "<image_soft_token>" (Gemma 3). model_type is "idefics3" or "gemma3". Error naming
+// the file and the key for a missing or out-of-domain value, a projector xlacel does not run, an
+// encoder that is not gelu's (clip.use_gelu), or shapes that do not divide.
+VisionConfig read_vision_config_from_gguf(const GgufFile& mmproj, const GgufFile& text);
+
+// What an HF directory's preprocessor_config.json would say, from an mmproj file's keys: the
+// image processor type of the projector, image_mean and image_std (clip.vision.image_mean/_std)
+// and the sizes: Idefics3 / SmolVLM's tiles of max_image_size.longest_edge = image_size and
+// size.longest_edge = clip.vision.preproc_image_size (absent in older files: 4 x image_size, the
+// ratio of Idefics3's and SmolVLM's published settings); Gemma 3's size = image_size square,
+// image_seq_length = its tokens per image. Not in the file, so the processors' defaults (as
+// transformers' and llama.cpp's): resample (Lanczos for Idefics3, bilinear for Gemma 3),
+// rescale_factor 1/255, do_image_splitting true (Idefics3), do_pan_and_scan false (Gemma 3).
+Json preprocessor_config_from_gguf(const GgufFile& mmproj, const VisionConfig& vision);
 
 }  // namespace xlacel

@@ -221,7 +221,8 @@ int64_t permuted_heads(const ModelFiles& files, const TensorView& tensor) {
       config.qk_rows_interleaved) {
     return 0;
   }
-  if (tensor.shape.size() != 2) return 0;
+  // The decoder's layers only: an mmproj's encoder (v.blk.N.attn_q, ...) is stored unpermuted.
+  if (tensor.shape.size() != 2 || !tensor.name.starts_with("blk.")) return 0;
   if (tensor.name.ends_with(".attn_q.weight")) return config.num_heads;
   if (tensor.name.ends_with(".attn_k.weight")) return config.num_kv_heads;
   return 0;
