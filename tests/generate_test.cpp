@@ -218,6 +218,21 @@ TEST(GenerateCli, ImagesGiveHfPromptAndTokens) {
     run_case(test, input, "iree");
     if (test["name"] == "one_image") run_case(test, input, "xla");
   }
+  // Gemma 3's processor (one 32 x 32 image each, its tokens between <start_of_image> and
+  // <end_of_image>), whose image tokens attend to each other.
+  const auto gemma3 = test_data("models/gemma3_vlm_tiny");
+  for (const json& test : read_json(gemma3 / "reference.json")["cases"]) {
+    std::vector<std::string> args = {
+        "generate", "-m",     gemma3.string(),
+        "-n",       "12",     "--output-format",
+        "json",     "--chat", test["messages"][0]["content"].back()["text"]};
+    for (const json& file : test["images"]) args.insert(args.end(), {"--image", image(file)});
+    const auto run = run_xlacel(scratch, args);
+    ASSERT_EQ(run.exit_code, 0) << test["name"] << ": " << run.err;
+    const json out = json::parse(run.out);
+    EXPECT_EQ(ids(out["prompt_ids"]), ids(test["prompt_ids"])) << "gemma3 " << test["name"];
+    EXPECT_EQ(ids(out["output_ids"]), ids(test["output_ids"])) << "gemma3 " << test["name"];
+  }
 
   const json& two = reference["cases"][1];
   const std::string second = testing::read_file(image(two["images"][1]));
@@ -246,7 +261,7 @@ TEST(GenerateCli, ImagesGiveHfPromptAndTokens) {
   expect_error({"generate", "-m", test_data("models/tiny_llama3").string(), "--prompt-ids", "1 2",
                 "--image", image("rgb_1x1.png")},
                "--prompt-ids");
-  expect_error({"generate", "-m", test_data("models/tiny_llama3").string(), "-p", "Hi", "--image",
+  expect_error({"generate", "-m", test_data("models/qwen3").string(), "-p", "Hi", "--image",
                 image("rgb_1x1.png")},
                "--image: the model reads text only");
   messages[0]["content"][0]["image_url"]["url"] = "https://example.com/cat.png";

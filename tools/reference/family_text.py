@@ -24,10 +24,10 @@ QWEN3_TEMPLATE = HERE.parents[1] / "tests" / "data" / "chat" / "templates" / "qw
 
 
 def _family(style, tokens, template, tokenizer_class, special, add_bos_token=None, unspecial=(), rstrip=(),
-            merges=()):
+            merges=(), extra_special=None):
     return dict(style=style, tokens=tokens, template=template, tokenizer_class=tokenizer_class,
                 special=special, add_bos_token=add_bos_token, unspecial=set(unspecial), rstrip=set(rstrip),
-                merges=list(merges))
+                merges=list(merges), extra_special=extra_special)
 
 
 _QWEN3 = _family("byte_level", ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
@@ -47,6 +47,11 @@ FAMILY_TEXT = {
     "qwen3_with_merge": {**_QWEN3, "merges": [("\u0120", "t")]},
     "gemma3_text": _family("gemma", _GEMMA_TOKENS, TEMPLATES / "gemma3_text.jinja", "GemmaTokenizer",
                            _GEMMA_SPECIAL, add_bos_token=True),
+    # Gemma 3's image tokens too, named as its processor reads them (tokenizer.boi_token, ...).
+    "gemma3_vlm": _family("gemma", _GEMMA_TOKENS + ["<start_of_image>", "<end_of_image>", "<image_soft_token>"],
+                          TEMPLATES / "gemma3_text.jinja", "GemmaTokenizer", _GEMMA_SPECIAL, add_bos_token=True,
+                          extra_special=dict(boi_token="<start_of_image>", eoi_token="<end_of_image>",
+                                             image_token="<image_soft_token>")),
     "gemma2": _family("gemma", _GEMMA_TOKENS, TEMPLATES / "gemma2.jinja", "GemmaTokenizer", _GEMMA_SPECIAL,
                       add_bos_token=True),
     "granite": _family("byte_level", ["<|pad|>", "<|start_of_role|>", "<|end_of_text|>", "<|end_of_role|>",
@@ -204,6 +209,8 @@ def tokenizer_config(text, tok):
         "model_max_length": 2048,
         "tokenizer_class": text["tokenizer_class"],
     }
+    if text.get("extra_special"):
+        config["extra_special_tokens"] = text["extra_special"]
     if text["add_bos_token"] is not None:
         config["add_bos_token"] = text["add_bos_token"]
         config["add_eos_token"] = False
