@@ -32,7 +32,10 @@
 #include "backends/backends.h"
 #include "backends/pjrt/pjrt_plugin.h"
 #include "common/error.h"
+#include "engine/chat_images.h"
+#include "engine/conversation.h"
 #include "engine/engine.h"
+#include "engine/model_images.h"
 #include "engine/prefill_plan.h"
 #include "expect_error.h"
 #include "models/graph_options.h"
@@ -865,6 +868,52 @@ TEST_P(EngineOnRuntime, VisionLanguageModelsWithAnImageMatchHf) {
         },
         "images: the model has no vision tower: it reads text only");
   }
+}
+
+// A chat's images stay in its slot: the next turn reuses their rows (its prompt holds them
+// again, the same pixels) and encodes no image, and its reply is what a prefill of the whole
+// conversation gives. The same text with another image reuses nothing past that image's first
+// row.
+TEST_P(EngineOnRuntime, AChatsImagesAreReusedByTheNextTurnNotAnotherImage) {
+  const fs::path model = testing::test_data("models/smolvlm_tiny");
+  ModelFiles files = ModelFiles::open(model.string());
+  const ModelImages images(files);
+  auto prepared = [&](const std::string& name) {
+    const ImageFile file = read_image_file(testing::test_data("images/" + name).string());
+    return images.prepare(std::span(&file, 1));
+  };
+  RequestOptions request = greedy(6);
+  std::vector<std::vector<int32_t>> replies;
+  std::vector<ChatTurn> turns;
+  for (bool reuse : {true, false}) {
+    auto engine = open(model.string(), {1, 512, 64, 16, 1}, false, reuse);
+    Conversation chat(engine->text(), "");
+    turns.push_back(
+        chat.reply(engine->scheduler(), "What is it?", request, {}, prepared("rgb_37x23.png")));
+    turns.push_back(chat.reply(engine->scheduler(), "Say more.", request, {}));
+    if (reuse) {
+      const std::vector<int32_t>& second = turns.back().prompt_ids;
+      const auto last_image_row = std::find(second.rbegin(), second.rend(), 5) - second.rbegin();
+      EXPECT_GE(turns.back().stats.cached_tokens,
+                static_cast<int64_t>(second.size()) - last_image_row)
+          << "the second turn should reuse the first turn's image rows";
+      // Another image in the same place: its rows differ, so they are prefilled.
+      ChatTurn other =
+          Conversation(engine->text(), "")
+              .reply(engine->scheduler(), "What is it?", request, {}, prepared("rgb_64x64.png"));
+      const auto first_image_row =
+          std::find(other.prompt_ids.begin(), other.prompt_ids.end(), 5) - other.prompt_ids.begin();
+      EXPECT_LE(other.stats.cached_tokens, first_image_row);
+      std::printf(
+          "%s: turn 2 reused %lld of %zu rows; another image reused %lld (first image row "
+          "%lld)\n",
+          GetParam().c_str(), static_cast<long long>(turns.back().stats.cached_tokens),
+          second.size(), static_cast<long long>(other.stats.cached_tokens),
+          static_cast<long long>(first_image_row));
+    }
+  }
+  EXPECT_EQ(turns[0].output_ids, turns[2].output_ids);
+  EXPECT_EQ(turns[1].output_ids, turns[3].output_ids) << "the reused turn differs";
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, EngineOnRuntime, ::testing::Values("iree", "xla"),

@@ -101,6 +101,8 @@ struct Scheduler::Sequence {
   Sampler sampler;
   std::optional<grammar::GrammarMatcher> grammar;
   std::vector<int32_t> tokens;  // prompt, then every output fed back; [0, cached) are cached
+  // What its prompt's rows hold, for prefix reuse (Scheduler::prompt_rows), set at admission.
+  std::vector<int32_t> prompt_rows;
   int64_t prompt_tokens;
   int64_t cached = 0;
   bool prefill_begun = false;
@@ -321,15 +323,11 @@ void Scheduler::admit() {
       if (waiting_.empty()) break;
       next = waiting_.front().get();
     }
-    auto [slot, common] = choose_slot(next->tokens);
+    if (next->prompt_rows.empty()) next->prompt_rows = prompt_rows(*next);
+    auto [slot, common] = choose_slot(next->prompt_rows);
     // An embedding needs every row's hidden state, so its prompt runs from the first.
     if (next->embeds()) common = 0;
-    // The slots and the prompt cache know tokens, not the images behind image tokens: a prompt
-    // with images restores nothing (its own prefix reuse stops at its first image token).
-    if (!next->share) {
-      common = use_prompt_cache(slot, next->tokens, common,
-                                !next->embeds() && !next->options.image_pixels);
-    }
+    if (!next->share) common = use_prompt_cache(slot, next->prompt_rows, common, !next->embeds());
     std::lock_guard lock(mutex_);
     Sequence& sequence = *(slots_[slot] = std::move(waiting_.front()));
     waiting_.pop_front();
@@ -353,10 +351,7 @@ std::pair<std::size_t, int64_t> Scheduler::choose_slot(const std::vector<int32_t
     if (options_.prefix_reuse) {
       const std::vector<int32_t>& resident = resident_[slot];
       // The last prompt token is always run: its logits give the first new token.
-      // Rows from its first image token on hold its own images, which no slot holds yet.
-      const auto first_image = static_cast<std::size_t>(
-          std::find(prompt.begin(), prompt.end(), caps_.image_token_id) - prompt.begin());
-      const std::size_t limit = std::min({resident.size(), prompt.size() - 1, first_image});
+      const std::size_t limit = std::min(resident.size(), prompt.size() - 1);
       const auto differ = std::mismatch(prompt.begin(), prompt.begin() + limit, resident.begin());
       common = reusable_prefix(differ.first - prompt.begin(), static_cast<int64_t>(resident.size()),
                                caps_.ring_rows);
@@ -404,8 +399,15 @@ void Scheduler::release_finished() {
     std::unique_ptr<Sequence>& sequence = slots_[slot];
     if (sequence && sequence->finished) {
       if (sequence->cache_trusted) {
-        resident_[slot].assign(sequence->tokens.begin(),
-                               sequence->tokens.begin() + sequence->cached);
+        // Its rows as prompt_rows names them: the prompt's, then the tokens fed after it.
+        std::vector<int32_t>& resident = resident_[slot];
+        const auto cached = static_cast<std::size_t>(sequence->cached);
+        const std::vector<int32_t>& prompt = sequence->prompt_rows;
+        resident.assign(prompt.begin(), prompt.begin() + std::min(cached, prompt.size()));
+        if (cached > prompt.size()) {
+          resident.insert(resident.end(), sequence->tokens.begin() + prompt.size(),
+                          sequence->tokens.begin() + cached);
+        }
       }
       sequence.reset();
       --running_;
@@ -678,10 +680,52 @@ void Scheduler::begin_prefill(Sequence& sequence, Clock::time_point now) {
   sequence.prefill_begun = true;
   sequence.prefill_started = now;
   sequence.stats.queued_seconds = seconds_between(sequence.submitted, now);
-  // Its images count in its prefill time: the vision tower runs before its first chunk.
-  if (sequence.options.image_pixels) {
-    sequence.image_features = runner_.encode_images(*sequence.options.image_pixels);
+  // Its images count in its prefill time: the vision tower runs before its first chunk, on the
+  // images whose rows the slot does not hold already (prefix reuse: a chat's earlier images).
+  if (sequence.options.image_pixels) encode_images(sequence);
+}
+
+void Scheduler::encode_images(Sequence& sequence) {
+  const std::vector<float>& pixels = *sequence.options.image_pixels;
+  const auto per_image = static_cast<std::size_t>(caps_.image_pixels);
+  const auto rows = static_cast<std::size_t>(caps_.image_tokens * caps_.hidden_size);
+  const std::size_t images = pixels.size() / per_image;
+  // The image tokens before the first row to prefill: their images need no features.
+  const auto cached_tokens = static_cast<std::size_t>(
+      prompt_image_tokens({sequence.tokens.data(), static_cast<std::size_t>(sequence.cached)}));
+  const std::size_t first = cached_tokens / static_cast<std::size_t>(caps_.image_tokens);
+  sequence.image_features.assign(images * rows, 0.0f);
+  if (first == images) return;
+  const std::vector<float> features = runner_.encode_images(
+      std::span<const float>(pixels).subspan(first * per_image, (images - first) * per_image));
+  std::copy(features.begin(), features.end(),
+            sequence.image_features.begin() + static_cast<std::ptrdiff_t>(first * rows));
+}
+
+std::vector<int32_t> Scheduler::prompt_rows(const Sequence& sequence) {
+  std::vector<int32_t> rows(sequence.tokens.begin(),
+                            sequence.tokens.begin() + sequence.prompt_tokens);
+  if (!sequence.options.image_pixels) return rows;
+  const std::vector<float>& pixels = *sequence.options.image_pixels;
+  const auto per_image = static_cast<std::size_t>(caps_.image_pixels);
+  int64_t image_row = 0;
+  int32_t id = 0;
+  for (int32_t& row : rows) {
+    if (row != caps_.image_token_id) continue;
+    const int64_t in_image = image_row % caps_.image_tokens;
+    if (in_image == 0) {
+      // The image's pixels name it: the same pixels give the same rows, whatever request.
+      const auto image = static_cast<std::size_t>(image_row / caps_.image_tokens);
+      const std::string_view bytes(reinterpret_cast<const char*>(pixels.data() + image * per_image),
+                                   per_image * sizeof(float));
+      const auto [known, added] = image_ids_.try_emplace(std::hash<std::string_view>()(bytes),
+                                                         static_cast<int32_t>(image_ids_.size()));
+      id = known->second;
+    }
+    row = -1 - static_cast<int32_t>(id * caps_.image_tokens + in_image);
+    ++image_row;
   }
+  return rows;
 }
 
 PrefillChunk Scheduler::whole_image_runs(const Sequence& sequence, PrefillChunk chunk) const {

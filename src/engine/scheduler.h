@@ -48,6 +48,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -165,6 +166,13 @@ class Scheduler {
   // `chunk` ended before a run of image tokens it would cut, where the runner needs each run in
   // one chunk (Capabilities::image_runs_whole): no row at all when the run starts the chunk.
   PrefillChunk whole_image_runs(const Sequence& sequence, PrefillChunk chunk) const;
+  // The features of the sequence's images whose rows it does not hold yet (the rows of the rest
+  // stay zero: no chunk reads them).
+  void encode_images(Sequence& sequence);
+  // What each of the sequence's prompt rows holds, as prefix reuse and the prompt cache compare
+  // them: its token, or for an image token a negative id naming the image (by its pixels) and the
+  // row in it, so that rows of different images never match.
+  std::vector<int32_t> prompt_rows(const Sequence& sequence);
   // A prefill chunk's image embeddings (executor::PrefillInput::image_embeddings): `bucket` rows,
   // the sequence's image features at its image tokens; empty where it has none.
   std::vector<float> chunk_image_embeddings(const Sequence& sequence, const PrefillChunk& chunk,
@@ -240,6 +248,8 @@ class Scheduler {
   // [slots]: of a free slot, the tokens whose K/V rows it holds at positions 0.. (an occupied
   // slot's are its sequence's tokens[0, cached)).
   std::vector<std::vector<int32_t>> resident_;
+  // The images seen so far by their pixels' hash, each numbered once: prompt_rows' image ids.
+  std::unordered_map<std::size_t, int32_t> image_ids_;
   std::atomic<std::size_t> running_ = 0;  // occupied slots, readable from any thread
   uint64_t admitted_ = 0;                 // admissions so far: prefill goes oldest first
   StepReport last_step_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <system_error>
 
@@ -60,6 +61,11 @@ SlotActionResult run_slot_action(executor::ModelRunner& runner, const SlotAction
       }
       resident = std::move(file.tokens);
       result.tokens = static_cast<int64_t>(resident.size());
+      // Image rows are named by ids of the process that saved them (Scheduler::prompt_rows):
+      // they and what follows them are not reused here.
+      resident.erase(
+          std::find_if(resident.begin(), resident.end(), [](int32_t row) { return row < 0; }),
+          resident.end());
       break;
     }
   }
