@@ -1,9 +1,9 @@
 // `xlacel serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [--context N]
 //  [--api-key KEY] [--alias NAME] [--reasoning-format auto|none] [--cache-ram MIB]
-//  [--pooling model|mean|cls|last] [--slot-save-path DIR] [runtime flags]`: an OpenAI- and
-//  Anthropic-compatible HTTP server
-// (src/server) over the batching engine. It listens at once and answers 503 until the model is
-// loaded; SIGINT or SIGTERM stop it gracefully (exit 0).
+//  [--pooling model|mean|cls|last] [--slot-save-path DIR] [--max-images-per-request N]
+//  [runtime flags]`: an OpenAI- and Anthropic-compatible HTTP server (src/server) over the
+//  batching engine. It listens at once and answers 503 until the model is loaded; SIGINT or
+//  SIGTERM stop it gracefully (exit 0).
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -40,6 +40,7 @@ struct ServeCommandOptions {
   int64_t cache_ram_mib = 0;
   std::string pooling = "model";
   std::string slot_save_path;
+  int64_t max_images = static_cast<int64_t>(server::kDefaultMaxImages);
 };
 
 void log_line(std::string_view line) {
@@ -108,6 +109,7 @@ void run_serve(const ServeCommandOptions& options) {
   server_options.split_reasoning = options.reasoning_format == "auto";
   server_options.pooling = pooling;
   server_options.slot_save_path = options.slot_save_path;
+  server_options.max_images_per_request = static_cast<std::size_t>(options.max_images);
 
   // Signals are taken by one thread (sigwait) rather than a handler, so shutting down may lock
   // and wait. Blocked before any other thread starts, so every thread inherits the mask.
@@ -207,6 +209,12 @@ void add_serve_command(CLI::App& app) {
                    "how /v1/embeddings pools the tokens' final hidden states: model (as the "
                    "model's files say: a sentence-transformers Pooling module, a GGUF's "
                    "pooling_type; else mean), mean, cls or last")
+      ->capture_default_str();
+  command
+      ->add_option("--max-images-per-request", options->max_images,
+                   "images one request's messages may have (a vision-language model's); more "
+                   "is a 400")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
       ->capture_default_str();
   command
       ->add_option("--shutdown-grace", options->shutdown_grace,

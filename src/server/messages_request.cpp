@@ -29,7 +29,11 @@ std::string block_type(const Json& block, const std::string& where) {
 }
 
 [[noreturn]] void unreadable_block(const std::string& type, const std::string& where) {
-  if (type == "image" || type == "document" || type == "search_result") {
+  if (type == "image") {
+    throw invalid_request(
+        where, fmt::format("'{}': image blocks belong to user messages' content", where));
+  }
+  if (type == "document" || type == "search_result") {
     throw invalid_request(where, fmt::format("'{}': {} blocks are not supported (this model reads "
                                              "text only)",
                                              where, type));
@@ -42,6 +46,28 @@ std::string block_type(const Json& block, const std::string& where) {
 void append_text(std::string& text, const std::string& more) {
   if (!text.empty() && !more.empty()) text += "\n";
   text += more;
+}
+
+// An image block's image: {"type": "image", "source": {"type": "base64", "media_type", "data"}};
+// URL and file sources are refused (nothing is fetched).
+Json image_block(const Json& block, const std::string& where, ImageCollector& images) {
+  images.check_room(where);
+  const std::string source_where = path(where, "source");
+  const Json& source = required_field(block, "source", source_where);
+  require_object(source, source_where);
+  const std::string type = string_field(source, "type", path(source_where, "type"));
+  if (type == "url") {
+    throw invalid_request(where, fmt::format("'{}': remote images are not fetched: send the image "
+                                             "as a base64 source ({{\"type\": \"base64\", "
+                                             "\"media_type\", \"data\"}})",
+                                             where));
+  }
+  if (type != "base64") {
+    throw invalid_request(path(source_where, "type"),
+                          fmt::format("'{}.type' must be base64, got '{}'", source_where, type));
+  }
+  return images.base64(string_field(source, "media_type", path(source_where, "media_type")),
+                       string_field(source, "data", path(source_where, "data")), where);
 }
 
 // `system`, or a tool_result's `content`: a string or an array of text blocks.
@@ -65,7 +91,7 @@ std::string blocks_text(const Json& content, const std::string& where) {
 // The messages as templates read them (server/tool_calls.h), the system prompt first.
 class MessageConverter {
  public:
-  explicit MessageConverter(const Json& body) {
+  MessageConverter(const Json& body, ImageCollector& images) : images_(images) {
     if (const Json* system = field(body, "system")) {
       std::string text = blocks_text(*system, "system");
       if (!text.empty()) out_.push_back({{"role", "system"}, {"content", std::move(text)}});
@@ -90,18 +116,20 @@ class MessageConverter {
     }
     const std::string content_where = path(where, "content");
     const Json& content = required_field(message, "content", content_where);
-    std::string text;
+    ContentParts parts("\n");
     Json calls = Json::array();  // an assistant's tool_use blocks, as OpenAI's tool_calls
     Json results = Json::array();
     if (content.is_string()) {
-      text = content.get<std::string>();
+      parts.text(content.get<std::string>());
     } else if (content.is_array()) {
       for (std::size_t i = 0; i < content.size(); ++i) {
         const std::string at = path(content_where, i);
         const Json& block = content[i];
         const std::string type = block_type(block, at);
         if (type == "text") {
-          append_text(text, string_field(block, "text", path(at, "text")));
+          parts.text(string_field(block, "text", path(at, "text")));
+        } else if (type == "image" && role == "user") {
+          parts.image(image_block(block, at, images_));
         } else if (type == "tool_use" && role == "assistant") {
           calls.push_back(call(block, at));
         } else if (type == "tool_result" && role == "user") {
@@ -121,7 +149,8 @@ class MessageConverter {
                                                        content_where, type_name(content)));
     }
     for (Json& tool_message : results) out_.push_back(std::move(tool_message));
-    if (role == "user" && !results.empty() && text.empty()) return;
+    Json text = parts.take();
+    if (role == "user" && !results.empty() && text == "") return;
     Json converted = {{"role", role}, {"content", std::move(text)}};
     // Only when there are calls: some templates test `'tool_calls' in message`.
     if (!calls.empty()) converted["tool_calls"] = template_tool_calls(calls, where);
@@ -156,6 +185,7 @@ class MessageConverter {
     return template_tool_message(message, where, std::move(text));
   }
 
+  ImageCollector& images_;
   Json out_ = Json::array();
   std::map<std::string, std::string> names_;  // tool_use ids to the tools they called
 };
@@ -249,12 +279,14 @@ void parse_output_config(const Json& body, GenerationRequest& request) {
   request.response_format.schema_field = "output_config.format.schema";
 }
 
-GenerationRequest parse_prompt_fields(const Json& body) {
+GenerationRequest parse_prompt_fields(const Json& body, const ContentOptions& content) {
   require_object(body);
   GenerationRequest request;
   request.endpoint = Endpoint::kChat;
   request.model = string_field(body, "model", "model");
-  request.messages = MessageConverter(body).take();
+  ImageCollector images(content);
+  request.messages = MessageConverter(body, images).take();
+  request.images = images.take();
   request.tools = parse_anthropic_tools(body);
   parse_thinking(body, request);
   parse_output_config(body, request);
@@ -285,8 +317,9 @@ std::vector<std::string> parse_stop_sequences(const Json& value) {
 
 }  // namespace
 
-GenerationRequest parse_messages_request(const Json& body, uint64_t default_seed) {
-  GenerationRequest request = parse_prompt_fields(body);
+GenerationRequest parse_messages_request(const Json& body, uint64_t default_seed,
+                                         const ContentOptions& content) {
+  GenerationRequest request = parse_prompt_fields(body, content);
   request.max_tokens =
       integer(required_field(body, "max_tokens", "max_tokens"), "max_tokens", 1, INT32_MAX);
   // Anthropic's client no longer types temperature, top_p and top_k; they come as extra fields.
@@ -301,8 +334,8 @@ GenerationRequest parse_messages_request(const Json& body, uint64_t default_seed
   return request;
 }
 
-GenerationRequest parse_count_tokens_request(const Json& body) {
-  return parse_prompt_fields(body);
+GenerationRequest parse_count_tokens_request(const Json& body, const ContentOptions& content) {
+  return parse_prompt_fields(body, content);
 }
 
 grammar::OrderedJson function_tools(const grammar::OrderedJson& body) {

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
+#include "common/base64.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/tool_calls.h"
@@ -14,29 +17,53 @@ namespace xlacel::server {
 
 namespace {
 
-std::string text_content(const Json& content, const std::string& where) {
-  if (content.is_null()) return {};
+// A message's content: a string, or parts. Text parts are joined; image_url parts (OpenAI's
+// {"type": "image_url", "image_url": {"url", "detail"}}) go to `images` where the message may
+// have them (null: it may not).
+Json message_content(const Json& content, const std::string& where, ImageCollector* images) {
+  if (content.is_null()) return std::string();
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     throw invalid_request(
-        where, fmt::format("'{}' must be a string or an array of text parts, got {}", where,
+        where, fmt::format("'{}' must be a string or an array of content parts, got {}", where,
                            type_name(content)));
   }
-  std::string text;
-  for (const Json& part : content) {
+  ContentParts parts;
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
+    const std::string part_where = fmt::format("{}[{}]", where, i);
     const Json* type = part.is_object() ? field(part, "type") : nullptr;
+    if (type != nullptr && *type == "image_url") {
+      if (images == nullptr) {
+        throw invalid_request(part_where,
+                              fmt::format("'{}': image parts belong to user messages", part_where));
+      }
+      // {"url": ..., "detail": ...} (detail: ignored), or the URL alone.
+      const Json* image_url = field(part, "image_url");
+      const Json* url =
+          image_url != nullptr && image_url->is_object() ? field(*image_url, "url") : image_url;
+      if (url == nullptr) {
+        images->check_room(part_where);
+        throw invalid_request(
+            part_where + ".image_url.url",
+            fmt::format("'{}.image_url.url' is required (a data: URL)", part_where));
+      }
+      parts.image(images->url(*url, part_where));
+      continue;
+    }
     const Json* part_text = part.is_object() ? field(part, "text") : nullptr;
     if (type == nullptr || *type != "text" || part_text == nullptr || !part_text->is_string()) {
       throw invalid_request(where, fmt::format("'{}': only text parts ({{\"type\": \"text\", "
-                                               "\"text\": ...}}) are supported",
+                                               "\"text\": ...}}) and image_url parts are "
+                                               "supported",
                                                where));
     }
-    text += part_text->get<std::string>();
+    parts.text(part_text->get<std::string>());
   }
-  return text;
+  return parts.take();
 }
 
-Json parse_messages(const Json& body) {
+Json parse_messages(const Json& body, ImageCollector& images) {
   const Json* messages = field(body, "messages");
   if (messages == nullptr) throw invalid_request("messages", "'messages' is required");
   if (!messages->is_array() || messages->empty()) {
@@ -62,9 +89,10 @@ Json parse_messages(const Json& body) {
           fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'",
                       where, role_name));
     }
-    std::string content = text_content(message.value("content", Json()), where + ".content");
+    Json content = message_content(message.value("content", Json()), where + ".content",
+                                   role_name == "user" ? &images : nullptr);
     if (role_name == "tool") {
-      out.push_back(template_tool_message(message, where, std::move(content)));
+      out.push_back(template_tool_message(message, where, content.get<std::string>()));
       continue;
     }
     // Templates know "system"; OpenAI's newer name for it is "developer".
@@ -190,7 +218,83 @@ void parse_logprobs(Endpoint endpoint, const Json& body, engine::SamplingOptions
   }
 }
 
+[[noreturn]] void refuse_image(const std::string& where, const std::string& problem) {
+  throw invalid_request(where, fmt::format("'{}': {}", where, problem));
+}
+
+std::vector<uint8_t> base64_bytes(std::string_view data, const std::string& where) {
+  std::optional<std::vector<uint8_t>> bytes = base64_decode(data);
+  if (!bytes) refuse_image(where, "the image's base64 data is malformed");
+  if (bytes->empty()) refuse_image(where, "the image's data is empty");
+  return std::move(*bytes);
+}
+
 }  // namespace
+
+void ImageCollector::check_room(const std::string& where) const {
+  if (!options_.images) {
+    refuse_image(where, "the model takes no images (it has no vision tower; it reads text only)");
+  }
+  if (images_.size() >= options_.max_images) {
+    refuse_image(where, fmt::format("too many images: a request takes at most {} (serve "
+                                    "--max-images-per-request)",
+                                    options_.max_images));
+  }
+}
+
+Json ImageCollector::url(const Json& url, const std::string& where) {
+  check_room(where);
+  if (!url.is_string()) {
+    refuse_image(where, fmt::format("the image's URL must be a string, got {}", type_name(url)));
+  }
+  const std::string_view text = url.get_ref<const std::string&>();
+  if (text.starts_with("http://") || text.starts_with("https://")) {
+    refuse_image(where,
+                 "remote images are not fetched: send the image as a data: URL "
+                 "(data:image/png;base64,...)");
+  }
+  if (!text.starts_with("data:")) {
+    refuse_image(where, "an image must be a data: URL (data:image/png;base64,...)");
+  }
+  const std::size_t comma = text.find(',');
+  if (comma == std::string_view::npos || !text.substr(0, comma).ends_with(";base64")) {
+    refuse_image(where,
+                 "a data: URL of an image must be base64-encoded (data:image/png;base64,...)");
+  }
+  return add(where, base64_bytes(text.substr(comma + 1), where));
+}
+
+Json ImageCollector::base64(const std::string& media_type, const std::string& data,
+                            const std::string& where) {
+  check_room(where);
+  if (!media_type.starts_with("image/")) {
+    refuse_image(where, fmt::format("the media type must be an image's (image/png, image/jpeg, "
+                                    "image/gif, image/webp), got '{}'",
+                                    media_type));
+  }
+  return add(where, base64_bytes(data, where));
+}
+
+Json ImageCollector::add(const std::string& where, std::vector<uint8_t> bytes) {
+  images_.push_back({where, std::move(bytes)});
+  return {{"type", "image"}};
+}
+
+void ContentParts::text(const std::string& text) {
+  if (!text_.empty() && !text.empty()) text_ += separator_;
+  text_ += text;
+  parts_.push_back({{"type", "text"}, {"text", text}});
+}
+
+void ContentParts::image(Json part) {
+  images_ = true;
+  parts_.push_back(std::move(part));
+}
+
+Json ContentParts::take() {
+  if (images_) return std::move(parts_);
+  return std::move(text_);
+}
 
 void parse_basic_sampling(const Json& body, double max_temperature,
                           engine::SamplingOptions& sampling) {
@@ -228,7 +332,7 @@ void apply_reasoning_effort(const Json& effort, const std::string& field, Json& 
 }
 
 GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
-                                           uint64_t default_seed) {
+                                           uint64_t default_seed, const ContentOptions& content) {
   require_object(body);
   GenerationRequest request;
   request.endpoint = endpoint;
@@ -238,7 +342,9 @@ GenerationRequest parse_generation_request(Endpoint endpoint, const Json& body,
   }
   request.model = model->get<std::string>();
   if (endpoint == Endpoint::kChat) {
-    request.messages = parse_messages(body);
+    ImageCollector images(content);
+    request.messages = parse_messages(body, images);
+    request.images = images.take();
     request.tools = parse_tool_options(body);
     if (const Json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) {

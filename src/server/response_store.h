@@ -5,18 +5,23 @@
 // memory, at most `capacity` of them: the least recently used goes first. Thread-safe.
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/json_file.h"
+#include "engine/model_images.h"
 
 namespace xlacel::server {
 
 struct StoredResponse {
   Json response;      // the response object
   Json conversation;  // the messages, without the instructions, and the reply as the last one
+  // The images of the conversation's image parts, in order (shared: not copied on get()).
+  std::shared_ptr<const std::vector<engine::ImageFile>> images;
 };
 
 class ResponseStore {

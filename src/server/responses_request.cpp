@@ -18,41 +18,55 @@ std::string at_index(const std::string& parent, std::size_t index) {
   return fmt::format("{}[{}]", parent, index);
 }
 
-// A message's or a call output's content: a string or text parts (input_text, output_text,
-// refusal), joined; images, files and audio are refused rather than dropped.
-std::string parts_text(const Json& content, const std::string& where) {
+// A message's or a call output's content: a string or parts: text parts (input_text,
+// output_text, refusal) joined, input_image parts ({"image_url": "data:...", "detail"}) to
+// `images` where the item may have them (null: it may not); files and audio are refused rather
+// than dropped.
+Json parts_content(const Json& content, const std::string& where, ImageCollector* images) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     throw invalid_request(where, fmt::format("'{}' must be a string or an array of content parts, "
                                              "got {}",
                                              where, type_name(content)));
   }
-  std::string text;
+  ContentParts parts;
   for (std::size_t i = 0; i < content.size(); ++i) {
     const std::string part_where = at_index(where, i);
     require_object(content[i], part_where);
     const std::string type = string_field(content[i], "type", part_where + ".type");
     if (type == "input_text" || type == "output_text") {
-      text += string_field(content[i], "text", part_where + ".text");
+      parts.text(string_field(content[i], "text", part_where + ".text"));
     } else if (type == "refusal") {
-      text += string_field(content[i], "refusal", part_where + ".refusal");
-    } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
-      throw invalid_request(part_where, fmt::format("'{}': {} parts are not supported (this model "
-                                                    "reads text only)",
-                                                    part_where, type));
-    } else {
+      parts.text(string_field(content[i], "refusal", part_where + ".refusal"));
+    } else if (type == "input_image" && images != nullptr) {
+      images->check_room(part_where);
+      if (field(content[i], "image_url") == nullptr) {
+        throw invalid_request(part_where + ".image_url",
+                              fmt::format("'{}.image_url' is required (a data: URL; file_id is "
+                                          "not supported)",
+                                          part_where));
+      }
+      parts.image(images->url(content[i]["image_url"], part_where));
+    } else if (type == "input_image") {
       throw invalid_request(
-          part_where + ".type",
-          fmt::format("'{}.type' must be input_text or output_text, got '{}'", part_where, type));
+          part_where, fmt::format("'{}': input_image parts belong to user messages", part_where));
+    } else if (type == "input_file" || type == "input_audio") {
+      throw invalid_request(part_where,
+                            fmt::format("'{}': {} parts are not supported", part_where, type));
+    } else {
+      throw invalid_request(part_where + ".type",
+                            fmt::format("'{}.type' must be input_text, output_text or "
+                                        "input_image, got '{}'",
+                                        part_where, type));
     }
   }
-  return text;
+  return parts.take();
 }
 
 // The input items as the messages templates read (server/tool_calls.h).
 class InputConverter {
  public:
-  explicit InputConverter(const Json& input) {
+  InputConverter(const Json& input, ImageCollector& images) : images_(images) {
     if (input.is_string()) {
       out_.push_back({{"role", "user"}, {"content", input.get<std::string>()}});
       return;
@@ -97,10 +111,11 @@ class InputConverter {
                                         "got '{}'",
                                         where, role));
     }
-    std::string content =
-        parts_text(required_field(item, "content", where + ".content"), where + ".content");
+    Json content = parts_content(required_field(item, "content", where + ".content"),
+                                 where + ".content", role == "user" ? &images_ : nullptr);
     // Templates know "system"; the Responses API's newer name for it is "developer".
-    out_.push_back({{"role", role == "developer" ? "system" : role}, {"content", content}});
+    out_.push_back(
+        {{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
   }
 
   // A call joins the assistant turn before it (text and calls of one reply come as items).
@@ -124,12 +139,14 @@ class InputConverter {
   void output(const Json& item, const std::string& where) {
     const std::string call_id = string_field(item, "call_id", where + ".call_id");
     std::string text =
-        parts_text(required_field(item, "output", where + ".output"), where + ".output");
+        parts_content(required_field(item, "output", where + ".output"), where + ".output", nullptr)
+            .get<std::string>();
     Json message = {{"tool_call_id", call_id}};
     if (auto known = names_.find(call_id); known != names_.end()) message["name"] = known->second;
     out_.push_back(template_tool_message(message, where, std::move(text)));
   }
 
+  ImageCollector& images_;
   Json out_ = Json::array();
   std::map<std::string, std::string> names_;  // call ids to the functions they called
 };
@@ -236,7 +253,8 @@ void refuse_unsupported_options(const Json& body) {
 
 }  // namespace
 
-ResponsesRequest parse_responses_request(const Json& body, uint64_t default_seed) {
+ResponsesRequest parse_responses_request(const Json& body, uint64_t default_seed,
+                                         const ContentOptions& content) {
   require_object(body);
   ResponsesRequest request;
   GenerationRequest& generation = request.generation;
@@ -246,7 +264,9 @@ ResponsesRequest parse_responses_request(const Json& body, uint64_t default_seed
     throw invalid_request("model", "'model' is required and must be a string");
   }
   generation.model = model->get<std::string>();
-  generation.messages = InputConverter(required_field(body, "input", "input")).take();
+  ImageCollector images(content);
+  generation.messages = InputConverter(required_field(body, "input", "input"), images).take();
+  generation.images = images.take();
   if (generation.messages.empty()) throw invalid_request("input", "'input' has no items");
   generation.tools = parse_flat_tools(body);
   refuse_unsupported_options(body);

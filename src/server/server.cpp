@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <random>
 #include <span>
@@ -19,6 +20,7 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "engine/embedding.h"
+#include "engine/model_images.h"
 #include "engine/scheduler_thread.h"
 #include "server/api_error.h"
 #include "server/embedding_batch.h"
@@ -105,6 +107,53 @@ void check_prompt_ids(const char* field, std::string_view where, std::span<const
   }
 }
 
+// Whether the chat template renders a message's content given as a string: a vision model's
+// template may read only parts ({"type": "text", "text"}) and render a string as nothing.
+bool template_reads_strings(const engine::ModelText& text) {
+  static constexpr std::string_view kProbe = "xlacel-probe-4f1c";
+  std::string rendered;
+  try {
+    text.encode_chat(Json::array({Json{{"role", "user"}, {"content", kProbe}}}), Json::object(),
+                     &rendered);
+  } catch (const Error&) {
+    return true;
+  }
+  return rendered.find(kProbe) != std::string::npos;
+}
+
+// Each message's string content as one text part.
+void strings_as_text_parts(Json& messages) {
+  for (Json& message : messages) {
+    Json& content = message["content"];
+    if (content.is_string()) content = Json::array({Json{{"type", "text"}, {"text", content}}});
+  }
+}
+
+// Decodes and preprocesses a request's images; a 400 naming the part of an image that is not one
+// xlacel reads or that the model cannot take.
+engine::PreparedImages prepare_request_images(const engine::ModelImages& model_images,
+                                              const std::vector<engine::ImageFile>& images) {
+  // ModelImages names the image at fault first ("<name>: <problem>"); its name is the part's.
+  const auto part_at_fault = [&](const std::string& message) -> std::string {
+    for (const engine::ImageFile& image : images) {
+      if (message.starts_with(image.name + ": ")) return image.name;
+    }
+    return images.empty() ? std::string() : images.front().name;
+  };
+  try {
+    return model_images.prepare(images);
+  } catch (const Error& e) {
+    const std::string where = part_at_fault(e.what());
+    const std::string message = e.what();
+    throw invalid_request(where,
+                          message.starts_with(where + ": ")
+                              ? fmt::format("'{}': {}", where, message.substr(where.size() + 2))
+                              : message);
+  } catch (const std::bad_alloc&) {
+    throw invalid_request(part_at_fault({}), "the images are too large to decode");
+  }
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -169,8 +218,20 @@ struct Server::Impl {
     // prompt opened the block.
     std::optional<ThinkingSyntax> thinking;
     bool opens_thinking = false;
+    // The images' pixel values (RequestOptions::image_pixels); null without images.
+    std::shared_ptr<const std::vector<float>> image_pixels;
   };
   Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
+  // What the model takes in message content (images: a vision-language model).
+  ContentOptions content_options(engine::Engine& engine) const;
+  // A vision-language model's image processor and whether its template reads string content,
+  // made on its first chat request.
+  struct VisionSide {
+    std::optional<engine::ModelImages> images;
+    std::string images_problem;     // why there are none (a missing processor config)
+    bool strings_as_parts = false;  // its template reads only parts (SmolVLM's)
+  };
+  const VisionSide& vision_side(engine::Engine& engine);
   // How an endpoint answers (run()).
   struct Answer {
     ApiShape shape = ApiShape::kOpenAi;  // of its errors
@@ -216,6 +277,9 @@ struct Server::Impl {
   std::size_t flights = 0;  // generation requests submitted and not yet answered
 
   ResponseStore stored_responses{1024};
+
+  std::mutex vision_mutex;
+  std::unique_ptr<const VisionSide> vision;  // set once, under vision_mutex
 
   std::mutex seed_mutex;
   std::mt19937_64 seeds{std::random_device{}()};
@@ -377,7 +441,22 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
     Json variables = request.chat_template_kwargs;
     variables.update(shown.extra_context);
     std::string rendered;
-    prompt.ids = text.encode_chat(request.messages, variables, &rendered);
+    engine::PreparedImages images;
+    if (engine::has_vision(loaded.model())) {
+      // Decoded and preprocessed here, on the HTTP handler's thread.
+      const VisionSide& side = vision_side(loaded);
+      if (!request.images.empty()) {
+        if (!side.images) {
+          throw ApiError(
+              500, "server_error",
+              fmt::format("the model's image processor is missing: {}", side.images_problem));
+        }
+        images = prepare_request_images(*side.images, request.images);
+        prompt.image_pixels = images.pixels;
+      }
+      if (side.strings_as_parts) strings_as_text_parts(request.messages);
+    }
+    prompt.ids = text.encode_chat(request.messages, variables, &rendered, images.layouts);
     if (request.split_reasoning.value_or(options.split_reasoning)) {
       prompt.thinking = thinking_syntax(text.chat_template_source());
       if (prompt.thinking) {
@@ -388,6 +467,26 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
     throw invalid_request(chat ? "messages" : "prompt", e.what());
   }
   return prompt;
+}
+
+ContentOptions Server::Impl::content_options(engine::Engine& loaded) const {
+  return {.images = engine::has_vision(loaded.model()),
+          .max_images = options.max_images_per_request};
+}
+
+const Server::Impl::VisionSide& Server::Impl::vision_side(engine::Engine& loaded) {
+  std::lock_guard lock(vision_mutex);
+  if (!vision) {
+    auto side = std::make_unique<VisionSide>();
+    side->strings_as_parts = !template_reads_strings(loaded.text());
+    try {
+      side->images.emplace(loaded.model());
+    } catch (const std::exception& e) {
+      side->images_problem = e.what();
+    }
+    vision = std::move(side);
+  }
+  return *vision;
 }
 
 engine::Engine& Server::Impl::ready_engine() {
@@ -544,7 +643,8 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    GenerationRequest request = parse_generation_request(endpoint, parse_body(req), next_seed());
+    GenerationRequest request =
+        parse_generation_request(endpoint, parse_body(req), next_seed(), content_options(loaded));
     Answer answer;
     answer.id_prefix = endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-";
     if (request.tools.active()) {
@@ -559,7 +659,8 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request& req,
 void Server::Impl::messages(const httplib::Request& req, httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    GenerationRequest request = parse_messages_request(parse_body(req), next_seed());
+    GenerationRequest request =
+        parse_messages_request(parse_body(req), next_seed(), content_options(loaded));
     Answer answer;
     answer.shape = ApiShape::kAnthropic;
     answer.id_prefix = "msg_";
@@ -579,7 +680,8 @@ void Server::Impl::messages(const httplib::Request& req, httplib::Response& res)
 void Server::Impl::count_tokens(const httplib::Request& req, httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    GenerationRequest request = parse_count_tokens_request(parse_body(req));
+    GenerationRequest request =
+        parse_count_tokens_request(parse_body(req), content_options(loaded));
     check_model(request.model);
     const Prompt prompt = prompt_for(loaded, request);
     send_json(res, 200, {{"input_tokens", prompt.ids.size()}});
@@ -591,10 +693,12 @@ void Server::Impl::count_tokens(const httplib::Request& req, httplib::Response& 
 void Server::Impl::responses(const httplib::Request& req, httplib::Response& res) {
   try {
     engine::Engine& loaded = ready_engine();
-    ResponsesRequest request = parse_responses_request(parse_body(req), next_seed());
+    ResponsesRequest request =
+        parse_responses_request(parse_body(req), next_seed(), content_options(loaded));
     // The conversation so far: the previous response's, then this input (instructions apart:
     // they hold for this turn only).
     Json conversation = Json::array();
+    std::vector<engine::ImageFile> images;  // the conversation's, in order
     if (!request.previous_response_id.empty()) {
       std::optional<StoredResponse> previous = stored_responses.get(request.previous_response_id);
       if (!previous) {
@@ -605,9 +709,28 @@ void Server::Impl::responses(const httplib::Request& req, httplib::Response& res
                        "previous_response_id", "previous_response_not_found");
       }
       conversation = std::move(previous->conversation);
+      if (previous->images) images = *previous->images;
     }
     for (Json& message : request.generation.messages) conversation.push_back(std::move(message));
     request.generation.messages = conversation;
+    if (!images.empty()) {
+      if (images.size() + request.generation.images.size() > options.max_images_per_request) {
+        throw invalid_request("previous_response_id",
+                              fmt::format("too many images: the conversation would have {}, a "
+                                          "request takes at most {} (serve "
+                                          "--max-images-per-request)",
+                                          images.size() + request.generation.images.size(),
+                                          options.max_images_per_request));
+      }
+      images.insert(images.end(), std::make_move_iterator(request.generation.images.begin()),
+                    std::make_move_iterator(request.generation.images.end()));
+      request.generation.images = images;
+    }
+    std::shared_ptr<const std::vector<engine::ImageFile>> conversation_images;
+    if (!request.generation.images.empty()) {
+      conversation_images =
+          std::make_shared<const std::vector<engine::ImageFile>>(request.generation.images);
+    }
     if (!request.instructions.empty()) {
       request.generation.messages.insert(
           request.generation.messages.begin(),
@@ -623,12 +746,14 @@ void Server::Impl::responses(const httplib::Request& req, httplib::Response& res
       return std::make_unique<ResponsesReply>(std::move(header), echo, std::move(prototype));
     };
     if (request.store) {
-      answer.completed = [this, conversation](const TypedReply& reply) mutable {
+      answer.completed = [this, conversation,
+                          conversation_images](const TypedReply& reply) mutable {
         const auto& responses_reply = static_cast<const ResponsesReply&>(reply);
         Json response = responses_reply.whole();
         conversation.push_back(responses_reply.assistant_turn());
         const std::string id = response["id"];
-        stored_responses.put(id, {std::move(response), std::move(conversation)});
+        stored_responses.put(
+            id, {std::move(response), std::move(conversation), std::move(conversation_images)});
       };
     }
     run(loaded, std::move(request.generation), std::move(answer), req.body, res);
@@ -698,6 +823,7 @@ void Server::Impl::run(engine::Engine& loaded, GenerationRequest request, Answer
       request.max_tokens > 0 ? request.max_tokens : caps.capacity - prompt_size;
   options_for_engine.sampling = request.sampling;
   options_for_engine.stop = request.stop;
+  options_for_engine.image_pixels = built.image_pixels;  // n > 1: the choices share them
   options_for_engine.grammar =
       tool_constraint ? tool_constraint : response_grammar(loaded, request.response_format, body);
   // Choice i samples with seed + i (see GenerationRequest::n).

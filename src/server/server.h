@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "engine/engine.h"
+#include "server/openai_request.h"
 
 namespace xlacel::server {
 
@@ -30,6 +31,8 @@ struct ServerOptions {
   bool split_reasoning = true;
   // Where POST /slots/{id}?action=save|restore keeps its files; empty: those actions are off.
   std::string slot_save_path;
+  // Images a request's messages may have (a vision-language model's; ImageCollector).
+  std::size_t max_images_per_request = kDefaultMaxImages;
   // The pooling of /v1/embeddings; unset: the model's (ModelConfig::pooling).
   std::optional<Pooling> pooling;
   std::function<void(std::string_view)> log;  // one line per request; may be empty

@@ -155,7 +155,12 @@ Json generic_messages(const std::string& tools_text, bool system_role, const Jso
   }
   for (Json& message : out) {
     if (message["role"] != "user") continue;
-    message["content"] = tools_text + "\n\n" + message["content"].get<std::string>();
+    Json& content = message["content"];
+    if (content.is_array()) {  // a message with images: its parts
+      content.insert(content.begin(), Json{{"type", "text"}, {"text", tools_text + "\n\n"}});
+    } else {
+      content = tools_text + "\n\n" + content.get<std::string>();
+    }
     break;
   }
   return out;
