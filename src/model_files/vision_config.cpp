@@ -18,6 +18,8 @@ struct Defaults {
 constexpr Defaults kIdefics3{1152, 3072, 12, 16, 224, 32, 4096, 128257};
 // SiglipVisionConfig, Gemma3TextConfig, image_token_index.
 constexpr Defaults kGemma3{768, 3072, 12, 12, 224, 16, 2304, 262144};
+// Qwen2_5_VLVisionConfig (depth, num_heads; no image_size: any), out_hidden_size, image_token_id.
+constexpr Defaults kQwen2_5Vl{3584, 3420, 32, 16, 0, 14, 3584, 151655};
 
 // A JSON object's keys read with a default, errors naming "<prefix><key>".
 class Fields {
@@ -51,6 +53,15 @@ class Fields {
     }
     return value.get<double>();
   }
+  std::vector<int64_t> non_negatives(const char* key, std::vector<int64_t> fallback) const {
+    if (!has(key)) return fallback;
+    const Json& value = object_[key];
+    auto bad = [](const Json& x) { return !x.is_number_integer() || x.get<int64_t>() < 0; };
+    if (!value.is_array() || std::any_of(value.begin(), value.end(), bad)) {
+      fail(where_, "{}{} must be an array of non-negative integers", prefix_, key);
+    }
+    return value.get<std::vector<int64_t>>();
+  }
   std::string text(const char* key, std::string fallback) const {
     if (!has(key)) return fallback;
     if (!object_[key].is_string()) fail(where_, "{}{} must be a string", prefix_, key);
@@ -72,9 +83,92 @@ class Fields {
 }  // namespace
 
 int64_t VisionConfig::tokens_per_image() const {
+  if (per_grid()) {
+    throw Error(
+        fmt::format("{}: an image's tokens depend on its grid (tokens_for_grid), not a fixed count",
+                    model_type));
+  }
   if (projector == VisionProjector::kGemma3AvgPool) return mm_tokens_per_image;
   return patches() / (scale_factor * scale_factor);
 }
+
+void VisionConfig::check_grid(const VisionGrid& grid) const {
+  const int64_t m = spatial_merge_size;
+  if (grid.t < 1 || grid.h < 1 || grid.w < 1 || grid.h % m != 0 || grid.w % m != 0) {
+    throw Error(fmt::format(
+        "{}: image grid {}x{}x{} (t, h, w in patches) must be positive, h and w multiples of "
+        "spatial_merge_size {}",
+        model_type, grid.t, grid.h, grid.w, m));
+  }
+}
+
+int64_t VisionConfig::tokens_for_grid(const VisionGrid& grid) const {
+  if (!per_grid()) return tokens_per_image();
+  check_grid(grid);
+  return grid.patches() / (spatial_merge_size * spatial_merge_size);
+}
+
+namespace {
+
+// Qwen2.5-VL's vision_config (Qwen2_5_VLVisionConfig) and the outer config's token ids; the
+// decoder's width is the merger's out_hidden_size, which a text_config's (or a flat config's)
+// hidden_size must equal.
+VisionConfig read_qwen2_5_vl(const Json& config_json, const Fields& outer, const Fields& vision,
+                             std::string_view where) {
+  const Defaults& d = kQwen2_5Vl;
+  VisionConfig c;
+  c.model_type = "qwen2_5_vl";
+  c.projector = VisionProjector::kQwen2VlMerger;
+  c.hidden_size = vision.positive("hidden_size", d.hidden_size);
+  c.intermediate_size = vision.positive("intermediate_size", d.intermediate_size);
+  c.num_layers = vision.positive("depth", d.num_layers);
+  c.num_heads = vision.positive("num_heads", d.num_heads);
+  c.num_channels = vision.positive(vision.has("in_channels") ? "in_channels" : "in_chans", 3);
+  c.image_size = 0;
+  c.patch_size = vision.positive("patch_size", d.patch_size);
+  c.temporal_patch_size = vision.positive("temporal_patch_size", 2);
+  c.spatial_merge_size = vision.positive("spatial_merge_size", 2);
+  c.window_size = vision.positive("window_size", 112);
+  c.fullatt_block_indexes = vision.non_negatives("fullatt_block_indexes", {7, 15, 23, 31});
+  c.hidden_act = vision.text("hidden_act", "silu");
+  c.layer_norm_eps = 1e-6;
+  c.text_hidden_size = vision.positive("out_hidden_size", d.text_hidden_size);
+  const Json& vision_json = config_json["vision_config"];
+  if (vision_json.contains("rope_parameters") && vision_json["rope_parameters"].is_object()) {
+    c.rope_theta = Fields(vision_json["rope_parameters"], where, "vision_config.rope_parameters.")
+                       .positive_number("rope_theta", 10000);
+  }
+  if (c.hidden_act != "silu") {
+    vision.fail_key("hidden_act", "'{}' is not supported (silu is)", c.hidden_act);
+  }
+  if (c.hidden_size % c.num_heads != 0 || c.head_dim() % 4 != 0) {
+    vision.fail_key("num_heads", "({}) must divide hidden_size ({}) into heads of a multiple of 4",
+                    c.num_heads, c.hidden_size);
+  }
+  if (c.window_size / c.spatial_merge_size / c.patch_size < 1) {
+    vision.fail_key("window_size", "({}) must hold patch_size x spatial_merge_size ({} x {})",
+                    c.window_size, c.patch_size, c.spatial_merge_size);
+  }
+  for (int64_t block : c.fullatt_block_indexes) {
+    if (block >= c.num_layers) {
+      vision.fail_key("fullatt_block_indexes", "names block {} of a depth of {}", block,
+                      c.num_layers);
+    }
+  }
+  const bool nested = config_json.contains("text_config") && config_json["text_config"].is_object();
+  const Fields text = nested ? Fields(config_json["text_config"], where, "text_config.") : outer;
+  if (text.has("hidden_size") && text.positive("hidden_size", 0) != c.text_hidden_size) {
+    vision.fail_key("out_hidden_size", "({}) must be the decoder's hidden_size ({})",
+                    c.text_hidden_size, text.positive("hidden_size", 0));
+  }
+  c.image_token_id = outer.non_negative("image_token_id", d.image_token_id);
+  c.video_token_id = outer.non_negative("video_token_id", 151656);
+  c.vision_start_token_id = outer.non_negative("vision_start_token_id", 151652);
+  c.vision_end_token_id = outer.non_negative("vision_end_token_id", 151653);
+  return c;
+}
+
+}  // namespace
 
 std::optional<VisionConfig> read_vision_config(const Json& config_json, std::string_view where) {
   if (!config_json.is_object() || !config_json.contains("vision_config")) return std::nullopt;
@@ -85,6 +179,7 @@ std::optional<VisionConfig> read_vision_config(const Json& config_json, std::str
 
   VisionConfig c;
   c.model_type = outer.text("model_type", "");
+  if (c.model_type == "qwen2_5_vl") return read_qwen2_5_vl(config_json, outer, vision, where);
   const bool gemma3 = c.model_type == "gemma3";
   if (!gemma3 && c.model_type != "idefics3" && c.model_type != "smolvlm") {
     fail(where,

@@ -18,12 +18,29 @@
 //   projector (vision_projector.cpp): Idefics3's pixel shuffle by scale_factor and its bias-free
 //     linear, or Gemma 3's average pool to mm_tokens_per_image, (1 + w) RMSNorm and projection.
 //
+// Qwen2.5-VL's tower (VisionConfig::per_grid(): qwen_vision_graph.cpp) takes images of any size,
+// one graph per grid (t, h, w in patches), as Qwen2_5_VisionTransformerPretrainedModel computes
+// it for one image:
+//
+//   main(pixel_values f32[t*h*w, channels*temporal_patch_size*patch_size^2], <weights>)
+//     -> image_features f32[t*h*w / spatial_merge_size^2, text_hidden_size]
+//
+// pixel_values as Qwen2VLImageProcessor flattens them (images/qwen2_vl_processor.h: rows in
+// merge-block order, each [channel, frame, y, x]); rows of features in the order the prompt's
+// image tokens take them. Conv3d patches (no bias) as a matmul; the patches reordered into
+// windows (qwen_vision_windows); each block: RMSNorm, attention (fused qkv with bias, the 2D
+// rotary of qwen_vision_position_ids, within each window, or within each frame on the blocks of
+// fullatt_block_indexes: a block mask, as the indices are the grid's constants), proj,
+// residual, RMSNorm, SiLU gated MLP with biases, residual; the merger (RMSNorm, m x m
+// neighbours concatenated, Linear, GELU (erf), Linear); the windows' order undone.
+//
 // Weights keep the names of the published checkpoints (hf_name) and of llama.cpp's mmproj GGUF
 // files (gguf_name: v.patch_embd, v.blk.N.attn_q, mm.input_projection, ...); they are read by
 // weight_loader.h's prepare_weight like the decoder's.
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_files/vision_config.h"
@@ -36,15 +53,24 @@
 namespace xlacel::models {
 
 // Every weight argument of the vision graph, in argument order, of `weights`' element type (kAuto:
-// f32, as transformers computes the tower).
+// f32, as transformers computes the tower). The same for every grid of a per_grid() family.
 std::vector<WeightSpec> vision_weight_specs(const VisionConfig& config, WeightType weights);
 
 // The graph for `images` images at a time: input pixel_values, the weights, output
-// image_features (no caches).
+// image_features (no caches). Error for a per_grid() family.
 GraphSignature vision_signature(const VisionConfig& config, int64_t images);
 
-// The graph as StableHLO text: module @xlacel_vision, public function main.
+// The graph as StableHLO text: module @xlacel_vision, public function main. Error for a
+// per_grid() family.
 EmittedGraph emit_vision_graph(const VisionConfig& config, int64_t images, WeightType weights);
+
+// A per_grid() family's graph (Qwen2.5-VL) for one image of `grid`: input pixel_values
+// [grid.patches(), config.patch_values()], output image_features
+// [config.tokens_for_grid(grid), text_hidden_size]. Error for another family or a grid
+// VisionConfig::check_grid refuses.
+GraphSignature vision_signature(const VisionConfig& config, const VisionGrid& grid);
+EmittedGraph emit_vision_graph(const VisionConfig& config, const VisionGrid& grid,
+                               WeightType weights);
 
 // Idefics3VisionEmbeddings' position ids for a full (unpadded) image of n x n patches: patch
 // (h, w) reads row bucket(h) * n + bucket(w), bucket(i) counting the boundaries torch.arange(1/n,
@@ -70,6 +96,28 @@ void add_projector_weights(std::vector<WeightSpec>& specs, const VisionConfig& c
                            stablehlo::ElementType element);
 stablehlo::Value emit_projector(const VisionConfig& config, const VisionWeights& weights,
                                 stablehlo::Value encoded, int64_t images);
+
+// qwen_vision_layout.cpp: the constants of a Qwen2.5-VL graph for `grid`, as transformers'
+// vision_utils computes them. Patch i's (row, column) in the processor's merge-block order
+// (get_vision_position_ids), every frame alike.
+std::vector<std::pair<int64_t, int64_t>> qwen_vision_position_ids(const VisionConfig& config,
+                                                                  const VisionGrid& grid);
+// get_vision_window_index: the merged units (m x m patches, in the processor's order) window
+// after window, frame after frame, each window's units row-major (window_index[i] is the unit
+// the i-th place holds), and the windows' cumulative patch counts from 0 (cu_window_seqlens,
+// empty windows dropped).
+struct QwenVisionWindows {
+  std::vector<int64_t> window_index;
+  std::vector<int64_t> cu_window_seqlens;
+};
+QwenVisionWindows qwen_vision_windows(const VisionConfig& config, const VisionGrid& grid);
+
+// qwen_vision_graph.cpp: the weights and the features of a per_grid() family (the public
+// functions above dispatch there).
+void add_qwen_vision_weights(std::vector<WeightSpec>& specs, const VisionConfig& config,
+                             stablehlo::ElementType element);
+stablehlo::Value emit_qwen_vision(const VisionConfig& config, const VisionGrid& grid,
+                                  const VisionWeights& weights, stablehlo::Value pixel_values);
 
 // A weight of the vision graph: argument `name`, `shape`, its HF and GGUF names.
 WeightSpec vision_weight(std::string name, std::string hf_name, std::string gguf_name,

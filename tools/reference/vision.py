@@ -86,15 +86,16 @@ def gemma3_config():
         initializer_range=INITIALIZER_RANGE)
 
 
-def randomise(model, zero_based_norms):
+def randomise(model, zero_based_norms, is_norm=lambda name: False):
     """Every tensor seeded: matrices normal(0, INITIALIZER_RANGE), biases 0.25*randn, LayerNorm and
-    RMSNorm weights 1 + 0.25*randn, or 0.25*randn for norms computed as (1 + w)."""
+    RMSNorm weights (and those is_norm names) 1 + 0.25*randn, or 0.25*randn for norms computed as
+    (1 + w)."""
     g = torch.Generator().manual_seed(INIT_SEED + 1)
     rules = {}
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight") or name.endswith("layernorm.weight") or "layer_norm" in name \
-                    or name.endswith("soft_emb_norm.weight"):
+                    or name.endswith("soft_emb_norm.weight") or is_norm(name):
                 if name.endswith(".bias"):
                     p.copy_(0.25 * torch.randn(p.shape, generator=g))
                     rules[name] = "bias"
