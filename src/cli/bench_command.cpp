@@ -257,7 +257,7 @@ void run_bench(const BenchCommandOptions& options) {
     slots = std::max(slots, b);
   }
 
-  ModelFiles model = open_model(options.runtime.model);
+  ModelFiles model = open_model(options.runtime.model, true, options.runtime.mmproj);
   engine::ModelText text(model);
   const std::vector<int32_t> prompt = bench_prompt(text.tokenizer(), options.prompt_tokens);
   engine::EngineOptions engine_options = cli::engine_options(
@@ -283,8 +283,10 @@ void run_bench(const BenchCommandOptions& options) {
     std::filesystem::remove_all(cold_dir);
     cold_cache.dir = cold_dir;
     engine_options.device.compile_cache_dir = cold_dir;
-    cold_report =
-        engine::Engine(open_model(options.runtime.model), engine_options).executor().load_report();
+    cold_report = engine::Engine(open_model(options.runtime.model, true, options.runtime.mmproj),
+                                 engine_options)
+                      .executor()
+                      .load_report();
   }
   engine::Engine engine(std::move(model), std::move(text), engine_options);
   const executor::LoadReport report = engine.executor().load_report();  // before batch graphs

@@ -57,7 +57,7 @@ void run_chat(const ChatCommandOptions& options) {
   if (options.max_tokens <= 0) fail("--max-tokens", "must be positive, got {}", options.max_tokens);
   check_sampling_flags(options.sampling);
 
-  ModelFiles model = open_model(options.runtime.model);
+  ModelFiles model = open_model(options.runtime.model, true, options.runtime.mmproj);
   engine::ModelText text(model);
   if (!text.has_chat_template()) fail(model.path(), "the model has no chat template");
   engine::EngineOptions engine_options =
@@ -78,7 +78,9 @@ void run_chat(const ChatCommandOptions& options) {
   auto take_image = [&](const std::string& path) {
     if (!model_images) {
       if (!engine::has_vision(engine.model())) {
-        fail("--image", "the model reads text only (no vision tower): it takes no images");
+        fail("--image",
+             "the model reads text only (no vision tower; a GGUF model takes its image encoder "
+             "from --mmproj FILE)");
       }
       model_images.emplace(engine.model());
     }

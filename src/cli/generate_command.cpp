@@ -84,7 +84,7 @@ void run_generate(const GenerateCommandOptions& options) {
   if (options.max_new_tokens <= 0) fail("-n", "must be positive, got {}", options.max_new_tokens);
   check_sampling_flags(options.sampling);
 
-  ModelFiles model = open_model(options.runtime.model);
+  ModelFiles model = open_model(options.runtime.model, true, options.runtime.mmproj);
   std::optional<engine::ModelText> text;
   std::vector<int32_t> prompt;
   std::shared_ptr<const std::vector<float>> image_pixels;

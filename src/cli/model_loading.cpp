@@ -22,7 +22,7 @@ std::string default_model_path() {
   return cache + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-ModelFiles open_model(const std::string& path, bool runnable) {
+ModelFiles open_model(const std::string& path, bool runnable, const std::string& mmproj) {
   std::string model_path = path;
   if (model_path.empty()) {
     model_path = default_model_path();
@@ -30,7 +30,8 @@ ModelFiles open_model(const std::string& path, bool runnable) {
       fail(model_path, "default model not found; run scripts/setup or pass -m MODEL");
     }
   }
-  ModelFiles model = ModelFiles::open(model_path);
+  ModelFiles model =
+      mmproj.empty() ? ModelFiles::open(model_path) : ModelFiles::open(model_path, mmproj);
   if (runnable) models::architecture_for(model.config(), model.path());  // else Error
   return model;
 }

@@ -13,8 +13,10 @@ std::string default_model_path();
 
 // Opens MODEL, or the default model when empty (with a hint to run scripts/setup if absent);
 // Error "<path>: unknown architecture ..." for a model of a family xlacel does not run, unless
-// only its text side is wanted (`runnable` false: tokenize, chat-template).
-ModelFiles open_model(const std::string& path, bool runnable = true);
+// only its text side is wanted (`runnable` false: tokenize, chat-template). With `mmproj`, the
+// GGUF model with that image encoder file (--mmproj).
+ModelFiles open_model(const std::string& path, bool runnable = true,
+                      const std::string& mmproj = {});
 
 // The model's text side lives in the engine; the commands that need only one part use these.
 using engine::chat_template_options;

@@ -33,6 +33,8 @@ nlohmann::json timings_json(const engine::RequestStats& stats) {
           {"decode_steps", stats.decode_steps},
           {"drafted_tokens", stats.drafted_tokens},
           {"accepted_tokens", stats.accepted_tokens},
+          {"images_encoded", stats.images_encoded},
+          {"image_seconds", stats.image_seconds},
           {"decode_seconds", stats.decode_seconds},
           {"generation_tokens_per_second", stats.generation_tokens_per_second()}};
 }
@@ -44,11 +46,16 @@ std::string stats_line(const engine::RequestStats& stats, engine::FinishReason r
       stats.drafted_tokens > 0
           ? fmt::format(" ({} of {} drafted accepted)", stats.accepted_tokens, stats.drafted_tokens)
           : "";
+  const std::string images =
+      stats.images_encoded > 0
+          ? fmt::format(" ({} image{} encoded in {:.3f} s)", stats.images_encoded,
+                        stats.images_encoded == 1 ? "" : "s", stats.image_seconds)
+          : "";
   return fmt::format(
-      "xlacel: prompt {} tokens{}, {:.1f} tok/s | generated {} tokens{}, {:.1f} tok/s | "
+      "xlacel: prompt {} tokens{}{}, {:.1f} tok/s | generated {} tokens{}, {:.1f} tok/s | "
       "time to first token {:.3f} s | stop: {}",
-      stats.prompt_tokens, cached, stats.prompt_tokens_per_second(), stats.output_tokens, drafted,
-      stats.generation_tokens_per_second(), stats.time_to_first_token(),
+      stats.prompt_tokens, cached, images, stats.prompt_tokens_per_second(), stats.output_tokens,
+      drafted, stats.generation_tokens_per_second(), stats.time_to_first_token(),
       engine::finish_reason_name(reason));
 }
 

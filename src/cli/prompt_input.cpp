@@ -73,7 +73,9 @@ Prompt build_prompt(const engine::ModelText& text, const ModelFiles* model,
   engine::PreparedImages images;
   if (!files.empty()) {
     if (model == nullptr || !engine::has_vision(*model)) {
-      fail("--image", "the model reads text only (no vision tower): it takes no images");
+      fail("--image",
+           "the model reads text only (no vision tower; a GGUF model takes its image encoder from "
+           "--mmproj FILE)");
     }
     images = engine::ModelImages(*model).prepare(files);
     result.image_pixels = images.pixels;

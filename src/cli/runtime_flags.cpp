@@ -14,6 +14,10 @@ namespace xlacel::cli {
 void add_runtime_flags(CLI::App* command, RuntimeFlags& flags) {
   command->add_option("-m,--model", flags.model,
                       "GGUF file or HF model directory (default: the model scripts/setup fetched)");
+  command->add_option(
+      "--mmproj", flags.mmproj,
+      "the image encoder (llama.cpp's mmproj GGUF) of a vision-language GGUF model: "
+      "then --image works");
   command->add_option("--backend", flags.backend, "iree or xla")->capture_default_str();
   command->add_option("--device", flags.device, "cpu or cuda")->capture_default_str();
   command

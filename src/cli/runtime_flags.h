@@ -17,6 +17,7 @@ namespace xlacel::cli {
 
 struct RuntimeFlags {
   std::string model;
+  std::string mmproj;  // --mmproj: llama.cpp's image encoder file for a GGUF model
   std::string backend = "iree";
   std::string device = "cpu";
   int threads = 0;          // CPU runtimes: worker threads (0: the runtime's default)

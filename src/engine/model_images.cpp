@@ -9,24 +9,18 @@ namespace xlacel::engine {
 
 namespace {
 
-// The image processor's settings: preprocessor_config.json (as published checkpoints ship
-// them), or the "image_processor" object of processor_config.json (as transformers 5 saves a
-// processor).
+// The image processor's settings: the model's preprocessor_config.json (an HF directory's, or
+// what a GGUF's mmproj gives: ModelFiles::preprocessor_config), else the "image_processor"
+// object of the directory's processor_config.json (as transformers 5 saves a processor).
 Json image_processor_config(const ModelFiles& model) {
-  if (model.format() != ModelFiles::Format::kHuggingFaceDirectory) {
-    fail(model.path(),
-         "images need the model's image processor settings: open its HF directory "
-         "(with preprocessor_config.json)");
+  if (const std::optional<Json>& config = model.preprocessor_config()) {
+    if (!config->is_object()) fail(model.path(), "preprocessor_config.json is not a JSON object");
+    return *config;
   }
-  const std::filesystem::path dir(model.path());
-  const std::filesystem::path preprocessor = dir / "preprocessor_config.json";
-  if (std::filesystem::exists(preprocessor)) {
-    Json config = read_json_file(preprocessor.string());
-    if (!config.is_object()) fail(preprocessor.string(), "not a JSON object");
-    return config;
-  }
-  const std::filesystem::path processor = dir / "processor_config.json";
-  if (std::filesystem::exists(processor)) {
+  const std::filesystem::path processor =
+      std::filesystem::path(model.path()) / "processor_config.json";
+  if (model.format() == ModelFiles::Format::kHuggingFaceDirectory &&
+      std::filesystem::exists(processor)) {
     Json config = read_json_file(processor.string());
     if (!config.is_object() || !config.contains("image_processor") ||
         !config["image_processor"].is_object()) {
@@ -34,21 +28,21 @@ Json image_processor_config(const ModelFiles& model) {
     }
     return config["image_processor"];
   }
-  fail(preprocessor.string(),
-       "missing (and no processor_config.json): the model's image "
-       "processor settings");
+  fail(model.path(),
+       "has no image processor settings (preprocessor_config.json; a GGUF model "
+       "takes them from its --mmproj file)");
 }
 
 std::variant<images::Idefics3Processor, images::Gemma3Processor> processor_for(
     const ModelFiles& model, const VisionConfig& vision) {
   const Json config = image_processor_config(model);
-  switch (vision.projector) {
-    case VisionProjector::kIdefics3PixelShuffle:
-      return images::Idefics3Processor::from_config(config);
-    case VisionProjector::kGemma3AvgPool:
-      return images::Gemma3Processor::from_config(config);
+  if (vision.projector == VisionProjector::kIdefics3PixelShuffle) {
+    return images::Idefics3Processor::from_config(config);
   }
-  fail(model.path(), "no image processor for this model");
+  if (vision.projector == VisionProjector::kGemma3AvgPool) {
+    return images::Gemma3Processor::from_config(config);
+  }
+  fail(model.path(), "images of this model's family are not supported yet");
 }
 
 const VisionConfig& vision_of(const ModelFiles& model) {

@@ -56,6 +56,10 @@ struct RequestStats {
   // that came without a decode step of its own).
   int64_t drafted_tokens = 0;
   int64_t accepted_tokens = 0;
+  // A vision-language model: images (Idefics3: tiles) the vision tower encoded for it (not those
+  // whose rows prefix reuse kept), and the seconds that took (part of prefill_seconds).
+  int64_t images_encoded = 0;
+  double image_seconds = 0;
 
   double time_to_first_token() const { return queued_seconds + prefill_seconds; }
   double prompt_tokens_per_second() const;      // prefilled (not cached) tokens / prefill_seconds

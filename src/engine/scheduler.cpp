@@ -696,10 +696,13 @@ void Scheduler::encode_images(Sequence& sequence) {
   const std::size_t first = cached_tokens / static_cast<std::size_t>(caps_.image_tokens);
   sequence.image_features.assign(images * rows, 0.0f);
   if (first == images) return;
+  const Clock::time_point start = Clock::now();
   const std::vector<float> features = runner_.encode_images(
       std::span<const float>(pixels).subspan(first * per_image, (images - first) * per_image));
   std::copy(features.begin(), features.end(),
             sequence.image_features.begin() + static_cast<std::ptrdiff_t>(first * rows));
+  sequence.stats.images_encoded = static_cast<int64_t>(images - first);
+  sequence.stats.image_seconds = seconds_between(start, Clock::now());
 }
 
 std::vector<int32_t> Scheduler::prompt_rows(const Sequence& sequence) {
