@@ -85,7 +85,7 @@ void run_serve(const ServeCommandOptions& options) {
     fail("--slot-save-path", "needs one device (--tensor-parallel is {})",
          options.runtime.tensor_parallel);
   }
-  ModelFiles model = open_model(options.runtime.model);
+  ModelFiles model = open_model(options.runtime.model, true, options.runtime.mmproj);
   if (!engine::has_tokenizer(model)) fail(model.path(), "the model has no tokenizer to serve text");
   // Without --context each slot holds 1024 positions (or the model's maximum, if smaller).
   engine::EngineOptions engine_options =
