@@ -173,6 +173,22 @@ def bucketized_position_ids():
     return table
 
 
+def provenance(generator, name, model, norms):
+    """The reference's first keys: what wrote it, with which versions, the model and its init."""
+    return {
+        "generator": generator,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "model": name,
+        "model_class": type(model).__name__,
+        "loader": f"{type(model).__name__}.from_pretrained(tests/data/models/{name}, dtype=torch.float32, "
+                  f"attn_implementation={ATTN!r})",
+        "init": f"torch.manual_seed({INIT_SEED}); every parameter from torch.Generator seed {INIT_SEED + 1} in "
+                f"named_parameters order: matrices {INITIALIZER_RANGE}*randn, biases 0.25*randn, norm weights "
+                + norms,
+    }
+
+
 def dump(path, data):
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
@@ -220,16 +236,7 @@ def build(name, config, model_class, zero_based_norms, rename, idefics3):
         print(f"  {name} {entry['name']}: {entry['output_ids']}")
 
     data = {
-        "generator": "tools/reference/vision.py",
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "model": name,
-        "model_class": type(model).__name__,
-        "loader": f"{type(model).__name__}.from_pretrained(tests/data/models/{name}, dtype=torch.float32, "
-                  f"attn_implementation={ATTN!r})",
-        "init": f"torch.manual_seed({INIT_SEED}); every parameter from torch.Generator seed {INIT_SEED + 1} in "
-                f"named_parameters order: matrices {INITIALIZER_RANGE}*randn, biases 0.25*randn, norm weights "
-                "1 + 0.25*randn ((1 + w) norms: 0.25*randn)",
+        **provenance("tools/reference/vision.py", name, model, "1 + 0.25*randn ((1 + w) norms: 0.25*randn)"),
         "tensor_rules": rules,
         "tensors": names,
         "image_token_id": image_token,

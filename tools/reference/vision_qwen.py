@@ -28,16 +28,14 @@ and each image alone gives the same rows (checked here).
 
 Usage: .venv/bin/python tools/reference/vision_qwen.py
 """
-import pathlib
 import sys
 
 import numpy as np
 import torch
-import transformers
 from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 from transformers.vision_utils import get_vision_position_ids, get_vision_window_index
 
-from vision import ATTN, INIT_SEED, INITIALIZER_RANGE, OUT, PIXEL_SEED, dump, randomise, save
+from vision import ATTN, INIT_SEED, INITIALIZER_RANGE, OUT, PIXEL_SEED, dump, provenance, randomise, save
 
 NAME = "qwen2_5_vl_tiny"
 VOCAB = 300
@@ -123,16 +121,8 @@ def main():
         print(f"  {NAME} grid {g}: {feats.shape[0]} tokens, windows {[int(x) for x in cu]}")
 
     data = {
-        "generator": "tools/reference/vision_qwen.py",
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "model": NAME,
-        "model_class": type(model).__name__,
-        "loader": f"{type(model).__name__}.from_pretrained(tests/data/models/{NAME}, dtype=torch.float32, "
-                  f"attn_implementation={ATTN!r})",
-        "init": f"torch.manual_seed({INIT_SEED}); every parameter from torch.Generator seed {INIT_SEED + 1} in "
-                f"named_parameters order: matrices {INITIALIZER_RANGE}*randn, biases 0.25*randn, norm weights "
-                "(norm1, norm2, ln_q, the decoder's) 1 + 0.25*randn",
+        **provenance("tools/reference/vision_qwen.py", NAME, model,
+                     "(norm1, norm2, ln_q, the decoder's) 1 + 0.25*randn"),
         "tensor_rules": rules,
         "tensors": names,
         "image_token_id": cfg.image_token_id,
