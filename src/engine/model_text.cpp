@@ -43,6 +43,24 @@ ModelText::ModelText(const ModelFiles& model)
       template_options_(chat_template_options(model, false)),
       vision_(model.config().vision) {
   if (model.chat_template()) chat_template_.emplace(load_chat_template(model));
+  strings_as_parts_ = chat_template_ && !renders_string_content();
+}
+
+bool ModelText::renders_string_content() const {
+  static constexpr std::string_view kProbe = "xlacel-probe-4f1c";
+  ChatTemplateOptions options = template_options_;
+  options.add_generation_prompt = true;
+  auto renders = [&](const Json& content) {
+    try {
+      return chat_template_
+                 ->render(Json::array({Json{{"role", "user"}, {"content", content}}}), options)
+                 .find(kProbe) != std::string::npos;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  // Only where parts do render: a template that fails on both keeps its strings.
+  return renders(kProbe) || !renders(Json::array({Json{{"type", "text"}, {"text", kProbe}}}));
 }
 
 std::string ModelText::render_chat(const Json& messages, const Json& extra_context,
@@ -61,7 +79,14 @@ std::string ModelText::render_chat(const Json& messages, const Json& extra_conte
   ChatTemplateOptions options = template_options_;
   options.add_generation_prompt = add_generation_prompt;
   if (extra_context.is_object()) options.extra_context = extra_context;
-  return chat_template_->render(messages, options);
+  if (!strings_as_parts_) return chat_template_->render(messages, options);
+  Json parts = messages;
+  for (Json& message : parts) {
+    if (message.contains("content") && message["content"].is_string()) {
+      message["content"] = Json::array({Json{{"type", "text"}, {"text", message["content"]}}});
+    }
+  }
+  return chat_template_->render(parts, options);
 }
 
 std::vector<int32_t> ModelText::encode_text(std::string_view text) const {

@@ -38,7 +38,8 @@ class ModelText {
 
   // `messages`: a list of {"role": string, ...} objects; `extra_context`: further template
   // variables (an object, may be empty). Error naming the field when malformed, or the model
-  // when it has no template.
+  // when it has no template. A message's string content reaches a template that renders only
+  // content parts (SmolVLM's) as one text part, as transformers' processors pass it.
   std::string render_chat(const Json& messages, const Json& extra_context,
                           bool add_generation_prompt) const;
 
@@ -62,6 +63,11 @@ class ModelText {
   std::optional<ChatTemplate> chat_template_;
   ChatTemplateOptions template_options_;  // special tokens; per call: generation prompt, extras
   std::optional<VisionConfig> vision_;    // a vision-language model's: its image placeholders
+  // The template reads a message's content only as parts ({"type": "text", "text"}), rendering a
+  // string as nothing (SmolVLM's): render_chat gives it each string as one text part.
+  bool strings_as_parts_ = false;
+  // Whether the template renders a user message's string content (probed once).
+  bool renders_string_content() const;
   // `text` with its image placeholders expanded (unchanged without images); Error naming
   // `images` when the model takes none.
   std::string with_images(std::string_view text, std::span<const ImageLayout> images) const;

@@ -107,28 +107,6 @@ void check_prompt_ids(const char* field, std::string_view where, std::span<const
   }
 }
 
-// Whether the chat template renders a message's content given as a string: a vision model's
-// template may read only parts ({"type": "text", "text"}) and render a string as nothing.
-bool template_reads_strings(const engine::ModelText& text) {
-  static constexpr std::string_view kProbe = "xlacel-probe-4f1c";
-  std::string rendered;
-  try {
-    text.encode_chat(Json::array({Json{{"role", "user"}, {"content", kProbe}}}), Json::object(),
-                     &rendered);
-  } catch (const Error&) {
-    return true;
-  }
-  return rendered.find(kProbe) != std::string::npos;
-}
-
-// Each message's string content as one text part.
-void strings_as_text_parts(Json& messages) {
-  for (Json& message : messages) {
-    Json& content = message["content"];
-    if (content.is_string()) content = Json::array({Json{{"type", "text"}, {"text", content}}});
-  }
-}
-
 // Decodes and preprocesses a request's images; a 400 naming the part of an image that is not one
 // xlacel reads or that the model cannot take.
 engine::PreparedImages prepare_request_images(const engine::ModelImages& model_images,
@@ -224,12 +202,10 @@ struct Server::Impl {
   Prompt prompt_for(engine::Engine& engine, GenerationRequest& request);
   // What the model takes in message content (images: a vision-language model).
   ContentOptions content_options(engine::Engine& engine) const;
-  // A vision-language model's image processor and whether its template reads string content,
-  // made on its first chat request.
+  // A vision-language model's image processor, made on its first chat request.
   struct VisionSide {
     std::optional<engine::ModelImages> images;
-    std::string images_problem;     // why there are none (a missing processor config)
-    bool strings_as_parts = false;  // its template reads only parts (SmolVLM's)
+    std::string images_problem;  // why there are none (a missing processor config)
   };
   const VisionSide& vision_side(engine::Engine& engine);
   // How an endpoint answers (run()).
@@ -454,7 +430,6 @@ Server::Impl::Prompt Server::Impl::prompt_for(engine::Engine& loaded, Generation
         images = prepare_request_images(*side.images, request.images);
         prompt.image_pixels = images.pixels;
       }
-      if (side.strings_as_parts) strings_as_text_parts(request.messages);
     }
     prompt.ids = text.encode_chat(request.messages, variables, &rendered, images.layouts);
     if (request.split_reasoning.value_or(options.split_reasoning)) {
@@ -478,7 +453,6 @@ const Server::Impl::VisionSide& Server::Impl::vision_side(engine::Engine& loaded
   std::lock_guard lock(vision_mutex);
   if (!vision) {
     auto side = std::make_unique<VisionSide>();
-    side->strings_as_parts = !template_reads_strings(loaded.text());
     try {
       side->images.emplace(loaded.model());
     } catch (const std::exception& e) {
