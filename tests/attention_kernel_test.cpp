@@ -62,6 +62,7 @@ std::string attention_module(const Shape& s, const lowering::AttentionKernel& ke
       .positions = positions,
       .key_positions = std::nullopt,
       .end = end,
+      .sees_through = std::nullopt,
       .scale = 0,
       .softcap = std::nullopt,
       .sliding_window = std::nullopt,
