@@ -93,12 +93,7 @@ Prompt build_prompt(const engine::ModelText& text, const ModelFiles* model,
     return result;
   }
   if (!input.chat.empty()) {
-    Json content = input.chat;
-    if (!files.empty()) {
-      content = Json::array();
-      for (std::size_t i = 0; i < files.size(); ++i) content.push_back({{"type", "image"}});
-      content.push_back({{"type", "text"}, {"text", input.chat}});
-    }
+    const Json content = engine::user_content(input.chat, files.size());
     result.ids = text.encode_chat(Json::array({Json{{"role", "user"}, {"content", content}}}),
                                   Json::object(), nullptr, images.layouts);
     return result;

@@ -62,6 +62,14 @@ ImageFile image_of(const std::string& location, const ImageSources& sources,
 
 }  // namespace
 
+Json user_content(std::string text, std::size_t images) {
+  if (images == 0) return text;
+  Json content = Json::array();
+  for (std::size_t i = 0; i < images; ++i) content.push_back({{"type", "image"}});
+  content.push_back({{"type", "text"}, {"text", std::move(text)}});
+  return content;
+}
+
 bool has_image_parts(const Json& messages) {
   if (!messages.is_array()) return false;
   for (const Json& message : messages) {

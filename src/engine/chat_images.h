@@ -22,6 +22,10 @@ struct ImageSources {
 // image that cannot be read from the allowed sources (an http(s) URL, a file for a server).
 std::vector<ImageFile> take_image_parts(Json& messages, const ImageSources& sources);
 
+// A user message's content: `text` after `images` image parts ({"type": "image"}, as
+// take_image_parts leaves them), as chat templates place them; the plain string without images.
+Json user_content(std::string text, std::size_t images);
+
 // Whether any message has an image part (before take_image_parts).
 bool has_image_parts(const Json& messages);
 

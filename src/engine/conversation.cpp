@@ -1,5 +1,7 @@
 #include "engine/conversation.h"
 
+#include "engine/chat_images.h"
+
 namespace xlacel::engine {
 
 namespace {
@@ -28,15 +30,9 @@ ChatTurn Conversation::reply(Scheduler& scheduler, std::string user, const Reque
   Json messages = messages_;
   std::vector<ImageLayout> layouts = image_layouts_;
   RequestOptions options = request;
-  if (images.layouts.empty()) {
-    messages.push_back(message("user", std::move(user)));
-  } else {
-    Json content = Json::array();
-    for (std::size_t i = 0; i < images.layouts.size(); ++i) content.push_back({{"type", "image"}});
-    content.push_back({{"type", "text"}, {"text", std::move(user)}});
-    messages.push_back(Json{{"role", "user"}, {"content", std::move(content)}});
-    layouts.insert(layouts.end(), images.layouts.begin(), images.layouts.end());
-  }
+  messages.push_back(
+      Json{{"role", "user"}, {"content", user_content(std::move(user), images.layouts.size())}});
+  layouts.insert(layouts.end(), images.layouts.begin(), images.layouts.end());
   auto pixels = std::make_shared<std::vector<float>>(image_pixels_);
   if (images.pixels) pixels->insert(pixels->end(), images.pixels->begin(), images.pixels->end());
   if (!pixels->empty()) options.image_pixels = pixels;

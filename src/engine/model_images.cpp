@@ -64,8 +64,7 @@ ModelImages::ModelImages(const ModelFiles& model)
 PreparedImages ModelImages::prepare(std::span<const ImageFile> files) const {
   auto pixels = std::make_shared<std::vector<float>>();
   PreparedImages prepared;
-  const auto per_image =
-      static_cast<std::size_t>(vision_.num_channels * vision_.image_size * vision_.image_size);
+  const auto per_image = static_cast<std::size_t>(vision_.pixels_per_image());
   for (const ImageFile& file : files) {
     const images::Image image = images::decode_image(file.bytes, file.name);
     const images::ProcessedImage processed =

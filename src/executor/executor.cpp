@@ -133,8 +133,7 @@ Executor::Executor(std::unique_ptr<device::Device> device,
   if (config.vision) {
     capabilities_.image_token_id = static_cast<int32_t>(config.vision->image_token_id);
     capabilities_.image_tokens = config.vision->tokens_per_image();
-    capabilities_.image_pixels =
-        config.vision->num_channels * config.vision->image_size * config.vision->image_size;
+    capabilities_.image_pixels = config.vision->pixels_per_image();
     capabilities_.image_runs_whole =
         models::attends_images_whole(prefill_graph(options_.prefill_bucket, 0), config);
     if (capabilities_.image_runs_whole && options_.prefill_bucket < capabilities_.image_tokens) {

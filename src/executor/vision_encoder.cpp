@@ -32,10 +32,6 @@ VisionEncoder::VisionEncoder(device::Device& device, const ModelFiles& model,
 
 VisionEncoder::~VisionEncoder() = default;
 
-int64_t VisionEncoder::pixels_per_image() const {
-  return config_.num_channels * config_.image_size * config_.image_size;
-}
-
 device::Executable& VisionEncoder::executable() {
   if (executable_) return *executable_;
   const std::string name = fmt::format("vision-i{}-f32", kImagesPerCall);
@@ -56,7 +52,7 @@ device::Executable& VisionEncoder::executable() {
 }
 
 std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values) {
-  const auto per_image = static_cast<std::size_t>(pixels_per_image());
+  const auto per_image = static_cast<std::size_t>(config_.pixels_per_image());
   if (pixel_values.empty() || pixel_values.size() % per_image != 0) {
     fail("images", "{} pixel values are not a whole number of {}x{}x{} images", pixel_values.size(),
          config_.num_channels, config_.image_size, config_.image_size);

@@ -28,11 +28,9 @@ class VisionEncoder {
   ~VisionEncoder();
 
   const VisionConfig& config() const { return config_; }
-  // Floats of one image's pixel values: channels x image_size x image_size.
-  int64_t pixels_per_image() const;
-  // The features of `pixel_values` (whole images of pixels_per_image() floats each, as the image
-  // processor gives them), image after image: tokens_per_image() rows of the decoder's hidden
-  // size each. Error when the floats are not a whole number of images.
+  // The features of `pixel_values` (whole images of VisionConfig::pixels_per_image() floats each,
+  // as the image processor gives them), image after image: tokens_per_image() rows of the decoder's
+  // hidden size each. Error when the floats are not a whole number of images.
   std::vector<float> encode(std::span<const float> pixel_values);
 
  private:

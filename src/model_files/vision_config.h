@@ -80,6 +80,8 @@ struct VisionConfig {
   int64_t patches_per_side() const { return image_size / patch_size; }
   int64_t patches() const { return patches_per_side() * patches_per_side(); }
   int64_t head_dim() const { return hidden_size / num_heads; }
+  // Floats of one fixed-size image's pixel values: channels x image_size x image_size.
+  int64_t pixels_per_image() const { return num_channels * image_size * image_size; }
   // Whether the graph is one image grid's (Qwen2.5-VL: emit it per VisionGrid, count tokens with
   // tokens_for_grid) rather than of fixed-size images.
   bool per_grid() const { return projector == VisionProjector::kQwen2VlMerger; }
