@@ -30,6 +30,7 @@
 #include "models/weight_loader.h"
 #include "runtime_availability.h"
 #include "test_paths.h"
+#include "vision_graph_compile.h"
 
 namespace xlacel {
 namespace {
@@ -215,14 +216,6 @@ TEST(QwenVisionTower, SignatureAndGraph) {
 
 // --- against HF, on each runtime
 
-// The runtime's CPU device with one worker, compiling into `cache` (empty: the program's cache).
-std::unique_ptr<device::Device> cpu_device(const std::string& runtime, const fs::path& cache = {}) {
-  device::DeviceOptions options;
-  options.threads = 1;
-  options.compile_cache_dir = cache;
-  return backends::open_device(runtime, options, {});
-}
-
 // The features of reference image `image` (its own grid's graph) on `device`.
 std::vector<float> run_tower(device::Device& device, const ModelFiles& files, const Json& image) {
   const VisionConfig config = tiny_config();
@@ -257,7 +250,7 @@ class QwenVisionOnRuntime : public ::testing::TestWithParam<std::string> {};
 TEST_P(QwenVisionOnRuntime, MatchesHfImageFeatures) {
   const std::string& runtime = GetParam();
   if (auto missing = testing::missing_runtime(runtime, 1)) GTEST_SKIP() << *missing;
-  std::unique_ptr<device::Device> device = cpu_device(runtime);
+  std::unique_ptr<device::Device> device = testing::cpu_device(runtime);
   const ModelFiles files = ModelFiles::open(model_dir().string());
   for (const Json& image : reference()["images"]) {
     const std::vector<float> got = run_tower(*device, files, image);
@@ -293,30 +286,14 @@ TEST_P(QwenVisionAtRealSize, Qwen2_5Vl3BCompiles) {
   if (auto missing = testing::missing_runtime(runtime, 1)) GTEST_SKIP() << *missing;
   const VisionConfig config = read_config(Json::parse(kQwen2_5Vl3B), "Qwen2.5-VL-3B");
   const VisionGrid grid{1, 32, 32};
-  const fs::path cache = testing::scratch_dir("vision_qwen") / std::to_string(::getpid());
-  fs::remove_all(cache);
-  std::unique_ptr<device::Device> device = cpu_device(runtime, cache);
   const device::GraphSource source{"vision-g1x32x32-f32",
                                    models::emit_vision_graph(config, grid, WeightType::kF32).mlir,
                                    "xlacel_vision", "Qwen2.5-VL-3B.vision-g1x32x32-f32.mlir"};
-  std::vector<device::GraphLoad> loads;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    device->load(std::span(&source, 1), loads);
-  } catch (const Error& e) {
-    const fs::path kept = testing::scratch_dir("vision_qwen") / source.source;
-    testing::write_text(kept, source.mlir);
-    FAIL() << e.what() << " (the graph: " << kept.string() << ")";
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_EQ(loads.size(), 1u);
-  EXPECT_FALSE(loads[0].cached);
+  const std::optional<double> seconds = testing::compile_fresh(runtime, source, "vision_qwen");
+  ASSERT_TRUE(seconds.has_value());
   std::cout << fmt::format(
       "{} Qwen2.5-VL-3B: {} blocks, grid 1x32x32, {} tokens of {}, compiled in {:.1f} s\n", runtime,
-      config.num_layers, config.tokens_for_grid(grid), config.text_hidden_size, seconds);
-  device.reset();
-  fs::remove_all(cache);
+      config.num_layers, config.tokens_for_grid(grid), config.text_hidden_size, *seconds);
 }
 
 INSTANTIATE_TEST_SUITE_P(Published, QwenVisionAtRealSize,

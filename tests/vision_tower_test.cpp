@@ -29,6 +29,7 @@
 #include "models/weight_loader.h"
 #include "runtime_availability.h"
 #include "test_paths.h"
+#include "vision_graph_compile.h"
 
 namespace xlacel {
 namespace {
@@ -252,14 +253,6 @@ Features run_tower(device::Device& device, const std::string& name, const Json& 
   return out;
 }
 
-// The runtime's CPU device with one worker, compiling into `cache` (empty: the program's cache).
-std::unique_ptr<device::Device> cpu_device(const std::string& runtime, const fs::path& cache = {}) {
-  device::DeviceOptions options;
-  options.threads = 1;
-  options.compile_cache_dir = cache;
-  return backends::open_device(runtime, options, {});
-}
-
 struct TowerCase {
   std::string runtime;
   std::string model;
@@ -273,7 +266,7 @@ class VisionTowerOnRuntime : public ::testing::TestWithParam<TowerCase> {};
 TEST_P(VisionTowerOnRuntime, MatchesHfImageFeatures) {
   const TowerCase& c = GetParam();
   if (auto missing = testing::missing_runtime(c.runtime, 1)) GTEST_SKIP() << *missing;
-  std::unique_ptr<device::Device> device = cpu_device(c.runtime);
+  std::unique_ptr<device::Device> device = testing::cpu_device(c.runtime);
   const Json ref = reference(c.model);
   const Features got = run_tower(*device, c.model, ref);
   const std::vector<float> expected = values_of<float>(ref["image_features"]["values"]);
@@ -339,30 +332,14 @@ TEST_P(VisionTowerAtRealSize, Compiles) {
   const RealSizeCase& c = GetParam();
   if (auto missing = testing::missing_runtime(c.runtime, 1)) GTEST_SKIP() << *missing;
   const VisionConfig config = *read_vision_config(Json::parse(c.config), c.name);
-  const fs::path cache = testing::scratch_dir("vision_tower") / std::to_string(::getpid());
-  fs::remove_all(cache);
-  std::unique_ptr<device::Device> device = cpu_device(c.runtime, cache);
   const device::GraphSource source{"vision-i1-f32",
                                    models::emit_vision_graph(config, 1, WeightType::kF32).mlir,
                                    "xlacel_vision", c.name + ".vision-i1-f32.mlir"};
-  std::vector<device::GraphLoad> loads;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    device->load(std::span(&source, 1), loads);
-  } catch (const Error& e) {
-    const fs::path kept = testing::scratch_dir("vision_tower") / source.source;
-    testing::write_text(kept, source.mlir);
-    FAIL() << e.what() << " (the graph: " << kept.string() << ")";
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_EQ(loads.size(), 1u);
-  EXPECT_FALSE(loads[0].cached);
+  const std::optional<double> seconds = testing::compile_fresh(c.runtime, source, "vision_tower");
+  ASSERT_TRUE(seconds.has_value());
   std::cout << fmt::format("{} {}: {} layers, {} tokens of {} per image, compiled in {:.1f} s\n",
                            c.runtime, c.name, config.num_layers, config.tokens_per_image(),
-                           config.text_hidden_size, seconds);
-  device.reset();
-  fs::remove_all(cache);
+                           config.text_hidden_size, *seconds);
 }
 
 INSTANTIATE_TEST_SUITE_P(Published, VisionTowerAtRealSize,
