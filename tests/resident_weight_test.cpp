@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backends.h"
@@ -485,10 +487,16 @@ std::size_t dispatches_of(const std::string& text, const std::string& entry) {
   return count;
 }
 
-// The module of two products by one weight that share x and one by another x, through `kernel`.
-std::string shared_x_module(const lowering::PlanarKernel& kernel, int64_t x_rows) {
+// The module of two products by one weight that share x and one by another x, through `kernel`:
+// the test file's weight of `format` (Q8_0, its first, by default).
+std::string shared_x_module(const lowering::PlanarKernel& kernel, int64_t x_rows,
+                            std::string_view format = "Q8_0") {
   const GgufFile gguf(testing::test_data("model_files/quant_types.gguf").string());
-  const TensorView tensor = block_quantized_tensors(gguf).front();
+  const std::vector<TensorView> tensors = block_quantized_tensors(gguf);
+  const auto found = std::ranges::find_if(
+      tensors, [&](const TensorView& tensor) { return dtype_name(tensor.dtype) == format; });
+  if (found == tensors.end()) throw std::runtime_error(fmt::format("no {} weight", format));
+  const TensorView& tensor = *found;
   stablehlo::Module module("resident_weight_test");
   stablehlo::Function& f = module.add_function("main");
   // The file's 2 x 512 as it is: a product of one whole run.
@@ -578,6 +586,10 @@ TEST_P(PlanarOnRuntime, TheInt8RowsKernelRoundsEachRowAlone) {
   EXPECT_GT(compared, 0);
   const std::string text = shared_x_module(*kernel, 1);
   EXPECT_EQ(dispatches_of(text, "xlacel_quantize_int8_columns"), 2u) << text;
+  // Packed codes take x in pair order (planar_matmul.c, pair_codes), quantized once too.
+  const std::string packed = shared_x_module(*kernel, 1, "Q4_0");
+  EXPECT_EQ(dispatches_of(packed, "xlacel_quantize_int8_pairs"), 2u) << packed;
+  EXPECT_EQ(dispatches_of(packed, "xlacel_quantize_int8_columns"), 0u) << packed;
 }
 
 // The kernel's product with weights kept as 16-bit floats agrees with the graph's own (values

@@ -30,6 +30,20 @@ static uint16_t half(float f) {
   return _cvtss_sh(f, 0);
 }
 
+// x quantized for the int8 rows product as the graph quantizes it: packed codes take x in pair
+// order where the kernel has it (PLANAR_INT8_PAIRS), Q8_0's bytes in column order.
+static void quantize_for_rows(float* x, int8_t* out, size_t rows, size_t k, size_t code_bits) {
+#ifdef PLANAR_INT8_PAIRS
+  if (code_bits != 8) {
+    xlacel_quantize_int8_pairs_workgroup(x, x, 0, 0, 0, out, out, 0, 0, 0, rows, k, rows, 0);
+    return;
+  }
+#else
+  (void)code_bits;
+#endif
+  xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, out, out, 0, 0, 0, rows, k, rows, 0);
+}
+
 int main(int argc, char** argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: %s FORMAT N K ROWS REPS\n", argv[0]);
@@ -41,7 +55,7 @@ int main(int argc, char** argv) {
   char* suffix = strstr(format, "-paired");
   const int paired = suffix != NULL;
   if (paired) *suffix = 0;
-  // "-int8row": --math fast's decode product (x quantized in column order), timed, and its
+  // "-int8row": --math fast's decode product (x quantized in column or pair order), timed, and its
   // outputs' relative deviation from the exact product's printed.
   suffix = strstr(format, "-int8row");
   const int int8row = suffix != NULL;
@@ -200,7 +214,7 @@ int main(int argc, char** argv) {
   int8_t* qcols = aligned_alloc(64, rows * k * 2 + 64);  // qx, xd, xs (columns layout)
   float* exact = aligned_alloc(64, rows * n * 4 + 64);
   if (int8row) {
-    xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, qcols, qcols, 0, 0, 0, rows, k, rows, 0);
+    quantize_for_rows(x, qcols, rows, k, code_bits);
     for (size_t w = 0; w < workgroups; ++w) {
       xlacel_planar_matmul_workgroup(
           codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,
@@ -213,8 +227,7 @@ int main(int argc, char** argv) {
   for (size_t r = 0; r < reps; ++r) {
     if (int8row) {
       const double start = now();
-      xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, qcols, qcols, 0, 0, 0, rows, k, rows,
-                                             0);
+      quantize_for_rows(x, qcols, rows, k, code_bits);
       for (size_t w = 0; w < workgroups; ++w) {
         xlacel_planar_matmul_int8_rows_workgroup(
             codes, codes, 0, 0, 0, highs, highs, 0, 0, 0, scales, scales, 0, 0, 0, offsets, offsets,

@@ -96,8 +96,9 @@ int64_t int8_width(int64_t k) {
   return (k + kInt8TailColumns - 1) / kInt8TailColumns * kInt8TailColumns;
 }
 
-// Bytes of x quantized for the int8 rows product (xlacel_quantize_int8_columns_workgroup): codes
-// i8 [rows, k], then scales f32 [rows, k / 32], then scaled code sums f32 [rows, k / 16].
+// Bytes of x quantized for the int8 rows product (xlacel_quantize_int8_columns_workgroup and
+// _pairs_workgroup): codes i8 [rows, k], then scales f32 [rows, k / 32], then scaled code sums f32
+// [rows, k / 16].
 int64_t columns_bytes(int64_t rows, int64_t k) {
   return rows * k + 4 * rows * (k / 32) + 4 * rows * (k / 16);
 }
@@ -192,12 +193,15 @@ int64_t quantized_bytes(int64_t rows, int64_t k) {
 // x quantized for an int8 product by the kernel's own dispatch, one buffer: for the panels
 // (kInt8Panels) of quantized_bytes (planar_matmul.c, quantize_int8_row: per block of 32 columns
 // dx = max|x| / 127 and codes round(x / dx), laid out as int8_panels reads them); for the rows
-// (kInt8Rows) of columns_bytes (the same codes in column order). A product that shares x with an
-// earlier one (q, k and v; gate and up) takes that dispatch's buffer: quantized once.
-Value quantized_x(Value x, const std::filesystem::path& object, PlanarProduct product) {
+// (kInt8Rows) of columns_bytes (the same codes in column order for Q8_0's bytes, in pair order for
+// packed codes, whose two blocks one load of nibbles holds: planar_matmul.c, pair_codes). A
+// product that shares x with an earlier one of the same layout (q, k and v; gate and up) takes
+// that dispatch's buffer: quantized once.
+Value quantized_x(Value x, const std::filesystem::path& object, PlanarProduct product,
+                  bool packed) {
   const int64_t rows = x.shape()[0], k = x.shape()[1];
   const bool panels = product == PlanarProduct::kInt8Panels;
-  const std::string_view layout = panels ? "rows" : "columns";
+  const std::string_view layout = panels ? "rows" : packed ? "pairs" : "columns";
   const std::string name = fmt::format("xlacel_quantize_int8_{}_t{}_k{}", layout, rows, k);
   const std::string entry_points = fmt::format("[@{0}::@{0}]", name);
   for (const stablehlo::Operation& op : x.block().operations()) {
@@ -303,7 +307,7 @@ class IreeCpuPlanarKernel final : public lowering::PlanarKernel {
     if (offsets) operands.push_back(*weight.offsets);
     if (two_level) operands.push_back(*weight.super_scales);
     if (two_level && offsets) operands.push_back(*weight.super_offsets);
-    operands.push_back(runs == PlanarProduct::kExact ? x : quantized_x(x, object_, runs));
+    operands.push_back(runs == PlanarProduct::kExact ? x : quantized_x(x, object_, runs, packed));
     const int64_t per_workgroup = workgroup_rows(n, workgroups(rows));
     backends::KernelCall call =
         planar_call(rows, n, k, group, offsets, weight.code_bits, weight.code_bias, weight.e2m1,

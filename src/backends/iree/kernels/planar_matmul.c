@@ -2271,9 +2271,9 @@ void xlacel_wide_matmul_workgroup(MEMREF(const uint16_t, values), MEMREF(const f
 // each 16 columns' codes); the codes round(x * 127 / max|x|), ties to even, 0 for a block of
 // zeros, as quantize_int8_row forms them.
 
-// One block of 32 columns of x quantized: codes to qx, returns dx, the two halves' code sums in
-// sums[0..1].
-INLINE float quantize_columns_block(const float* x, int8_t* qx, int sums[2]) {
+// One block of 32 columns of x quantized: returns its codes in column order, dx in *dx, the two
+// halves' code sums in sums[0..1].
+INLINE __m256i quantize_columns_block(const float* x, float* dx, int sums[2]) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 v[4], most = _mm256_setzero_ps();
   for (int i = 0; i < 4; ++i) {
@@ -2296,7 +2296,6 @@ INLINE float quantize_columns_block(const float* x, int8_t* qx, int sums[2]) {
   const __m256i words23 = _mm256_packs_epi32(q[2], q[3]);
   const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words01, words23),
                                                     _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256((__m256i*)qx, bytes);
   // Code sums per 16 columns: |q| <= 127, so the pairwise sums by vpmaddubsw with ones (as
   // unsigned ones times signed codes) do not saturate.
   const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes);
@@ -2306,30 +2305,60 @@ INLINE float quantize_columns_block(const float* x, int8_t* qx, int sums[2]) {
   s = _mm_hadd_epi32(s, s);               // 0-15, 16-31
   sums[0] = _mm_cvtsi128_si32(s);
   sums[1] = _mm_extract_epi32(s, 1);
-  return largest / 127;
+  *dx = largest / 127;
+  return bytes;
 }
 
 // x [rows, k] (k a multiple of 32) quantized into one buffer: qx i8 [rows, k], then xd f32
-// [rows, k / 32], then xs f32 [rows, k / 16]; rows_per_workgroup rows per workgroup.
+// [rows, k / 32], then xs f32 [rows, k / 16], for rows [first, last). With `pairs` the codes go in
+// pair order: per two blocks b, b + 1 (64 columns), b's columns 0-15, b + 1's 0-15, b's 16-31,
+// b + 1's 16-31, the order in which pair_codes splits one 32-byte load of the two blocks' nibbles;
+// a last block without a pair, and every block without `pairs`, in column order.
+INLINE void quantize_columns(const float* x, int8_t* qx, size_t rows, size_t k, size_t first,
+                             size_t last, int pairs) {
+  float* xd = (float*)(qx + rows * k);
+  float* xs = xd + rows * (k / 32);
+  const size_t blocks = k / 32;
+  for (size_t t = first; t < last; ++t) {
+    int8_t* codes = qx + t * k;
+    float *d = xd + t * blocks, *sums_of = xs + t * (k / 16);
+    for (size_t b = 0; b < blocks; ++b) {
+      int sums[2];
+      const __m256i bytes = quantize_columns_block(x + t * k + b * 32, d + b, sums);
+      sums_of[2 * b] = d[b] * (float)sums[0];
+      sums_of[2 * b + 1] = d[b] * (float)sums[1];
+      if (pairs && b % 2 == 1) {
+        const __m256i before = _mm256_loadu_si256((const __m256i*)(codes + (b - 1) * 32));
+        _mm256_storeu_si256((__m256i*)(codes + (b - 1) * 32),
+                            _mm256_permute2x128_si256(before, bytes, 0x20));
+        _mm256_storeu_si256((__m256i*)(codes + b * 32),
+                            _mm256_permute2x128_si256(before, bytes, 0x31));
+      } else {
+        _mm256_storeu_si256((__m256i*)(codes + b * 32), bytes);  // a pair's first: placed above
+      }
+    }
+  }
+}
+
+// x quantized for the int8 rows product of Q8_0's bytes: codes in column order.
 void xlacel_quantize_int8_columns_workgroup(MEMREF(const float, x), MEMREF(int8_t, out),
                                             size_t rows, size_t k, size_t rows_per_workgroup,
                                             size_t workgroup) {
   UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(out);
   const size_t first = workgroup * rows_per_workgroup;
   const size_t last = first + rows_per_workgroup < rows ? first + rows_per_workgroup : rows;
-  int8_t* qx = out + out_offset;
-  float* xd = (float*)(qx + rows * k);
-  float* xs = xd + rows * (k / 32);
-  for (size_t t = first; t < last; ++t) {
-    for (size_t b = 0; b < k / 32; ++b) {
-      int sums[2];
-      const float dx =
-          quantize_columns_block(x + x_offset + t * k + b * 32, qx + t * k + b * 32, sums);
-      xd[t * (k / 32) + b] = dx;
-      xs[t * (k / 16) + 2 * b] = dx * (float)sums[0];
-      xs[t * (k / 16) + 2 * b + 1] = dx * (float)sums[1];
-    }
-  }
+  quantize_columns(x + x_offset, out + out_offset, rows, k, first, last, 0);
+}
+
+// x quantized for the int8 rows product of packed codes: codes in pair order. (Tools built
+// against several revisions of this file test for it.)
+#define PLANAR_INT8_PAIRS 1
+void xlacel_quantize_int8_pairs_workgroup(MEMREF(const float, x), MEMREF(int8_t, out), size_t rows,
+                                          size_t k, size_t rows_per_workgroup, size_t workgroup) {
+  UNUSED_MEMREF_FIELDS(x), UNUSED_MEMREF_FIELDS(out);
+  const size_t first = workgroup * rows_per_workgroup;
+  const size_t last = first + rows_per_workgroup < rows ? first + rows_per_workgroup : rows;
+  quantize_columns(x + x_offset, out + out_offset, rows, k, first, last, 1);
 }
 
 // Block b of a weight row's codes in column order: unsigned (u, the code plus its form's
@@ -2391,6 +2420,67 @@ INLINE __m256i column_dots(__m256i u, __m256i q, enum CodeForm form) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
 }
 
+// Blocks b and b + 1 of a weight row's packed codes (b even), unsigned as column_codes gives
+// them, split as x's pair order lays out its codes: *low holds columns 0-15 of b then of b + 1,
+// *high their columns 16-31. The two blocks' 32 bytes are one load (low nibbles: columns 0-15 of
+// a block, high nibbles: 16-31; a row pair's interleave keeps a row's 64 bytes together). Not
+// for Q8_0's bytes, whose x stays in column order.
+INLINE void pair_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enum CodeForm form,
+                       __m256i* low, __m256i* high) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i packed =
+      _mm256_loadu_si256((const __m256i*)(codes + code_byte(b * 16, pairs_rows(form))));
+  __m256i l = _mm256_and_si256(packed, nibble);
+  __m256i h = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+  if (form == NIBBLES_32_E2M1) {
+    const __m256i values = _mm256_broadcastsi128_si256(e2m1_biased_values());
+    l = _mm256_shuffle_epi8(values, l);
+    h = _mm256_shuffle_epi8(values, h);
+  } else if (high_bits_per_code(form) == 1) {
+    // Element e's bit is bit e / 4 of byte e % 4 of its block's word (high_bits16): each lane
+    // holds its block's word four times.
+    int64_t words;
+    __builtin_memcpy(&words, highs + b * 4, 8);
+    const __m256i word = _mm256_permutevar8x32_epi32(_mm256_set1_epi64x(words),
+                                                     _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    const __m256i low_bit = _mm256_setr_epi8(1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 1, 1,
+                                             1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8);
+    const __m256i high_bit = _mm256_slli_epi16(low_bit, 4);
+    const __m256i sixteen = _mm256_set1_epi8(0x10);
+    l = _mm256_or_si256(
+        l, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(word, low_bit), low_bit), sixteen));
+    h = _mm256_or_si256(
+        h,
+        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(word, high_bit), high_bit), sixteen));
+  } else if (high_bits_per_code(form) == 2) {
+    // Element e's two bits at bits 2 (e / 8) of byte e % 8 of its block's 8 bytes: each lane
+    // holds its block's 8 bytes twice.
+    const __m256i words = _mm256_permute4x64_epi64(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(highs + b * 8))), 0x50);
+    const __m256i three = _mm256_set1_epi8(3);
+    const __m256i low_fields =
+        _mm256_and_si256(_mm256_srlv_epi64(words, _mm256_setr_epi64x(0, 2, 0, 2)), three);
+    const __m256i high_fields =
+        _mm256_and_si256(_mm256_srlv_epi64(words, _mm256_setr_epi64x(4, 6, 4, 6)), three);
+    l = _mm256_or_si256(l, _mm256_slli_epi16(low_fields, 4));  // 2-bit fields: no carry out
+    h = _mm256_or_si256(h, _mm256_slli_epi16(high_fields, 4));
+  }
+  *low = l, *high = h;
+}
+
+// Two blocks' codes (pair_codes) times x's (q_low, q_high in pair order) for groups of 32: 8 i32
+// lanes, 0-3 block b's sums, 4-7 block b + 1's. The 4- and 5-bit forms add their two vpmaddubsw
+// results as i16 first: four products of a code below 64 and |q| <= 127 stay below 2^15.
+INLINE __m256i pair_dots(__m256i low, __m256i high, __m256i q_low, __m256i q_high) {
+#if defined(__AVX512VNNI__)
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), low, q_low), high, q_high);
+#else
+  return _mm256_madd_epi16(
+      _mm256_add_epi16(_mm256_maddubs_epi16(low, q_low), _mm256_maddubs_epi16(high, q_high)),
+      _mm256_set1_epi16(1));
+#endif
+}
+
 // Most x rows one pass over a weight row's codes takes (int8_row_times_few): each block's codes
 // are unpacked once for all of them, so a few rows (a verify call's drafted tokens, a small
 // decode batch) cost little more than one.
@@ -2406,13 +2496,46 @@ INLINE void int8_row_times_few(const uint8_t* codes, const uint8_t* highs, const
                                size_t out_stride) {
   const size_t blocks = k / 32;
   const int sixteen = form_group(form) == 16;
-  // Two accumulators per row, two blocks a pass (a constant index, so that they stay in
-  // registers); block b's scale: s[b] dx[b] in every lane, or for groups of 16 s[2b] dx[b] in
-  // lanes 0-3 and s[2b + 1] dx[b] in 4-7.
+  // Two accumulators per row, one per pair of blocks of two a pass (a constant index, so that
+  // they stay in registers). A pair's scales: lanes 0-3 block b's s dx, 4-7 block b + 1's; for
+  // groups of 16 one such vector for columns 0-15 of each block and one for 16-31.
   __m256 acc[INT8_FEW_ROWS][2];
   for (size_t t = 0; t < rows; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-#define INT8_ROW_BLOCK(B, A)                                                                \
+#define INT8_PAIR(B, A)                                                                     \
+  do {                                                                                      \
+    __m256i low, high;                                                                      \
+    pair_codes(codes, highs, (B), form, &low, &high);                                       \
+    for (size_t t = 0; t < rows; ++t) {                                                     \
+      const int8_t* q = qx + t * k + (B)*32;                                                \
+      const __m256i q_low = _mm256_loadu_si256((const __m256i*)q);                          \
+      const __m256i q_high = _mm256_loadu_si256((const __m256i*)(q + 32));                  \
+      const __m128 dx = _mm_castpd_ps(_mm_load_sd((const double*)(xd + t * blocks + (B)))); \
+      if (sixteen) {                                                                        \
+        /* s[2B .. 2B + 3] times dx[B], dx[B], dx[B + 1], dx[B + 1]. */                     \
+        const __m256 scales = _mm256_castps128_ps256(                                       \
+            _mm_mul_ps(_mm_loadu_ps(s + 2 * (B)), _mm_unpacklo_ps(dx, dx)));                \
+        acc[t][A] = _mm256_fmadd_ps(                                                        \
+            _mm256_cvtepi32_ps(column_dots(low, q_low, form)),                              \
+            _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)),    \
+            acc[t][A]);                                                                     \
+        acc[t][A] = _mm256_fmadd_ps(                                                        \
+            _mm256_cvtepi32_ps(column_dots(high, q_high, form)),                            \
+            _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),    \
+            acc[t][A]);                                                                     \
+      } else {                                                                              \
+        const __m128 scales =                                                               \
+            _mm_mul_ps(_mm_castpd_ps(_mm_load_sd((const double*)(s + (B)))), dx);           \
+        acc[t][A] = _mm256_fmadd_ps(                                                        \
+            _mm256_cvtepi32_ps(pair_dots(low, high, q_low, q_high)),                        \
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(scales), halves), acc[t][A]);   \
+      }                                                                                     \
+    }                                                                                       \
+  } while (0)
+  // One block in column order (Q8_0's codes, and a last block without a pair): block b's scale
+  // s[b] dx[b] in every lane, or for groups of 16 s[2b] dx[b] in lanes 0-3 and s[2b + 1] dx[b] in
+  // 4-7.
+#define INT8_BLOCK(B, A)                                                                    \
   do {                                                                                      \
     const __m256i u = column_codes(codes, highs, (B), form);                                \
     const __m256 group_scales =                                                             \
@@ -2429,13 +2552,26 @@ INLINE void int8_row_times_few(const uint8_t* codes, const uint8_t* highs, const
     }                                                                                       \
   } while (0)
   size_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    stream_prefetch(codes + code_byte(b * 16, pairs_rows(form)) + ahead);
-    INT8_ROW_BLOCK(b, 0);
-    INT8_ROW_BLOCK(b + 1, 1);
+  if (form == BYTES_32) {
+    for (; b + 2 <= blocks; b += 2) {
+      stream_prefetch(codes + b * 32 + ahead);
+      INT8_BLOCK(b, 0);
+      INT8_BLOCK(b + 1, 1);
+    }
+  } else {
+    for (; b + 4 <= blocks; b += 4) {
+      stream_prefetch(codes + code_byte(b * 16, pairs_rows(form)) + ahead);
+      INT8_PAIR(b, 0);
+      INT8_PAIR(b + 2, 1);
+    }
+    if (b + 2 <= blocks) {
+      INT8_PAIR(b, 0);
+      b += 2;
+    }
   }
-  if (b < blocks) INT8_ROW_BLOCK(b, 0);
-#undef INT8_ROW_BLOCK
+  if (b < blocks) INT8_BLOCK(b, 1);
+#undef INT8_PAIR
+#undef INT8_BLOCK
   // Zero terms: z per group times dx times its columns' code sum.
   const size_t groups = sixteen ? k / 16 : k / 32;
   for (size_t t = 0; t < rows; ++t) {
