@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
-  int8_t* qcols = aligned_alloc(64, rows * k * 2 + 64);  // qx, xd, xs (columns layout)
+  int8_t* qcols = aligned_alloc(64, rows * k * 2 + 64);  // qx, xd, xs (quantize_for_rows)
   float* exact = aligned_alloc(64, rows * n * 4 + 64);
   if (int8row) {
     quantize_for_rows(x, qcols, rows, k, code_bits);

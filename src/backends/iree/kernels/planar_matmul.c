@@ -2322,19 +2322,21 @@ INLINE void quantize_columns(const float* x, int8_t* qx, size_t rows, size_t k, 
   for (size_t t = first; t < last; ++t) {
     int8_t* codes = qx + t * k;
     float *d = xd + t * blocks, *sums_of = xs + t * (k / 16);
+    __m256i first = _mm256_setzero_si256();  // a pair's first block, held until its second
     for (size_t b = 0; b < blocks; ++b) {
       int sums[2];
       const __m256i bytes = quantize_columns_block(x + t * k + b * 32, d + b, sums);
       sums_of[2 * b] = d[b] * (float)sums[0];
       sums_of[2 * b + 1] = d[b] * (float)sums[1];
       if (pairs && b % 2 == 1) {
-        const __m256i before = _mm256_loadu_si256((const __m256i*)(codes + (b - 1) * 32));
         _mm256_storeu_si256((__m256i*)(codes + (b - 1) * 32),
-                            _mm256_permute2x128_si256(before, bytes, 0x20));
+                            _mm256_permute2x128_si256(first, bytes, 0x20));
         _mm256_storeu_si256((__m256i*)(codes + b * 32),
-                            _mm256_permute2x128_si256(before, bytes, 0x31));
+                            _mm256_permute2x128_si256(first, bytes, 0x31));
+      } else if (pairs && b + 1 < blocks) {
+        first = bytes;
       } else {
-        _mm256_storeu_si256((__m256i*)(codes + b * 32), bytes);  // a pair's first: placed above
+        _mm256_storeu_si256((__m256i*)(codes + b * 32), bytes);  // column order
       }
     }
   }
