@@ -2483,86 +2483,112 @@ INLINE __m256i pair_dots(__m256i low, __m256i high, __m256i q_low, __m256i q_hig
 #endif
 }
 
-// Most x rows one pass over a weight row's codes takes (int8_row_times_few): each block's codes
+// Most x rows one pass over a weight row's codes takes (int8_rows_times_few): each block's codes
 // are unpacked once for all of them, so a few rows (a verify call's drafted tokens, a small
 // decode batch) cost little more than one.
 #define INT8_FEW_ROWS 4
+// Most weight rows one pass takes: with one x row, both rows of a pair where the codes go in row
+// pairs (code_row), so that the pass reads the pair's one ascending stream; one row a pass read
+// every other line and streamed slower (docs/PERFORMANCE.md, "Int8 rows over row pairs").
+#define INT8_PAIR_ROWS 2
 
-// One weight row (codes from its start, planes from the row on, its factors expanded: scales s
-// and zero terms z = offset - scale * bias per group) times `rows` (at most INT8_FEW_ROWS) rows
-// of x quantized (x row t: qx + t * k, its dx at xd + t * k / 32 and code sums at xs + t * k /
-// 16), into out[t * out_stride]. Each row's arithmetic is the same whatever rows go with it.
-INLINE void int8_row_times_few(const uint8_t* codes, const uint8_t* highs, const float* s,
-                               const float* z, const int8_t* qx, const float* xd, const float* xs,
-                               size_t k, enum CodeForm form, size_t ahead, size_t rows, float* out,
-                               size_t out_stride) {
+// A weight row as the int8 rows product reads it: its codes from its start, its high bits and
+// factors expanded (scales s and zero terms z = offset - scale * bias per group), and where its
+// sum for x row t goes (out[t * out_stride]).
+struct Int8Row {
+  const uint8_t* codes;
+  const uint8_t* highs;
+  const float* s;
+  const float* z;
+  float* out;
+};
+
+// `weights` (at most INT8_PAIR_ROWS) weight rows times `rows` (at most INT8_FEW_ROWS) rows of x
+// quantized (x row t: qx + t * k, its dx at xd + t * k / 32 and code sums at xs + t * k / 16).
+// Each (weight row, x row)'s arithmetic is the same whatever rows go with it.
+INLINE void int8_rows_times_few(const struct Int8Row* w, size_t weights, const int8_t* qx,
+                                const float* xd, const float* xs, size_t k, enum CodeForm form,
+                                size_t ahead, size_t rows, size_t out_stride) {
   const size_t blocks = k / 32;
   const int sixteen = form_group(form) == 16;
-  // Two accumulators per row, one per pair of blocks of two a pass (a constant index, so that
-  // they stay in registers). A pair's scales: lanes 0-3 block b's s dx, 4-7 block b + 1's; for
-  // groups of 16 one such vector for columns 0-15 of each block and one for 16-31.
-  __m256 acc[INT8_FEW_ROWS][2];
-  for (size_t t = 0; t < rows; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  // Two accumulators per (weight row, x row), one per pair of blocks of two a pass (a constant
+  // index, so that they stay in registers). A pair's scales: lanes 0-3 block b's s dx, 4-7 block
+  // b + 1's; for groups of 16 one such vector for columns 0-15 of each block and one for 16-31.
+  __m256 acc[INT8_PAIR_ROWS][INT8_FEW_ROWS][2];
+  for (size_t i = 0; i < weights; ++i) {
+    for (size_t t = 0; t < rows; ++t) acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();
+  }
   const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-#define INT8_PAIR(B, A)                                                                     \
-  do {                                                                                      \
-    __m256i low, high;                                                                      \
-    pair_codes(codes, highs, (B), form, &low, &high);                                       \
-    for (size_t t = 0; t < rows; ++t) {                                                     \
-      const int8_t* q = qx + t * k + (B)*32;                                                \
-      const __m256i q_low = _mm256_loadu_si256((const __m256i*)q);                          \
-      const __m256i q_high = _mm256_loadu_si256((const __m256i*)(q + 32));                  \
-      const __m128 dx = _mm_castpd_ps(_mm_load_sd((const double*)(xd + t * blocks + (B)))); \
-      if (sixteen) {                                                                        \
-        /* s[2B .. 2B + 3] times dx[B], dx[B], dx[B + 1], dx[B + 1]. */                     \
-        const __m256 scales = _mm256_castps128_ps256(                                       \
-            _mm_mul_ps(_mm_loadu_ps(s + 2 * (B)), _mm_unpacklo_ps(dx, dx)));                \
-        acc[t][A] = _mm256_fmadd_ps(                                                        \
-            _mm256_cvtepi32_ps(column_dots(low, q_low, form)),                              \
-            _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)),    \
-            acc[t][A]);                                                                     \
-        acc[t][A] = _mm256_fmadd_ps(                                                        \
-            _mm256_cvtepi32_ps(column_dots(high, q_high, form)),                            \
-            _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),    \
-            acc[t][A]);                                                                     \
-      } else {                                                                              \
-        const __m128 scales =                                                               \
-            _mm_mul_ps(_mm_castpd_ps(_mm_load_sd((const double*)(s + (B)))), dx);           \
-        acc[t][A] = _mm256_fmadd_ps(                                                        \
-            _mm256_cvtepi32_ps(pair_dots(low, high, q_low, q_high)),                        \
-            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(scales), halves), acc[t][A]);   \
-      }                                                                                     \
-    }                                                                                       \
+#define INT8_PAIR(B, A)                                                                        \
+  do {                                                                                         \
+    __m256i low[INT8_PAIR_ROWS], high[INT8_PAIR_ROWS];                                         \
+    for (size_t i = 0; i < weights; ++i) {                                                     \
+      pair_codes(w[i].codes, w[i].highs, (B), form, low + i, high + i);                        \
+    }                                                                                          \
+    for (size_t t = 0; t < rows; ++t) {                                                        \
+      const int8_t* q = qx + t * k + (B)*32;                                                   \
+      const __m256i q_low = _mm256_loadu_si256((const __m256i*)q);                             \
+      const __m256i q_high = _mm256_loadu_si256((const __m256i*)(q + 32));                     \
+      const __m128 dx = _mm_castpd_ps(_mm_load_sd((const double*)(xd + t * blocks + (B))));    \
+      for (size_t i = 0; i < weights; ++i) {                                                   \
+        if (sixteen) {                                                                         \
+          /* s[2B .. 2B + 3] times dx[B], dx[B], dx[B + 1], dx[B + 1]. */                      \
+          const __m256 scales = _mm256_castps128_ps256(                                        \
+              _mm_mul_ps(_mm_loadu_ps(w[i].s + 2 * (B)), _mm_unpacklo_ps(dx, dx)));            \
+          acc[i][t][A] = _mm256_fmadd_ps(                                                      \
+              _mm256_cvtepi32_ps(column_dots(low[i], q_low, form)),                            \
+              _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)),     \
+              acc[i][t][A]);                                                                   \
+          acc[i][t][A] = _mm256_fmadd_ps(                                                      \
+              _mm256_cvtepi32_ps(column_dots(high[i], q_high, form)),                          \
+              _mm256_permutevar8x32_ps(scales, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),     \
+              acc[i][t][A]);                                                                   \
+        } else {                                                                               \
+          const __m128 scales =                                                                \
+              _mm_mul_ps(_mm_castpd_ps(_mm_load_sd((const double*)(w[i].s + (B)))), dx);       \
+          acc[i][t][A] = _mm256_fmadd_ps(                                                      \
+              _mm256_cvtepi32_ps(pair_dots(low[i], high[i], q_low, q_high)),                   \
+              _mm256_permutevar8x32_ps(_mm256_castps128_ps256(scales), halves), acc[i][t][A]); \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
   } while (0)
   // One block in column order (Q8_0's codes, and a last block without a pair): block b's scale
   // s[b] dx[b] in every lane, or for groups of 16 s[2b] dx[b] in lanes 0-3 and s[2b + 1] dx[b] in
   // 4-7.
-#define INT8_BLOCK(B, A)                                                                    \
-  do {                                                                                      \
-    const __m256i u = column_codes(codes, highs, (B), form);                                \
-    const __m256 group_scales =                                                             \
-        sixteen ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(            \
-                                               _mm_load_sd((const double*)(s + 2 * (B))))), \
-                                           halves)                                          \
-                : _mm256_broadcast_ss(s + (B));                                             \
-    for (size_t t = 0; t < rows; ++t) {                                                     \
-      const __m256 dots = _mm256_cvtepi32_ps(                                               \
-          column_dots(u, _mm256_loadu_si256((const __m256i*)(qx + t * k + (B)*32)), form)); \
-      const __m256 scale =                                                                  \
-          _mm256_mul_ps(group_scales, _mm256_broadcast_ss(xd + t * blocks + (B)));          \
-      acc[t][A] = _mm256_fmadd_ps(dots, scale, acc[t][A]);                                  \
-    }                                                                                       \
+#define INT8_BLOCK(B, A)                                                                           \
+  do {                                                                                             \
+    __m256i u[INT8_PAIR_ROWS];                                                                     \
+    __m256 group_scales[INT8_PAIR_ROWS];                                                           \
+    for (size_t i = 0; i < weights; ++i) {                                                         \
+      u[i] = column_codes(w[i].codes, w[i].highs, (B), form);                                      \
+      group_scales[i] =                                                                            \
+          sixteen ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(                 \
+                                                 _mm_load_sd((const double*)(w[i].s + 2 * (B))))), \
+                                             halves)                                               \
+                  : _mm256_broadcast_ss(w[i].s + (B));                                             \
+    }                                                                                              \
+    for (size_t t = 0; t < rows; ++t) {                                                            \
+      const __m256i q = _mm256_loadu_si256((const __m256i*)(qx + t * k + (B)*32));                 \
+      const __m256 d = _mm256_broadcast_ss(xd + t * blocks + (B));                                 \
+      for (size_t i = 0; i < weights; ++i) {                                                       \
+        const __m256 dots = _mm256_cvtepi32_ps(column_dots(u[i], q, form));                        \
+        acc[i][t][A] = _mm256_fmadd_ps(dots, _mm256_mul_ps(group_scales[i], d), acc[i][t][A]);     \
+      }                                                                                            \
+    }                                                                                              \
   } while (0)
   size_t b = 0;
   if (form == BYTES_32) {
     for (; b + 2 <= blocks; b += 2) {
-      stream_prefetch(codes + b * 32 + ahead);
+      for (size_t i = 0; i < weights; ++i) stream_prefetch(w[i].codes + b * 32 + ahead);
       INT8_BLOCK(b, 0);
       INT8_BLOCK(b + 1, 1);
     }
   } else {
     for (; b + 4 <= blocks; b += 4) {
-      stream_prefetch(codes + code_byte(b * 16, pairs_rows(form)) + ahead);
+      for (size_t i = 0; i < weights; ++i) {
+        stream_prefetch(w[i].codes + code_byte(b * 16, pairs_rows(form)) + ahead);
+      }
       INT8_PAIR(b, 0);
       INT8_PAIR(b + 2, 1);
     }
@@ -2576,30 +2602,33 @@ INLINE void int8_row_times_few(const uint8_t* codes, const uint8_t* highs, const
 #undef INT8_BLOCK
   // Zero terms: z per group times dx times its columns' code sum.
   const size_t groups = sixteen ? k / 16 : k / 32;
-  for (size_t t = 0; t < rows; ++t) {
-    const float* sums_of = xs + t * (k / 16);
-    __m256 zeros = _mm256_setzero_ps();
-    size_t g = 0;
-    for (; g + 8 <= groups; g += 8) {
-      __m256 sums;
-      if (sixteen) {
-        sums = _mm256_loadu_ps(sums_of + g);
-      } else {
-        // Per 32 columns: pairs of xs added, hadd's lane order put back.
-        const __m256 pairs =
-            _mm256_hadd_ps(_mm256_loadu_ps(sums_of + 2 * g), _mm256_loadu_ps(sums_of + 2 * g + 8));
-        sums = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+  for (size_t i = 0; i < weights; ++i) {
+    const float* z = w[i].z;
+    for (size_t t = 0; t < rows; ++t) {
+      const float* sums_of = xs + t * (k / 16);
+      __m256 zeros = _mm256_setzero_ps();
+      size_t g = 0;
+      for (; g + 8 <= groups; g += 8) {
+        __m256 sums;
+        if (sixteen) {
+          sums = _mm256_loadu_ps(sums_of + g);
+        } else {
+          // Per 32 columns: pairs of xs added, hadd's lane order put back.
+          const __m256 pairs = _mm256_hadd_ps(_mm256_loadu_ps(sums_of + 2 * g),
+                                              _mm256_loadu_ps(sums_of + 2 * g + 8));
+          sums = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+        }
+        zeros = _mm256_fmadd_ps(_mm256_loadu_ps(z + g), sums, zeros);
       }
-      zeros = _mm256_fmadd_ps(_mm256_loadu_ps(z + g), sums, zeros);
+      const __m256 total = _mm256_add_ps(_mm256_add_ps(acc[i][t][0], acc[i][t][1]), zeros);
+      __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
+      h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+      for (; g < groups; ++g) {
+        sum += z[g] * (sixteen ? sums_of[g] : sums_of[2 * g] + sums_of[2 * g + 1]);
+      }
+      w[i].out[t * out_stride] = sum;
     }
-    const __m256 total = _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), zeros);
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-    for (; g < groups; ++g) {
-      sum += z[g] * (sixteen ? sums_of[g] : sums_of[2 * g] + sums_of[2 * g + 1]);
-    }
-    out[t * out_stride] = sum;
   }
 }
 
@@ -2615,34 +2644,53 @@ INLINE void int8_rows(const uint8_t* codes, struct Planes planes, const int8_t* 
   const size_t row_bytes = code_row_bytes(form, k), high_bytes = high_row_bytes(form, k);
   const size_t ahead = prefetch_rows(1, 1, row_bytes, pairs_rows(form)) * row_bytes;
   const float bias = column_bias(form);
-  float s[INT8_ROW_MAX_GROUPS], z[INT8_ROW_MAX_GROUPS];
-  for (size_t row = first; row < last; ++row) {
-    const struct Planes p = planes_row(planes, row, groups, group, scale_form, high_bytes);
-    expand_row_factors(p.scales, p.super_scales, groups, group, scale_form, s);
-    if (has_offsets) expand_row_factors(p.offsets, p.super_offsets, groups, group, scale_form, z);
-    for (size_t g = 0; g < groups; ++g) z[g] = (has_offsets ? z[g] : 0) - s[g] * bias;
-    const uint8_t* c = code_row(codes, row, row_bytes, pairs_rows(form));
+  // Each weight row's s and z: 16 floats past INT8_ROW_MAX_GROUPS so that no two of the arrays
+  // start a multiple of 4 KiB apart (loads from one behind stores to another at such a distance
+  // wait on them: Q6_K's product ran ~15% slower, AVX2, 16384 x 2048).
+  float factors[2 * INT8_PAIR_ROWS][INT8_ROW_MAX_GROUPS + 16];
+  size_t row = first;
+  while (row < last) {
+    // A pair of rows together where they go in pairs and one x row shares them.
+    const size_t weights = rows == 1 && pairs_rows(form) && row % 2 == 0 && row + 1 < last ? 2 : 1;
+    struct Int8Row w[INT8_PAIR_ROWS];
+    for (size_t i = 0; i < weights; ++i) {
+      float *s = factors[2 * i], *z = factors[2 * i + 1];
+      const struct Planes p = planes_row(planes, row + i, groups, group, scale_form, high_bytes);
+      expand_row_factors(p.scales, p.super_scales, groups, group, scale_form, s);
+      if (has_offsets) {
+        expand_row_factors(p.offsets, p.super_offsets, groups, group, scale_form, z);
+      }
+      for (size_t g = 0; g < groups; ++g) z[g] = (has_offsets ? z[g] : 0) - s[g] * bias;
+      w[i] = (struct Int8Row){code_row(codes, row + i, row_bytes, pairs_rows(form)), p.high_bits, s,
+                              z, y + row + i};
+    }
+    if (weights == 2) {
+      int8_rows_times_few(w, 2, qx, xd, xs, k, form, ahead, 1, n);
+      row += 2;
+      continue;
+    }
     for (size_t t = 0; t < rows; t += INT8_FEW_ROWS) {
       const size_t few = rows - t < INT8_FEW_ROWS ? rows - t : INT8_FEW_ROWS;
+      const struct Int8Row these = {w[0].codes, w[0].highs, w[0].s, w[0].z, y + t * n + row};
       const int8_t* q = qx + t * k;
       const float *d = xd + t * (k / 32), *sums = xs + t * (k / 16);
-      float* out = y + t * n + row;
       // Each count apart, a constant in its loop.
       switch (few) {
         case 1:
-          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 1, out, n);
+          int8_rows_times_few(&these, 1, q, d, sums, k, form, ahead, 1, n);
           break;
         case 2:
-          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 2, out, n);
+          int8_rows_times_few(&these, 1, q, d, sums, k, form, ahead, 2, n);
           break;
         case 3:
-          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 3, out, n);
+          int8_rows_times_few(&these, 1, q, d, sums, k, form, ahead, 3, n);
           break;
         default:
-          int8_row_times_few(c, p.high_bits, s, z, q, d, sums, k, form, ahead, 4, out, n);
+          int8_rows_times_few(&these, 1, q, d, sums, k, form, ahead, 4, n);
           break;
       }
     }
+    ++row;
   }
 }
 
