@@ -44,6 +44,14 @@ static void quantize_for_rows(float* x, int8_t* out, size_t rows, size_t k, size
   xlacel_quantize_int8_columns_workgroup(x, x, 0, 0, 0, out, out, 0, 0, 0, rows, k, rows, 0);
 }
 
+// Whether `format` names `suffix`, which is then cut out of it.
+static int take_suffix(char* format, const char* suffix) {
+  char* at = strstr(format, suffix);
+  if (at == NULL) return 0;
+  memmove(at, at + strlen(suffix), strlen(at + strlen(suffix)) + 1);
+  return 1;
+}
+
 int main(int argc, char** argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: %s FORMAT N K ROWS REPS\n", argv[0]);
@@ -51,18 +59,13 @@ int main(int argc, char** argv) {
   }
   char format[32];
   snprintf(format, sizeof format, "%s", argv[1]);
-  // "-int8": x quantized as --math fast does (the kernel's quantize_int8_row).
-  char* suffix = strstr(format, "-paired");
-  const int paired = suffix != NULL;
-  if (paired) *suffix = 0;
-  // "-int8row": --math fast's decode product (x quantized in column or pair order), timed, and its
-  // outputs' relative deviation from the exact product's printed.
-  suffix = strstr(format, "-int8row");
-  const int int8row = suffix != NULL;
-  if (int8row) *suffix = 0;
-  suffix = strstr(format, "-int8");
-  const int int8 = suffix != NULL;
-  if (int8) *suffix = 0;
+  // Suffixes in any order, each cut out of the name (not the name cut at it, which would drop
+  // the ones after it): "-paired", codes in row pairs; "-int8row", --math fast's decode product
+  // (x quantized in column or pair order), timed, and its outputs' relative deviation from the
+  // exact product's printed; "-int8", x quantized as --math fast's prefill does.
+  const int paired = take_suffix(format, "-paired");
+  const int int8row = take_suffix(format, "-int8row");
+  const int int8 = take_suffix(format, "-int8");
 #if !defined(PLANAR_PAIRED_CODES)
   if (paired) {
     fprintf(stderr, "this kernel takes no paired codes\n");
