@@ -67,7 +67,8 @@ def functions(image_path):
 
 
 def images_by_span(cache, work):
-    """{code bytes: (first page, functions)} of every executable image in the compile cache."""
+    """{code bytes: (first page, the functions' addresses, functions)} of every executable image
+    in the compile cache."""
     spans = {}
     for name in sorted(os.listdir(cache)):
         if not name.endswith(".vmfb"):
@@ -81,7 +82,8 @@ def images_by_span(cache, work):
             path = os.path.join(work, f"{name}.{n}.so")
             with open(path, "wb") as f:
                 f.write(image)
-            spans[span[1]] = (span[0], functions(path))
+            named = functions(path)
+            spans[span[1]] = (span[0], [a for a, _, _ in named], named)
     return spans
 
 
@@ -105,7 +107,7 @@ def main():
         script = subprocess.run(
             ["perf", "script", "-i", data, "--show-mmap-events", "-F", "tid,time,ip,sym,dso"],
             capture_output=True, text=True, check=True).stdout
-        # Anonymous executable mappings: [start, end) -> (first page, functions).
+        # Anonymous executable mappings: [start, end) -> their image's images_by_span entry.
         mappings = []
         mmap = re.compile(r"PERF_RECORD_MMAP2? \d+/\d+: \[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) .*r-xp //anon")
         by_function = collections.Counter()
@@ -123,10 +125,10 @@ def main():
             if len(fields) < 3 or not fields[1].endswith(":") or "PERF_RECORD" in line:
                 continue
             tid, time, ip = fields[0], float(fields[1][:-1]), int(fields[2], 16)
-            for start, end, (first, names) in mappings:
+            for start, end, (first, addresses, names) in mappings:
                 if start <= ip < end:
                     address = ip - start + first
-                    i = bisect.bisect_right([a for a, _, _ in names], address) - 1
+                    i = bisect.bisect_right(addresses, address) - 1
                     # Code outside every named function is IREE's dispatches (unnamed).
                     inside = i >= 0 and address < names[i][0] + names[i][1]
                     by_function[names[i][2] if inside else "(IREE's dispatches)"] += 1
