@@ -221,6 +221,20 @@ TEST(Cli, VersionNamesTheCommitAndTheRuntimes) {
                 avx2.out.find("no kernel object for avx2") != std::string::npos)
         << avx2.out;
   }
+  if (__builtin_cpu_supports("avxvnni")) {
+    // AVX-VNNI's object for --math fast's decode (absent where the build left it out).
+    Result avx_vnni = run_xlacel({"--version"}, "XLACEL_CPU_ISA=avxvnni");
+    EXPECT_TRUE(avx_vnni.out.find("; CPU kernels: AVX2, --math fast prefill exact, decode "
+                                  "AVX-VNNI\n") != std::string::npos ||
+                avx_vnni.out.find("no kernel object for avxvnni") != std::string::npos ||
+                avx_vnni.out.find("decode AVX2\n") != std::string::npos)
+        << avx_vnni.out;
+  } else {
+    Result refused = run_xlacel({"--version"}, "XLACEL_CPU_ISA=avxvnni");
+    EXPECT_NE(refused.out.find("XLACEL_CPU_ISA=avxvnni: this CPU does not run it"),
+              std::string::npos)
+        << refused.out;
+  }
 #endif
 }
 

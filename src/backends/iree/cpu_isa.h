@@ -19,11 +19,13 @@ enum class CpuIsa {
 struct CpuIsaChoice {
   CpuIsa isa = CpuIsa::kNone;
   bool vnni = false;            // AVX-512 VNNI too (--math fast's int8 product)
+  bool avx_vnni = false;        // AVX-VNNI (the same vpdpbusd, VEX) without AVX-512
   std::string llvm_cpu;         // --iree-llvmcpu-target-cpu: "host", or the capped level's
-  std::string name = "native";  // for people: "native", "avx2", "avx512"
+  std::string name = "native";  // for people: "native", "avx2", "avxvnni", "avx512"
 };
 
-// Read once: this CPU's, capped by $XLACEL_CPU_ISA (avx2, avx512; native or unset: no cap).
+// Read once: this CPU's, capped by $XLACEL_CPU_ISA (avx2, avxvnni: AVX2 and AVX-VNNI, avx512;
+// native or unset: no cap).
 // Throws Error for an unknown value or one this CPU does not run.
 const CpuIsaChoice& iree_cpu_isa();
 

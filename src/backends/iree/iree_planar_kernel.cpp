@@ -13,6 +13,7 @@
 #include "backends/iree/planar_matmul_avx512.h"
 #include "backends/iree/planar_matmul_avx512vbmi.h"
 #include "backends/iree/planar_matmul_avx512vnni.h"
+#include "backends/iree/planar_matmul_avxvnni.h"
 #include "common/error.h"
 #include "model_files/planar_blocks.h"
 
@@ -50,12 +51,16 @@ struct KernelObject {
   std::string_view bytes;
 };
 // The int8 rows product is AVX2 code that every object holds (kernels/planar_matmul.c); the VNNI
-// object's forms each block's sums in one vpdpbusd, the same sums, faster (docs/PERFORMANCE.md,
-// "Int8 rows").
+// objects' (AVX-512 VNNI's, or AVX-VNNI's on a CPU without AVX-512) form each block's sums in one
+// vpdpbusd, the same sums, faster (docs/PERFORMANCE.md, "Int8 rows").
 KernelObject kernel_object(const CpuIsaChoice& cpu, PlanarProduct product) {
   const KernelObject vnni{"AVX-512 VNNI", bytes_of(kPlanarMatmulAvx512Vnni)};
   if (product == PlanarProduct::kInt8Panels) return cpu.vnni ? vnni : KernelObject{};
   if (product == PlanarProduct::kInt8Rows && cpu.vnni && !vnni.bytes.empty()) return vnni;
+  const KernelObject avx_vnni{"AVX-VNNI", bytes_of(kPlanarMatmulAvxVnni)};
+  if (product == PlanarProduct::kInt8Rows && cpu.avx_vnni && !avx_vnni.bytes.empty()) {
+    return avx_vnni;
+  }
   for (const auto& [isa, object] :
        {std::pair{CpuIsa::kAvx512Vbmi,
                   KernelObject{"AVX-512 VBMI", bytes_of(kPlanarMatmulAvx512Vbmi)}},

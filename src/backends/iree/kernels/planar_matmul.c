@@ -2402,17 +2402,29 @@ INLINE float column_bias(enum CodeForm form) {
   return (float)code_bias(form);
 }
 
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+// sum + the dot products of 4 unsigned bytes of a with 4 signed bytes of b, per i32 lane:
+// vpdpbusd, AVX-512 VNNI's (EVEX) or, on CPUs without AVX-512, AVX-VNNI's (VEX: Alder Lake and
+// later Intel cores, Zen 5), the same instruction.
+INLINE __m256i dot_bytes(__m256i sum, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__)
+  return _mm256_dpbusd_epi32(sum, a, b);
+#else
+  return _mm256_dpbusd_avx_epi32(sum, a, b);
+#endif
+}
+#endif
+
 // codes . q per 4 columns: 8 i32 lanes (lane i: columns 4i .. 4i + 3). Q8_0's signed codes as
 // unsigned (+ 128) would saturate vpmaddubsw's i16 pair sums: they go as |c| times q signed by c
 // (vpmaddubsw's unsigned operand, at most 128 x 127 x 2), as llama.cpp's do.
 INLINE __m256i column_dots(__m256i u, __m256i q, enum CodeForm form) {
-#if defined(__AVX512VNNI__)
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
   // One vpdpbusd for the two: the same sums (vpmaddubsw's pairs do not saturate here).
   if (form == BYTES_32) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(u, u),
-                               _mm256_sign_epi8(q, u));
+    return dot_bytes(_mm256_setzero_si256(), _mm256_sign_epi8(u, u), _mm256_sign_epi8(q, u));
   }
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q);
+  return dot_bytes(_mm256_setzero_si256(), u, q);
 #endif
   const __m256i ones = _mm256_set1_epi16(1);
   if (form == BYTES_32) {
@@ -2474,8 +2486,8 @@ INLINE void pair_codes(const uint8_t* codes, const uint8_t* highs, size_t b, enu
 // lanes, 0-3 block b's sums, 4-7 block b + 1's. The 4- and 5-bit forms add their two vpmaddubsw
 // results as i16 first: four products of a code below 64 and |q| <= 127 stay below 2^15.
 INLINE __m256i pair_dots(__m256i low, __m256i high, __m256i q_low, __m256i q_high) {
-#if defined(__AVX512VNNI__)
-  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), low, q_low), high, q_high);
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+  return dot_bytes(dot_bytes(_mm256_setzero_si256(), low, q_low), high, q_high);
 #else
   return _mm256_madd_epi16(
       _mm256_add_epi16(_mm256_maddubs_epi16(low, q_low), _mm256_maddubs_epi16(high, q_high)),
