@@ -2404,8 +2404,8 @@ INLINE float column_bias(enum CodeForm form) {
 
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
 // sum + the dot products of 4 unsigned bytes of a with 4 signed bytes of b, per i32 lane:
-// vpdpbusd, AVX-512 VNNI's (EVEX) or, on CPUs without AVX-512, AVX-VNNI's (VEX: Alder Lake and
-// later Intel cores, Zen 5), the same instruction.
+// vpdpbusd, AVX-512 VNNI's (EVEX) or, on CPUs without AVX-512, AVX-VNNI's (VEX: Intel cores from
+// Alder Lake on), the same instruction.
 INLINE __m256i dot_bytes(__m256i sum, __m256i a, __m256i b) {
 #if defined(__AVX512VNNI__)
   return _mm256_dpbusd_epi32(sum, a, b);
