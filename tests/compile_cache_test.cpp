@@ -3,9 +3,11 @@
 // corrupt entries rebuilt rather than trusted, concurrent writers, compiler errors naming the
 // input, the install hint when iree-compile is missing, and `xlacel compile`. Tests that need
 // iree-compile skip (with the reason) without it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -256,6 +258,16 @@ TEST(IreeTarget, FlagsAndValidation) {
                                             "--iree-cuda-target=sm_86"};
   EXPECT_EQ(cuda.flags, expected_cuda);
 
+  // Cross-compiling for another machine: its triple and CPU, not this CPU's identity.
+  IreeTargetOptions arm{"llvm-cpu", "sm_80", "O3", "neoverse-n1", "aarch64-linux-gnu"};
+  CompileTarget aarch64 = iree_target(arm);
+  EXPECT_EQ(aarch64.name, "llvm-cpu aarch64-linux-gnu");
+  EXPECT_EQ(aarch64.identity, "llvm-cpu triple=aarch64-linux-gnu cpu=neoverse-n1");
+  EXPECT_EQ(aarch64.flags.back(), "--iree-llvmcpu-target-triple=aarch64-linux-gnu");
+  EXPECT_NE(std::find(aarch64.flags.begin(), aarch64.flags.end(),
+                      "--iree-llvmcpu-target-cpu=neoverse-n1"),
+            aarch64.flags.end());
+
   auto error_of = [](const IreeTargetOptions& options) -> std::string {
     try {
       iree_target(options);
@@ -265,6 +277,14 @@ TEST(IreeTarget, FlagsAndValidation) {
     return "(no error)";
   };
   EXPECT_EQ(error_of({"tpu", "sm_80", "O3"}), "backend: unknown target 'tpu' (llvm-cpu, cuda)");
+  EXPECT_EQ(error_of({"llvm-cpu", "sm_80", "O3", "host", "aarch64-linux-gnu"}),
+            "cpu: cross-compiling for aarch64-linux-gnu needs that machine's CPU (generic, "
+            "neoverse-n1, ...)");
+  for (const char* triple : {"aarch64", "aarch64 linux", "-linux-gnu", "aarch64--gnu",
+                             "aarch64-linux-gnu --iree-x", "a-b-c-d-e"}) {
+    EXPECT_EQ(error_of({"llvm-cpu", "sm_80", "O3", "generic", triple}),
+              fmt::format("triple: malformed target triple '{}' (like aarch64-linux-gnu)", triple));
+  }
   EXPECT_EQ(error_of({"cuda", "80", "O3"}),
             "cuda_sm: malformed CUDA architecture '80' (like sm_80)");
   EXPECT_EQ(error_of({"cuda", "sm_", "O3"}),

@@ -1,7 +1,7 @@
 // `xlacel compile [-m MODEL] --graph prefill|decode|decode-logits|copy-slot|save-slot|
 //  restore-slot|embed [--bucket N]
 //  [--capacity N] [--slots N] [--weights f32|bf16|f16] [--target llvm-cpu|cuda] [--cuda-sm sm_80]
-//  [--opt-level O3]
+//  [--target-triple aarch64-linux-gnu --cpu generic] [--opt-level O3]
 //  [--output-format text|json]`, or `xlacel compile --mlir FILE [--target ...]`: one module
 // compiled with iree-compile through the compile cache ($XLACEL_CACHE/compiled). Prints the
 // artifact's path, hit or miss, and the compile time.
@@ -102,6 +102,16 @@ void add_compile_command(CLI::App& app) {
   command->add_option("--target", options->target.backend, "llvm-cpu (this machine) or cuda")
       ->capture_default_str();
   command->add_option("--cuda-sm", options->target.cuda_sm, "CUDA architecture for --target cuda")
+      ->capture_default_str();
+  command
+      ->add_option(
+          "--target-triple", options->target.triple,
+          "llvm-cpu: cross-compile for another machine, e.g. aarch64-linux-gnu (with --cpu)")
+      ->capture_default_str();
+  command
+      ->add_option("--cpu", options->target.cpu,
+                   "llvm-cpu: the CPU to compile for: host (this one), or an LLVM CPU name "
+                   "(x86-64-v3; for --target-triple aarch64-linux-gnu: generic, neoverse-n1, ...)")
       ->capture_default_str();
   command->add_option("--opt-level", options->target.opt_level, "O0, O1, O2 or O3")
       ->capture_default_str();

@@ -25,6 +25,8 @@ constexpr std::pair<std::string_view, std::string_view> kFlagOfField[] = {
     {"backend", "--target"},
     {"cuda_sm", "--cuda-sm"},
     {"opt_level", "--opt-level"},
+    {"triple", "--target-triple"},
+    {"cpu", "--cpu"},
     {"prompt_cache_bytes", "--cache-ram"},
     {"speculation", "--speculative"},
     {"draft_max", "--draft-max"},

@@ -83,6 +83,25 @@ bool is_cuda_architecture(std::string_view name) {
   return !name.empty() && name.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+// An LLVM target triple: two to four fields of lowercase letters, digits and underscores joined
+// by '-' (aarch64-linux-gnu, aarch64-unknown-linux-gnu); nothing a flag could hide in.
+bool is_target_triple(std::string_view triple) {
+  int fields = 1;
+  bool field_empty = true;
+  for (char c : triple) {
+    if (c == '-') {
+      if (field_empty) return false;
+      ++fields;
+      field_empty = true;
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
+      field_empty = false;
+    } else {
+      return false;
+    }
+  }
+  return !field_empty && fields >= 2 && fields <= 4;
+}
+
 [[noreturn]] void not_found(const std::string& where) {
   throw Error(fmt::format("{}: iree-compile not found; {}", where, kIreeInstallHint));
 }
@@ -173,9 +192,19 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
   CompileTarget target;
   target.flags = {"--iree-input-type=stablehlo", "--iree-opt-level=" + options.opt_level};
   if (options.backend == "llvm-cpu") {
-    const HostCpu& cpu = host_cpu();
-    target.name = "llvm-cpu";
-    target.identity = "llvm-cpu cpu=" + options.cpu + "\n" + cpu.identity;
+    if (!options.triple.empty() && !is_target_triple(options.triple)) {
+      fail_field("triple", "malformed target triple '{}' (like aarch64-linux-gnu)", options.triple);
+    }
+    if (!options.triple.empty() && options.cpu == "host") {
+      fail_field("cpu",
+                 "cross-compiling for {} needs that machine's CPU (generic, neoverse-n1, ...)",
+                 options.triple);
+    }
+    // Cross-compiled code depends only on its triple and CPU; host code on this CPU too.
+    target.name = options.triple.empty() ? "llvm-cpu" : "llvm-cpu " + options.triple;
+    target.identity = options.triple.empty()
+                          ? "llvm-cpu cpu=" + options.cpu + "\n" + host_cpu().identity
+                          : "llvm-cpu triple=" + options.triple + " cpu=" + options.cpu;
     // ukernels: measured faster decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
     // tiling stays off: with weights as arguments it would re-pack them on every call, several
     // times slower (docs/PERFORMANCE.md, "IREE compile flags").
@@ -183,6 +212,9 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
         target.flags.end(),
         {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
          "--iree-llvmcpu-target-cpu=" + options.cpu, "--iree-llvmcpu-enable-ukernels=all"});
+    if (!options.triple.empty()) {
+      target.flags.push_back("--iree-llvmcpu-target-triple=" + options.triple);
+    }
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
       fail_field("cuda_sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);

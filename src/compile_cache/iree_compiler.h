@@ -54,14 +54,18 @@ struct IreeTargetOptions {
   std::string cuda_sm = "sm_80";     // the CUDA architecture, for backend "cuda"
   std::string opt_level = "O3";      // O0..O3, as --iree-opt-level
   // llvm-cpu's target CPU: "host" (all this CPU has), or an LLVM CPU name such as x86-64-v3
-  // (backends/iree/cpu_isa.h).
+  // (backends/iree/cpu_isa.h), or for another machine's triple its CPU (neoverse-n1; "generic":
+  // the architecture's baseline).
   std::string cpu = "host";
+  // llvm-cpu: empty for this machine, or another machine's target triple to cross-compile for
+  // (aarch64-linux-gnu: ARM servers and laptops), whose modules this machine cannot run.
+  std::string triple{};  // {}: brace-initialized options may leave it out
 };
 
 // The flags for one target, always with --iree-input-type=stablehlo. llvm-cpu's identity names
-// its target CPU and the host CPU (host_cpu.h: cpu=host may use anything it has). Throws
-// FieldError naming the field for an unknown backend, a malformed CUDA architecture or
-// optimization level.
+// its target CPU and the host CPU (host_cpu.h: cpu=host may use anything it has), or the triple
+// and CPU it cross-compiles for. Throws FieldError naming the field for an unknown backend, a
+// malformed CUDA architecture, optimization level or triple, or cpu "host" with another triple.
 CompileTarget iree_target(const IreeTargetOptions& options);
 
 }  // namespace xlacel::compile_cache
