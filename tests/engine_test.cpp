@@ -1015,9 +1015,10 @@ const std::vector<std::string> kFamilies = {
 // an aarch64 machine (or qemu-user and an aarch64 IREE runtime), which this test does not have.
 TEST(CrossCompile, EveryFamilysDecodeGraphCompilesForAarch64) {
   if (auto missing = missing_runtime("iree")) GTEST_SKIP() << *missing;
-  compile_cache::IreeTargetOptions aarch64;
-  aarch64.triple = "aarch64-linux-gnu";
-  aarch64.cpu = "generic";
+  compile_cache::IreeTargetOptions aarch64_options;
+  aarch64_options.triple = "aarch64-linux-gnu";
+  aarch64_options.cpu = "generic";
+  const compile_cache::CompileTarget aarch64 = compile_cache::iree_target(aarch64_options);
   compile_cache::IreeCompiler compiler = compile_cache::IreeCompiler::from_environment();
   compile_cache::CompileCache cache;
   std::vector<std::pair<std::string, models::GraphOptions>> graphs;
@@ -1033,8 +1034,7 @@ TEST(CrossCompile, EveryFamilysDecodeGraphCompilesForAarch64) {
     const std::string source = fmt::format("{}.{}.mlir", family, models::graph_name(graph));
     compile_cache::CompileResult result;
     try {
-      result = cache.get_or_compile(
-          compiler, {mlir, source + " (aarch64)", compile_cache::iree_target(aarch64)});
+      result = cache.get_or_compile(compiler, {mlir, source + " (aarch64)", aarch64});
     } catch (const Error& e) {
       ADD_FAILURE() << source << ": " << e.what();
       continue;

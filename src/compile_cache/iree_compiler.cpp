@@ -192,19 +192,19 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
   CompileTarget target;
   target.flags = {"--iree-input-type=stablehlo", "--iree-opt-level=" + options.opt_level};
   if (options.backend == "llvm-cpu") {
-    if (!options.triple.empty() && !is_target_triple(options.triple)) {
+    const bool cross = !options.triple.empty();
+    if (cross && !is_target_triple(options.triple)) {
       fail_field("triple", "malformed target triple '{}' (like aarch64-linux-gnu)", options.triple);
     }
-    if (!options.triple.empty() && options.cpu == "host") {
+    if (cross && options.cpu == "host") {
       fail_field("cpu",
                  "cross-compiling for {} needs that machine's CPU (generic, neoverse-n1, ...)",
                  options.triple);
     }
     // Cross-compiled code depends only on its triple and CPU; host code on this CPU too.
-    target.name = options.triple.empty() ? "llvm-cpu" : "llvm-cpu " + options.triple;
-    target.identity = options.triple.empty()
-                          ? "llvm-cpu cpu=" + options.cpu + "\n" + host_cpu().identity
-                          : "llvm-cpu triple=" + options.triple + " cpu=" + options.cpu;
+    target.name = cross ? "llvm-cpu " + options.triple : "llvm-cpu";
+    target.identity = cross ? "llvm-cpu triple=" + options.triple + " cpu=" + options.cpu
+                            : "llvm-cpu cpu=" + options.cpu + "\n" + host_cpu().identity;
     // ukernels: measured faster decode on SmolLM2 (IREE's argmax/reduction microkernels). Data
     // tiling stays off: with weights as arguments it would re-pack them on every call, several
     // times slower (docs/PERFORMANCE.md, "IREE compile flags").
@@ -212,9 +212,7 @@ CompileTarget iree_target(const IreeTargetOptions& options) {
         target.flags.end(),
         {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
          "--iree-llvmcpu-target-cpu=" + options.cpu, "--iree-llvmcpu-enable-ukernels=all"});
-    if (!options.triple.empty()) {
-      target.flags.push_back("--iree-llvmcpu-target-triple=" + options.triple);
-    }
+    if (cross) target.flags.push_back("--iree-llvmcpu-target-triple=" + options.triple);
   } else if (options.backend == "cuda") {
     if (!is_cuda_architecture(options.cuda_sm)) {
       fail_field("cuda_sm", "malformed CUDA architecture '{}' (like sm_80)", options.cuda_sm);
